@@ -1,0 +1,133 @@
+package verdict
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Price is a model's price in USD per million tokens.
+type Price struct {
+	InputPerMillion  float64
+	OutputPerMillion float64
+}
+
+// Config holds the classification rules. The zero value is not useful: start from
+// [DefaultConfig].
+type Config struct {
+	// ClockSkew is the tolerance applied when a span and the source of its gone time are in
+	// different services (different clocks). Spans of one service are compared exactly.
+	ClockSkew time.Duration
+	// CancelErrorTypes are error.type / exception.type values that mean the work noticed a
+	// cancellation (matched case-insensitively; a value also matches as a suffix after '.', so
+	// "CancelledError" matches "asyncio.CancelledError").
+	CancelErrorTypes []string
+	// DeadlineErrorTypes are error.type / exception.type values that mean a deadline passed.
+	DeadlineErrorTypes []string
+	// RetryableErrorTypes are error.type values of retryable failures, beyond the HTTP and gRPC
+	// status codes that are retryable by definition.
+	RetryableErrorTypes []string
+	// RetryableHTTPStatus lists HTTP status codes that are retryable. Default: 408, 425, 429 and
+	// every 5xx but 501 (RFC 9110 §15.6; RFC 6585 for 429; RFC 8470 for 425).
+	RetryableHTTPStatus []int
+	// RetryableGRPCStatus lists retryable gRPC codes. Default UNAVAILABLE (14),
+	// RESOURCE_EXHAUSTED (8), ABORTED (10) (gRPC status code guide).
+	RetryableGRPCStatus []int
+	// ModelOperations are gen_ai.operation.name values that make a span a model call.
+	ModelOperations []string
+	// MaxAttempts closes a run when reached (0: no limit).
+	MaxAttempts int
+	// RunTimeout: an attempt that starts longer than this after the previous one ended starts a
+	// new run (the previous run was over). 0 disables.
+	RunTimeout time.Duration
+	// Prices maps a model name (exact, else the longest prefix) to its price.
+	Prices map[string]Price
+	// DetachConsumers treats what runs under a messaging CONSUMER span as detached work.
+	DetachConsumers bool
+	// DetachLinkedRoots treats a trace whose root carries span links as detached work.
+	DetachLinkedRoots bool
+	// DetachLateEntries treats a SERVER or CONSUMER span that starts after its parent had ended
+	// (a redirect followed later, a fire-and-forget call) as detached work.
+	DetachLateEntries bool
+	// MaxRootRecords bounds the root records kept for spans and traces that arrive later.
+	MaxRootRecords int
+	// MaxKeys bounds the idempotency keys remembered for binding work across traces.
+	MaxKeys int
+}
+
+// DefaultConfig returns the rules that follow the OpenTelemetry semantic conventions and the
+// HTTP and gRPC specifications.
+func DefaultConfig() Config {
+	retryHTTP := []int{408, 425, 429}
+	for c := 500; c <= 599; c++ {
+		if c != 501 {
+			retryHTTP = append(retryHTTP, c)
+		}
+	}
+	return Config{
+		ClockSkew: 250 * time.Millisecond,
+		CancelErrorTypes: []string{
+			"context canceled", "context.Canceled", "canceled", "cancelled",
+			"CancelledError", "CancellationException", "OperationCanceledException",
+			"TaskCanceledException", "AbortError", "ClientDisconnect", "ClientAbortException",
+		},
+		DeadlineErrorTypes: []string{
+			"context deadline exceeded", "context.DeadlineExceeded", "deadline_exceeded",
+			"DeadlineExceeded", "DeadlineExceededError",
+		},
+		RetryableErrorTypes: []string{"timeout", "connection_reset", "connection_refused",
+			"ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "RateLimitError", "APIConnectionError",
+			"APITimeoutError", "InternalServerError", "ServiceUnavailableError"},
+		RetryableHTTPStatus: retryHTTP,
+		RetryableGRPCStatus: []int{14, 8, 10},
+		ModelOperations:     []string{"chat", "text_completion", "generate_content", "embeddings", "completion"},
+		MaxAttempts:         0,
+		RunTimeout:          5 * time.Minute,
+		Prices:              map[string]Price{},
+		DetachConsumers:     true,
+		DetachLinkedRoots:   true,
+		DetachLateEntries:   true,
+		MaxRootRecords:      100_000,
+		MaxKeys:             100_000,
+	}
+}
+
+// Validate reports the first invalid field, naming it.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ClockSkew < 0 {
+		errs = append(errs, fmt.Errorf("clock_skew: must not be negative, got %s", c.ClockSkew))
+	}
+	if c.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("max_attempts: must not be negative, got %d", c.MaxAttempts))
+	}
+	if c.RunTimeout < 0 {
+		errs = append(errs, fmt.Errorf("run_timeout: must not be negative, got %s", c.RunTimeout))
+	}
+	if c.MaxRootRecords <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_root_records: must be positive, got %d", c.MaxRootRecords))
+	}
+	if c.MaxKeys <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_idempotency_keys: must be positive, got %d", c.MaxKeys))
+	}
+	for _, code := range c.RetryableHTTPStatus {
+		if code < 100 || code > 599 {
+			errs = append(errs, fmt.Errorf("retryable.http_status_codes: %d is not an HTTP status code", code))
+		}
+	}
+	for _, code := range c.RetryableGRPCStatus {
+		if code < 0 || code > 16 {
+			errs = append(errs, fmt.Errorf("retryable.grpc_status_codes: %d is not a gRPC status code (0-16)", code))
+		}
+	}
+	for m, p := range c.Prices {
+		if strings.TrimSpace(m) == "" {
+			errs = append(errs, errors.New("prices: model name must not be empty"))
+		}
+		if p.InputPerMillion < 0 || p.OutputPerMillion < 0 || p.InputPerMillion != p.InputPerMillion || p.OutputPerMillion != p.OutputPerMillion {
+			errs = append(errs, fmt.Errorf("prices[%s]: prices must be non-negative numbers", m))
+		}
+	}
+	return errors.Join(errs...)
+}

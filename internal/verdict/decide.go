@@ -1,0 +1,345 @@
+package verdict
+
+import (
+	"sort"
+)
+
+// node is the working state of one span during Decide.
+type node struct {
+	parent   int32 // index of the parent span in the batch, -1 if none or not present
+	children []int32
+	valid    bool
+	// context inherited top-down
+	detached  bool
+	bound     bool       // detached work bound to a root by a key or a deadline
+	rec       rootRecord // the root this span is judged against, when hasRoot
+	hasRoot   bool
+	deadline  int64 // earliest deadline on the span or its ancestors, 0 if none
+	done      bool
+	modelDesc bool // a descendant is a model call
+}
+
+// Decide computes the verdict of every span of one trace, in the order given. spans should be
+// all the spans of the trace that are held (a late span may come alone: it is judged against
+// the retained root record). Decide never modifies spans. Call Observe for the spans first.
+func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
+	out := make([]Verdict, len(spans))
+	var st Stats
+	if len(spans) == 0 {
+		return out, st
+	}
+	nodes := make([]node, len(spans))
+
+	// 1. Validity and the span-ID index. Zipkin's shared client/server halves have the same
+	// span ID and different kinds: both are kept; a second span with the same ID and kind is a
+	// duplicate (an upstream exporter that retried) and gets no verdict.
+	// Spans are indexed in a canonical order (span ID, kind, start, end, name) so that which of
+	// two duplicates is kept does not depend on arrival order.
+	canon := make([]int32, len(spans))
+	for i := range canon {
+		canon[i] = int32(i)
+	}
+	sort.Slice(canon, func(a, b int) bool {
+		sa, sb := &spans[canon[a]], &spans[canon[b]]
+		if sa.SpanID != sb.SpanID {
+			return string(sa.SpanID[:]) < string(sb.SpanID[:])
+		}
+		if sa.Kind != sb.Kind {
+			return sa.Kind < sb.Kind
+		}
+		if sa.Start != sb.Start {
+			return sa.Start < sb.Start
+		}
+		if sa.End != sb.End {
+			return sa.End < sb.End
+		}
+		return sa.Name < sb.Name
+	})
+	byID := make(map[SpanID][]int32, len(spans))
+	for _, ci := range canon {
+		i := int(ci)
+		s := &spans[i]
+		n := &nodes[i]
+		n.parent = -1
+		switch {
+		case s.TraceID.IsZero():
+			out[i].Invalid = InvalidTraceID
+		case s.SpanID.IsZero():
+			out[i].Invalid = InvalidSpanID
+		case s.Start <= 0 || s.End <= 0:
+			out[i].Invalid = InvalidTimes
+		case s.End < s.Start:
+			out[i].Invalid = InvalidEndBeforeStart
+		}
+		if s.SpanID.IsZero() {
+			continue
+		}
+		dup := false
+		for _, j := range byID[s.SpanID] {
+			if spans[j].Kind == s.Kind {
+				dup = true
+			}
+		}
+		if dup {
+			if out[i].Invalid == Valid {
+				out[i].Invalid = InvalidDuplicate
+			}
+			continue
+		}
+		byID[s.SpanID] = append(byID[s.SpanID], int32(i))
+	}
+
+	// 2. Parent links. Among spans sharing the parent's ID, prefer the one in the child's own
+	// service (the server half that made the child), else a CLIENT/PRODUCER half.
+	for i := range spans {
+		s := &spans[i]
+		if s.ParentID.IsZero() || out[i].Invalid == InvalidDuplicate {
+			continue
+		}
+		cands := byID[s.ParentID]
+		best := int32(-1)
+		for _, j := range cands {
+			if int(j) == i {
+				continue
+			}
+			if best < 0 || spans[j].Service == s.Service && spans[best].Service != s.Service {
+				best = j
+			}
+		}
+		nodes[i].parent = best
+	}
+
+	// 3. Cycles: a parent chain that comes back to a span it passed. Every span on the cycle
+	// is malformed; spans hanging below a cycle are judged as if their parent were missing.
+	state := make([]uint8, len(spans)) // 0 new, 1 on stack, 2 done
+	var stack []int32
+	for i := range spans {
+		if state[i] != 0 {
+			continue
+		}
+		stack = stack[:0]
+		j := int32(i)
+		for j >= 0 && state[j] == 0 {
+			state[j] = 1
+			stack = append(stack, j)
+			j = nodes[j].parent
+		}
+		if j >= 0 && state[j] == 1 {
+			// j is on the current path: everything from j onwards loops.
+			onCycle := false
+			for _, k := range stack {
+				if k == j {
+					onCycle = true
+				}
+				if onCycle {
+					if out[k].Invalid == Valid {
+						out[k].Invalid = InvalidParentCycle
+					}
+					nodes[k].parent = -1
+				}
+			}
+		}
+		for _, k := range stack {
+			state[k] = 2
+		}
+	}
+	for i := range spans {
+		if p := nodes[i].parent; p >= 0 {
+			nodes[p].children = append(nodes[p].children, int32(i))
+		}
+		nodes[i].valid = out[i].Invalid == Valid
+	}
+
+	// 4. The root: a valid parentless span, the earliest if several; a parentless CONSUMER
+	// (or linked) span only when nothing else is. Otherwise the retained record.
+	root := int32(-1)
+	for i := range spans {
+		s := &spans[i]
+		if !nodes[i].valid || !s.ParentID.IsZero() {
+			continue
+		}
+		if root < 0 {
+			root = int32(i)
+			continue
+		}
+		rd, id := c.rootIsDetached(&spans[root]), c.rootIsDetached(s)
+		r := &spans[root]
+		earlier := s.Start < r.Start || s.Start == r.Start && string(s.SpanID[:]) < string(r.SpanID[:])
+		if (rd && !id) || (rd == id && earlier) {
+			root = int32(i)
+		}
+	}
+	c.mu.Lock()
+	traceRec, haveRec := rootRecord{}, false
+	if root >= 0 {
+		traceRec, haveRec = c.rootRecordOf(&spans[root]), true
+	} else if rec, ok := c.roots[spans[0].TraceID]; ok {
+		traceRec, haveRec = rec, true
+	}
+	st.RootMissing = !haveRec
+	// Key bindings are resolved under the lock, once per key.
+	bindings := map[uint64]rootRecord{}
+	for i := range spans {
+		if h := spans[i].KeyHash; h != 0 {
+			if _, done := bindings[h]; !done {
+				if rec, ok := c.lookupKeyLocked(h); ok {
+					bindings[h] = rec
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+
+	// 5. Context, top-down from every span whose parent is absent: detached or not, the root
+	// it is judged against, the earliest deadline above it.
+	var visit func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64)
+	visit = func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64) {
+		s := &spans[i]
+		n := &nodes[i]
+		if n.done {
+			return
+		}
+		n.done = true
+		if s.Deadline > 0 && (deadline == 0 || s.Deadline < deadline) {
+			deadline = s.Deadline
+		}
+		if !detached && n.valid {
+			switch {
+			case c.cfg.DetachConsumers && s.Kind == KindConsumer:
+				detached = true
+			case c.cfg.DetachLateEntries && (s.Kind == KindServer || s.Kind == KindConsumer) && n.parent >= 0 && nodes[n.parent].valid:
+				p := &spans[n.parent]
+				tol := int64(0)
+				if p.Service != s.Service {
+					tol = int64(c.cfg.ClockSkew)
+				}
+				if s.Start > p.End+tol {
+					detached = true
+				}
+			}
+			if detached {
+				// Work handed over: judged only if bound again below.
+				bound, hasRoot, deadline = false, false, 0
+				if s.Deadline > 0 {
+					deadline = s.Deadline
+				}
+			}
+		}
+		if detached && !bound {
+			if rec2, ok := bindings[s.KeyHash]; s.KeyHash != 0 && ok {
+				bound, rec, hasRoot = true, rec2, true
+			} else if deadline > 0 {
+				bound = true
+			}
+		}
+		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = detached, bound, rec, hasRoot, deadline
+		for _, ch := range n.children {
+			visit(ch, detached, bound, rec, hasRoot, deadline)
+		}
+	}
+	if root >= 0 {
+		det := traceRec.detached
+		visit(root, det, false, traceRec, !det, 0)
+	}
+	for i := range spans {
+		if nodes[i].parent < 0 && !nodes[i].done {
+			// A span whose parent is not here: judged against the trace's root, retained or
+			// missing, unless the trace itself is detached.
+			det := haveRec && traceRec.detached
+			visit(int32(i), det, false, traceRec, haveRec && !det, 0)
+		}
+	}
+
+	// 6. Liveness of every span.
+	for i := range spans {
+		s, n, v := &spans[i], &nodes[i], &out[i]
+		if !n.valid {
+			if out[i].Invalid == InvalidTimes || out[i].Invalid == InvalidEndBeforeStart {
+				v.Liveness = LivenessUnknown
+			}
+			st.Invalid[out[i].Invalid]++
+			continue
+		}
+		if int32(i) == root && !traceRec.detached {
+			v.EndReason = traceRec.reason
+			v.Liveness = LivenessLive
+			continue
+		}
+		if n.detached && !n.bound {
+			v.Detached = true
+			continue
+		}
+		if s.End == s.Start {
+			// No duration: Zipkin spans recorded without one (a redirect) and spans whose end
+			// was never recorded. When they ended is not known.
+			v.Liveness = LivenessUnknown
+			st.NoDuration++
+			continue
+		}
+		gone, ok := c.goneOf(n)
+		if !ok {
+			v.Liveness = LivenessUnknown
+			continue
+		}
+		tol := int64(0)
+		if n.hasRoot && s.Service != n.rec.service {
+			tol = int64(c.cfg.ClockSkew)
+		} else if !n.hasRoot {
+			tol = int64(c.cfg.ClockSkew)
+		}
+		if s.End > gone+tol {
+			v.Liveness = LivenessOrphaned
+			v.AfterGone = float64(s.End-gone) / 1e9
+		} else {
+			v.Liveness = LivenessLive
+		}
+		v.StartedAfterGone = s.Start > gone+tol
+	}
+
+	// 7. The edge that did not carry the cancellation: an orphaned span that entered a service
+	// from a caller in another service that was not orphaned itself.
+	for i := range spans {
+		s, n, v := &spans[i], &nodes[i], &out[i]
+		if v.Liveness != LivenessOrphaned || (s.Kind != KindServer && s.Kind != KindConsumer) || n.parent < 0 {
+			continue
+		}
+		p := &spans[n.parent]
+		if p.Service != s.Service && p.Service != "" && out[n.parent].Liveness == LivenessLive {
+			v.CallerService = p.Service
+		}
+	}
+
+	// 8. Spend, then 9. runs.
+	c.decideSpend(spans, nodes, out, root, &st)
+	c.decideRuns(spans, nodes, out, root, &st)
+	return out, st
+}
+
+// goneOf returns the gone time a span is judged against: the earliest of its root's gone time
+// and the deadlines above it.
+func (c *Correlator) goneOf(n *node) (int64, bool) {
+	switch {
+	case n.hasRoot && n.deadline > 0:
+		return min(n.rec.gone, n.deadline), true
+	case n.hasRoot:
+		return n.rec.gone, true
+	case n.deadline > 0:
+		return n.deadline, true
+	}
+	return 0, false
+}
+
+// sortByStart orders span indexes by start time, then span ID, so the result does not depend
+// on arrival order.
+func sortByStart(spans []Span, idx []int32) {
+	sort.Slice(idx, func(a, b int) bool {
+		sa, sb := &spans[idx[a]], &spans[idx[b]]
+		if sa.Start != sb.Start {
+			return sa.Start < sb.Start
+		}
+		if sa.SpanID != sb.SpanID {
+			return string(sa.SpanID[:]) < string(sb.SpanID[:])
+		}
+		return sa.Kind < sb.Kind
+	})
+}

@@ -1,0 +1,108 @@
+// Package verdict decides, for the spans of a trace, whether each was still wanted when it ran
+// (liveness), how retry attempts group into runs, how each run ended (its outcome), and what
+// model spend it carried. It is the correlation and classification core of orphanwatch and has
+// no OpenTelemetry Collector types in its API: readers (the orphan processor, the offline CLI)
+// turn their span format into [Span] values, call [Correlator.Observe] when spans arrive and
+// [Correlator.Decide] once a trace's spans are held, and write the returned [Verdict] values back.
+//
+// Where each verdict is decided:
+//   - root end reason and gone time: [rootRecordOf] in root.go;
+//   - detached work and liveness: [Correlator.Decide] in decide.go (liveness.go holds the rules);
+//   - attempts, runs and outcomes: runs.go ([groupRuns], [runOutcome]);
+//   - model spend and cost: spend.go.
+//
+// The words are those of the project's DESIGN.md; docs/verdicts.md records the choices made
+// where it was silent.
+package verdict
+
+// TraceID is a 16-byte W3C trace ID. The all-zero value is invalid.
+type TraceID [16]byte
+
+// SpanID is an 8-byte W3C span ID. The all-zero value means "none" for a parent.
+type SpanID [8]byte
+
+// IsZero reports whether the trace ID is all zeroes (invalid by the W3C Trace Context spec).
+func (t TraceID) IsZero() bool { return t == TraceID{} }
+
+// IsZero reports whether the span ID is all zeroes.
+func (s SpanID) IsZero() bool { return s == SpanID{} }
+
+// Kind is the OpenTelemetry span kind.
+type Kind uint8
+
+// Span kinds, as in the OpenTelemetry trace API.
+const (
+	KindUnspecified Kind = iota
+	KindInternal
+	KindServer
+	KindClient
+	KindProducer
+	KindConsumer
+)
+
+// Status is the OpenTelemetry span status code.
+type Status uint8
+
+// Status codes, as in the OpenTelemetry trace API.
+const (
+	StatusUnset Status = iota
+	StatusOK
+	StatusError
+)
+
+// Link is a span link: the span it points to, possibly in another trace.
+type Link struct {
+	TraceID TraceID
+	SpanID  SpanID
+}
+
+// Span holds what the correlator reads of one span. Readers fill it from span attributes
+// following the OpenTelemetry semantic conventions (see the field docs for the attribute each
+// field comes from by default); absent values use the documented sentinel.
+type Span struct {
+	TraceID  TraceID
+	SpanID   SpanID
+	ParentID SpanID // zero when the span has no parent (a root)
+	Service  string // resource attribute service.name
+	Name     string
+	Kind     Kind
+	// Start and End are unix nanoseconds. Zero means unknown; End before Start is malformed.
+	Start, End int64
+	Status     Status
+	Links      []Link
+
+	// IsHTTP is true when the span describes an HTTP call (http.request.method present).
+	IsHTTP bool
+	// HTTPStatus is http.response.status_code (or the older http.status_code); 0 when absent.
+	HTTPStatus int
+	// GRPCStatus is the gRPC status code from rpc.grpc.status_code or rpc.status_code (numeric
+	// or its canonical name); -1 when absent.
+	GRPCStatus int
+	// ErrorType is error.type; empty when absent.
+	ErrorType string
+	// ExceptionTypes are exception.type values of the span's exception events (and of
+	// exception.type attributes), used to recognise cancellation exceptions.
+	ExceptionTypes []string
+	// ResendCount is http.request.resend_count; -1 when absent.
+	ResendCount int
+	// Attempt is the 1-based attempt number from a configured attempt attribute; 0 when absent.
+	Attempt int
+	// KeyHash is a 64-bit hash of the idempotency key (never the key itself); 0 when absent.
+	KeyHash uint64
+	// Target names what the span calls: server.address[:port], rpc.service/rpc.method,
+	// messaging.destination.name, or the requested model; empty when unknown.
+	Target string
+	// Operation is gen_ai.operation.name; empty when absent.
+	Operation string
+	// Deadline is an absolute deadline carried by the span, unix nanoseconds; 0 when none.
+	// Readers convert relative timeouts (grpc-timeout, x-envoy-expected-rq-timeout-ms) by adding
+	// them to Start.
+	Deadline int64
+	// Model is gen_ai.response.model, else gen_ai.request.model, else a configured alias.
+	Model string
+	// InputTokens and OutputTokens are the token usage; -1 when absent or invalid.
+	InputTokens, OutputTokens int64
+	// Cost is a cost in USD read from a configured cost attribute, valid when HasCost.
+	Cost    float64
+	HasCost bool
+}

@@ -1,0 +1,59 @@
+package verdict
+
+import "strings"
+
+// decideSpend marks model calls and their spend. A model call is a span naming a model with
+// token usage or a model operation (gen_ai.operation.name chat, ...) none of whose descendants
+// is a model call: spans that repeat their children's usage (an agent or workflow span, the
+// Vercel AI SDK's ai.generateText around ai.generateText.doGenerate) are not counted twice.
+func (c *Correlator) decideSpend(spans []Span, nodes []node, out []Verdict, root int32, st *Stats) {
+	isCall := make([]bool, len(spans))
+	for i := range spans {
+		if nodes[i].valid && c.rules.isModelCall(&spans[i]) {
+			isCall[i] = true
+		}
+	}
+	// Mark ancestors of model calls.
+	for i := range spans {
+		if !isCall[i] {
+			continue
+		}
+		for p := nodes[i].parent; p >= 0 && !nodes[p].modelDesc; p = nodes[p].parent {
+			nodes[p].modelDesc = true
+		}
+	}
+	for i := range spans {
+		if !isCall[i] || nodes[i].modelDesc {
+			continue
+		}
+		s, v := &spans[i], &out[i]
+		v.Model = s.Model
+		v.InputTokens, v.OutputTokens = s.InputTokens, s.OutputTokens
+		switch {
+		case s.HasCost:
+			v.Cost, v.HasCost = s.Cost, true
+		default:
+			if p, ok := c.priceOf(s.Model); ok && (s.InputTokens >= 0 || s.OutputTokens >= 0) {
+				in, outT := max(s.InputTokens, 0), max(s.OutputTokens, 0)
+				v.Cost = (float64(in)*p.InputPerMillion + float64(outT)*p.OutputPerMillion) / 1e6
+				v.HasCost = true
+			}
+		}
+	}
+}
+
+// priceOf looks a model up in the price table: exactly, else by the longest configured name
+// that prefixes it ("gpt-4o-2024-08-06" uses "gpt-4o"; "gpt-4o-mini-2024-07-18" uses
+// "gpt-4o-mini").
+func (c *Correlator) priceOf(model string) (Price, bool) {
+	if p, ok := c.cfg.Prices[model]; ok {
+		return p, true
+	}
+	best, bestLen := Price{}, 0
+	for name, p := range c.cfg.Prices {
+		if len(name) > bestLen && strings.HasPrefix(model, name) {
+			best, bestLen = p, len(name)
+		}
+	}
+	return best, bestLen > 0
+}

@@ -1,0 +1,170 @@
+package verdict
+
+// Liveness says whether a span ended while somebody still waited for its root request.
+type Liveness uint8
+
+// Liveness values. LivenessNone means nothing is written (detached or malformed spans).
+const (
+	LivenessNone Liveness = iota
+	LivenessLive
+	LivenessOrphaned
+	LivenessUnknown
+)
+
+// String returns the attribute value: "live", "orphaned", "unknown", or "" for none.
+func (l Liveness) String() string {
+	switch l {
+	case LivenessLive:
+		return "live"
+	case LivenessOrphaned:
+		return "orphaned"
+	case LivenessUnknown:
+		return "unknown"
+	}
+	return ""
+}
+
+// Outcome is how a run of attempts ended (DESIGN.md "Run outcomes").
+type Outcome uint8
+
+// Run outcomes. OutcomeNone marks spans that do not close a run.
+const (
+	OutcomeNone Outcome = iota
+	OutcomeSuccess
+	OutcomeRetryableFailure
+	OutcomeHardFailure
+	OutcomeCancelled
+	OutcomeDeliveredToNobody
+	OutcomeUnknownRoot
+)
+
+// String returns the attribute value of the outcome, or "" for OutcomeNone.
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSuccess:
+		return "success"
+	case OutcomeRetryableFailure:
+		return "retryable_failure"
+	case OutcomeHardFailure:
+		return "hard_failure"
+	case OutcomeCancelled:
+		return "cancelled"
+	case OutcomeDeliveredToNobody:
+		return "delivered_to_nobody"
+	case OutcomeUnknownRoot:
+		return "unknown_root"
+	}
+	return ""
+}
+
+// EndReason is why a root request ended (DESIGN.md "Words": end reason).
+type EndReason uint8
+
+// End reasons. EndReasonNone is used for spans that are not roots.
+const (
+	EndReasonNone EndReason = iota
+	EndReasonCompleted
+	EndReasonCancelled
+	EndReasonDeadlineExceeded
+	EndReasonError
+)
+
+// String returns the attribute value of the end reason, or "" for EndReasonNone.
+func (r EndReason) String() string {
+	switch r {
+	case EndReasonCompleted:
+		return "completed"
+	case EndReasonCancelled:
+		return "cancelled"
+	case EndReasonDeadlineExceeded:
+		return "deadline_exceeded"
+	case EndReasonError:
+		return "error"
+	}
+	return ""
+}
+
+// Invalid names why a span got no verdict (or only "unknown"). The processor counts spans by it.
+type Invalid uint8
+
+// Reasons a span is not judged.
+const (
+	Valid             Invalid = iota
+	InvalidTraceID            // all-zero trace ID
+	InvalidSpanID             // all-zero span ID
+	InvalidTimes              // zero start or end time
+	InvalidEndBeforeStart     // end time before start time
+	InvalidDuplicate          // a second span with the same span ID and kind in the trace
+	InvalidParentCycle        // the parent chain loops back on itself
+	numInvalid
+)
+
+// String returns the reason as used in telemetry attributes.
+func (r Invalid) String() string {
+	switch r {
+	case InvalidTraceID:
+		return "zero_trace_id"
+	case InvalidSpanID:
+		return "zero_span_id"
+	case InvalidTimes:
+		return "zero_timestamps"
+	case InvalidEndBeforeStart:
+		return "end_before_start"
+	case InvalidDuplicate:
+		return "duplicate_span_id"
+	case InvalidParentCycle:
+		return "parent_cycle"
+	}
+	return ""
+}
+
+// InvalidReasons lists every reason other than Valid, for telemetry set-up.
+func InvalidReasons() []Invalid {
+	out := make([]Invalid, 0, numInvalid-1)
+	for r := Valid + 1; r < numInvalid; r++ {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Verdict is what the correlator decided about one span. Zero values mean "not known": write
+// nothing for them.
+type Verdict struct {
+	// Invalid is set for malformed spans; they get at most Liveness = LivenessUnknown.
+	Invalid Invalid
+	// Liveness of the span against its gone time.
+	Liveness Liveness
+	// Detached is true for work meant to outlive the request that no key or deadline binds.
+	Detached bool
+	// StartedAfterGone is meaningful when Liveness is live or orphaned.
+	StartedAfterGone bool
+	// AfterGone is end minus gone time in seconds, set for orphaned spans.
+	AfterGone float64
+	// Attempt is the 1-based attempt number for attempt spans, 0 for other spans.
+	Attempt int
+	// Outcome is set on the span that closes a run (its final attempt).
+	Outcome Outcome
+	// RunAttempts is the number of attempts of the run closed by this span.
+	RunAttempts int
+	// RunOK tells whether the final attempt of the run closed by this span succeeded.
+	RunOK bool
+	// EndReason is set on root spans.
+	EndReason EndReason
+	// CallerService is set on an orphaned span that entered a service from a caller that was
+	// not itself orphaned: the edge the cancellation did not cross.
+	CallerService string
+	// Model is set on model calls; InputTokens/OutputTokens are -1 when unknown.
+	Model                     string
+	InputTokens, OutputTokens int64
+	// Cost in USD of a model call, valid when HasCost.
+	Cost    float64
+	HasCost bool
+}
+
+// Stats counts what one Decide call saw, for the processor's telemetry.
+type Stats struct {
+	Invalid         [numInvalid]int // spans by Invalid reason (index Valid unused)
+	UnknownRootRuns int             // runs whose root was never seen
+	RootMissing     bool            // the trace's root span was not among the spans nor retained
+	NoDuration      int             // spans with end equal to start: liveness unknown
+}

@@ -1,0 +1,195 @@
+package orphanprocessor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+)
+
+// Config is the configuration of the `orphan` processor. Every field has a default (see
+// createDefaultConfig and the README's config reference).
+type Config struct {
+	// DecisionWait is how long the spans of a trace are held, from the arrival of its first
+	// span, before its verdicts are decided and the spans move on. Spans are never held longer.
+	// 0 decides each batch as it arrives (the offline CLI does this).
+	DecisionWait time.Duration `mapstructure:"decision_wait"`
+	// ClockSkewTolerance applies when a span and its root are in different services.
+	ClockSkewTolerance time.Duration `mapstructure:"clock_skew_tolerance"`
+	// RunTimeout: an attempt starting longer than this after the previous attempt ended begins
+	// a new run. 0 disables.
+	RunTimeout time.Duration `mapstructure:"run_timeout"`
+	// MaxAttempts closes a run when reached. 0: no limit.
+	MaxAttempts int `mapstructure:"max_attempts"`
+
+	Attributes   AttributesConfig   `mapstructure:"attributes"`
+	Cancellation CancellationConfig `mapstructure:"cancellation"`
+	Retryable    RetryableConfig    `mapstructure:"retryable"`
+	// Prices maps a model name to its price in USD per million tokens. A model matches exactly
+	// or by the longest configured prefix.
+	Prices   map[string]PriceConfig `mapstructure:"prices"`
+	Detached DetachedConfig         `mapstructure:"detached"`
+	Limits   LimitsConfig           `mapstructure:"limits"`
+}
+
+// AttributesConfig names the span attributes read. Lists are tried in order.
+type AttributesConfig struct {
+	// Attempt lists attributes holding a 1-based attempt number, beyond
+	// http.request.resend_count (which is always read, attempt = count + 1).
+	Attempt []string `mapstructure:"attempt"`
+	// IdempotencyKey lists attributes holding an idempotency key. Keys are hashed at once.
+	IdempotencyKey []string `mapstructure:"idempotency_key"`
+	// Deadlines lists attributes carrying a deadline and their format.
+	Deadlines []DeadlineConfig `mapstructure:"deadlines"`
+	// InputTokens and OutputTokens list token-usage attributes (gen_ai.usage.* and aliases).
+	InputTokens  []string `mapstructure:"input_tokens"`
+	OutputTokens []string `mapstructure:"output_tokens"`
+	// Model lists attributes naming the model.
+	Model []string `mapstructure:"model"`
+	// Cost lists attributes holding a call's cost in USD; they win over the price table.
+	Cost []string `mapstructure:"cost"`
+}
+
+// DeadlineConfig is one deadline attribute.
+type DeadlineConfig struct {
+	Attribute string `mapstructure:"attribute"`
+	// Format: unix_seconds, unix_milliseconds, rfc3339 (absolute); grpc_timeout, milliseconds,
+	// seconds (relative to the span's start).
+	Format spanread.DeadlineFormat `mapstructure:"format"`
+}
+
+// CancellationConfig lists the error.type and exception.type values that mean cancellation.
+// HTTP 499, gRPC CANCELLED (1) and DEADLINE_EXCEEDED (4) in rpc.grpc.status_code or
+// rpc.status_code, and an HTTP CLIENT span ended with unset status and no response status code
+// are always recognised.
+type CancellationConfig struct {
+	ErrorTypes         []string `mapstructure:"error_types"`
+	DeadlineErrorTypes []string `mapstructure:"deadline_error_types"`
+}
+
+// RetryableConfig says which failures are retryable.
+type RetryableConfig struct {
+	HTTPStatusCodes []int    `mapstructure:"http_status_codes"`
+	GRPCStatusCodes []int    `mapstructure:"grpc_status_codes"`
+	ErrorTypes      []string `mapstructure:"error_types"`
+}
+
+// PriceConfig is a model's price in USD per million tokens.
+type PriceConfig struct {
+	InputPerMillion  float64 `mapstructure:"input_per_million"`
+	OutputPerMillion float64 `mapstructure:"output_per_million"`
+}
+
+// DetachedConfig says which work is meant to outlive the request.
+type DetachedConfig struct {
+	// ConsumerSpans: what runs under a messaging CONSUMER span.
+	ConsumerSpans bool `mapstructure:"consumer_spans"`
+	// LinkedRoots: a trace whose root span has links (reached only through a span link).
+	LinkedRoots bool `mapstructure:"linked_roots"`
+	// LateEntrySpans: a SERVER/CONSUMER span that starts after its parent ended (a redirect
+	// followed later, fire-and-forget).
+	LateEntrySpans bool `mapstructure:"late_entry_spans"`
+}
+
+// LimitsConfig bounds the processor's state. Each bound has an eviction policy and a counter.
+type LimitsConfig struct {
+	// MaxTraces bounds traces held while waiting; the oldest is decided early when full.
+	MaxTraces int `mapstructure:"max_traces"`
+	// MaxSpansPerTrace bounds spans held for one trace; a full trace is decided early.
+	MaxSpansPerTrace int `mapstructure:"max_spans_per_trace"`
+	// MaxRootRecords bounds root records kept for late spans and key-bound traces (FIFO).
+	MaxRootRecords int `mapstructure:"max_root_records"`
+	// MaxIdempotencyKeys bounds idempotency-key hashes remembered (FIFO).
+	MaxIdempotencyKeys int `mapstructure:"max_idempotency_keys"`
+}
+
+var _ confmap.Validator = (*Config)(nil)
+
+// Validate checks the configuration; each error names its field.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.DecisionWait < 0 {
+		errs = append(errs, fmt.Errorf("decision_wait: must not be negative, got %s", c.DecisionWait))
+	}
+	if c.Limits.MaxTraces <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_traces: must be positive, got %d", c.Limits.MaxTraces))
+	}
+	if c.Limits.MaxSpansPerTrace <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_spans_per_trace: must be positive, got %d", c.Limits.MaxSpansPerTrace))
+	}
+	for i, d := range c.Attributes.Deadlines {
+		if strings.TrimSpace(d.Attribute) == "" {
+			errs = append(errs, fmt.Errorf("attributes.deadlines[%d].attribute: must not be empty", i))
+		}
+		if err := d.Format.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("attributes.deadlines[%d].format: %w", i, err))
+		}
+	}
+	for name, list := range map[string][]string{
+		"attributes.attempt": c.Attributes.Attempt, "attributes.idempotency_key": c.Attributes.IdempotencyKey,
+		"attributes.input_tokens": c.Attributes.InputTokens, "attributes.output_tokens": c.Attributes.OutputTokens,
+		"attributes.model": c.Attributes.Model, "attributes.cost": c.Attributes.Cost,
+	} {
+		for i, a := range list {
+			if strings.TrimSpace(a) == "" {
+				errs = append(errs, fmt.Errorf("%s[%d]: must not be empty", name, i))
+			}
+		}
+	}
+	for m, p := range c.Prices {
+		for field, v := range map[string]float64{"input_per_million": p.InputPerMillion, "output_per_million": p.OutputPerMillion} {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				errs = append(errs, fmt.Errorf("prices.%s.%s: must be a non-negative number, got %v", m, field, v))
+			}
+		}
+	}
+	if err := c.verdictConfig().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// verdictConfig maps the collector configuration onto the correlator's rules.
+func (c *Config) verdictConfig() verdict.Config {
+	vc := verdict.DefaultConfig()
+	vc.ClockSkew = c.ClockSkewTolerance
+	vc.RunTimeout = c.RunTimeout
+	vc.MaxAttempts = c.MaxAttempts
+	vc.CancelErrorTypes = c.Cancellation.ErrorTypes
+	vc.DeadlineErrorTypes = c.Cancellation.DeadlineErrorTypes
+	vc.RetryableHTTPStatus = c.Retryable.HTTPStatusCodes
+	vc.RetryableGRPCStatus = c.Retryable.GRPCStatusCodes
+	vc.RetryableErrorTypes = c.Retryable.ErrorTypes
+	vc.Prices = make(map[string]verdict.Price, len(c.Prices))
+	for m, p := range c.Prices {
+		vc.Prices[m] = verdict.Price{InputPerMillion: p.InputPerMillion, OutputPerMillion: p.OutputPerMillion}
+	}
+	vc.DetachConsumers = c.Detached.ConsumerSpans
+	vc.DetachLinkedRoots = c.Detached.LinkedRoots
+	vc.DetachLateEntries = c.Detached.LateEntrySpans
+	vc.MaxRootRecords = c.Limits.MaxRootRecords
+	vc.MaxKeys = c.Limits.MaxIdempotencyKeys
+	return vc
+}
+
+// readerOptions maps the configuration onto the span reader's attribute names.
+func (c *Config) readerOptions() spanread.Options {
+	o := spanread.Options{
+		AttemptAttributes: c.Attributes.Attempt,
+		IdempotencyKeys:   c.Attributes.IdempotencyKey,
+		InputTokens:       c.Attributes.InputTokens,
+		OutputTokens:      c.Attributes.OutputTokens,
+		Models:            c.Attributes.Model,
+		CostAttributes:    c.Attributes.Cost,
+	}
+	for _, d := range c.Attributes.Deadlines {
+		o.Deadlines = append(o.Deadlines, spanread.DeadlineAttribute{Attribute: d.Attribute, Format: d.Format})
+	}
+	return o
+}

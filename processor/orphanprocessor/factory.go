@@ -1,0 +1,90 @@
+// Package orphanprocessor provides the `orphan` traces processor: it holds the spans of each
+// trace for a short wait, correlates retry attempts with the liveness of their root request,
+// decides each run's outcome, and writes the verdicts onto the spans as `orphanwatch.*`
+// attributes (docs/verdicts.md). The decisions themselves live in internal/verdict.
+package orphanprocessor
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/processor"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+)
+
+// NewFactory returns the factory of the `orphan` processor.
+func NewFactory() processor.Factory {
+	return processor.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		processor.WithTraces(createTracesProcessor, metadata.TracesStability),
+	)
+}
+
+// Default attribute names, following the OpenTelemetry semantic conventions and the names
+// popular GenAI instrumentations write (OpenLLMetry, OpenInference, the Vercel AI SDK).
+var (
+	defaultIdempotencyKeys = []string{
+		"http.request.header.idempotency-key", "http.request.header.x-idempotency-key",
+		"rpc.grpc.request.metadata.idempotency-key", "messaging.message.idempotency_key",
+	}
+	defaultDeadlines = []DeadlineConfig{
+		{Attribute: "http.request.header.x-deadline", Format: spanread.FormatUnixSeconds},
+		{Attribute: "http.request.header.x-deadline-ms", Format: spanread.FormatUnixMilliseconds},
+		{Attribute: "http.request.header.grpc-timeout", Format: spanread.FormatGRPCTimeout},
+		{Attribute: "rpc.grpc.request.metadata.grpc-timeout", Format: spanread.FormatGRPCTimeout},
+		{Attribute: "http.request.header.x-envoy-expected-rq-timeout-ms", Format: spanread.FormatMilliseconds},
+	}
+	defaultInputTokens = []string{
+		"gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
+		"llm.usage.prompt_tokens", "ai.usage.inputTokens", "ai.usage.promptTokens",
+	}
+	defaultOutputTokens = []string{
+		"gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
+		"llm.usage.completion_tokens", "ai.usage.outputTokens", "ai.usage.completionTokens",
+	}
+	defaultModels = []string{
+		"gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model", "ai.model.id",
+	}
+)
+
+func createDefaultConfig() component.Config {
+	vc := verdict.DefaultConfig()
+	return &Config{
+		DecisionWait:       5 * time.Second,
+		ClockSkewTolerance: vc.ClockSkew,
+		RunTimeout:         vc.RunTimeout,
+		MaxAttempts:        vc.MaxAttempts,
+		Attributes: AttributesConfig{
+			IdempotencyKey: defaultIdempotencyKeys,
+			Deadlines:      defaultDeadlines,
+			InputTokens:    defaultInputTokens,
+			OutputTokens:   defaultOutputTokens,
+			Model:          defaultModels,
+			Cost:           []string{"gen_ai.usage.cost"},
+		},
+		Cancellation: CancellationConfig{ErrorTypes: vc.CancelErrorTypes, DeadlineErrorTypes: vc.DeadlineErrorTypes},
+		Retryable: RetryableConfig{
+			HTTPStatusCodes: vc.RetryableHTTPStatus,
+			GRPCStatusCodes: vc.RetryableGRPCStatus,
+			ErrorTypes:      vc.RetryableErrorTypes,
+		},
+		Prices:   map[string]PriceConfig{},
+		Detached: DetachedConfig{ConsumerSpans: true, LinkedRoots: true, LateEntrySpans: true},
+		Limits: LimitsConfig{
+			MaxTraces:          50_000,
+			MaxSpansPerTrace:   10_000,
+			MaxRootRecords:     vc.MaxRootRecords,
+			MaxIdempotencyKeys: vc.MaxKeys,
+		},
+	}
+}
+
+func createTracesProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
+	return newOrphanProcessor(set, cfg.(*Config), next)
+}

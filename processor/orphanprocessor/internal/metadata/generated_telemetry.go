@@ -1,0 +1,124 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Meter returns the processor's meter.
+func Meter(settings component.TelemetrySettings) metric.Meter {
+	return settings.MeterProvider.Meter(ScopeName)
+}
+
+// TelemetryBuilder holds the processor's internal metrics. Names follow the collector's
+// convention (otelcol_processor_<type>_...); the Prometheus exposition of the collector's own
+// telemetry adds `_total` to counters. Each is documented in the component README.
+type TelemetryBuilder struct {
+	// ProcessorOrphanTracesHeld is the number of traces whose spans are held, waiting.
+	ProcessorOrphanTracesHeld metric.Int64UpDownCounter
+	// ProcessorOrphanSpansHeld is the number of spans held.
+	ProcessorOrphanSpansHeld metric.Int64UpDownCounter
+	// ProcessorOrphanSpansProcessed counts spans that passed through (attribute decision).
+	ProcessorOrphanSpansProcessed metric.Int64Counter
+	// ProcessorOrphanSpansOrphaned counts spans judged orphaned.
+	ProcessorOrphanSpansOrphaned metric.Int64Counter
+	// ProcessorOrphanSpansWithoutVerdict counts spans that got no verdict or only "unknown",
+	// by reason (attribute `reason`).
+	ProcessorOrphanSpansWithoutVerdict metric.Int64Counter
+	// ProcessorOrphanAttributesIgnored counts attribute values present but unusable, by reason.
+	ProcessorOrphanAttributesIgnored metric.Int64Counter
+	// ProcessorOrphanTracesRootMissing counts traces decided without their root span ever seen.
+	ProcessorOrphanTracesRootMissing metric.Int64Counter
+	// ProcessorOrphanRunsUnknownRoot counts runs given the unknown_root outcome.
+	ProcessorOrphanRunsUnknownRoot metric.Int64Counter
+	// ProcessorOrphanSpansLate counts spans arriving for a trace already decided.
+	ProcessorOrphanSpansLate metric.Int64Counter
+	// ProcessorOrphanEvictions counts state evicted to stay in bounds, by `state`
+	// (traces, spans_per_trace, root_records, idempotency_keys).
+	ProcessorOrphanEvictions metric.Int64Counter
+	// ProcessorOrphanDecisionWait is the time from a trace's first span to its decision, seconds.
+	ProcessorOrphanDecisionWait metric.Float64Histogram
+	// ProcessorOrphanDownstreamErrors counts spans the next consumer refused after a decision.
+	ProcessorOrphanDownstreamErrors metric.Int64Counter
+	// ProcessorOrphanRootRecords and ProcessorOrphanIdempotencyKeys are observed gauges of the
+	// cross-trace memory.
+	ProcessorOrphanRootRecords     metric.Int64ObservableGauge
+	ProcessorOrphanIdempotencyKeys metric.Int64ObservableGauge
+
+	registrations []metric.Registration
+}
+
+// NewTelemetryBuilder creates the instruments. observe, when not nil, is called on collection
+// to report the root records and idempotency keys held.
+func NewTelemetryBuilder(settings component.TelemetrySettings, observe func() (roots, keys int64)) (*TelemetryBuilder, error) {
+	m := Meter(settings)
+	tb := &TelemetryBuilder{}
+	var errs, err error
+	tb.ProcessorOrphanTracesHeld, err = m.Int64UpDownCounter("otelcol_processor_orphan_traces_held",
+		metric.WithDescription("Traces whose spans are held, waiting for their decision."), metric.WithUnit("{traces}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanSpansHeld, err = m.Int64UpDownCounter("otelcol_processor_orphan_spans_held",
+		metric.WithDescription("Spans held, waiting for their trace's decision."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanSpansProcessed, err = m.Int64Counter("otelcol_processor_orphan_spans_processed",
+		metric.WithDescription("Spans decided and passed on."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanSpansOrphaned, err = m.Int64Counter("otelcol_processor_orphan_spans_orphaned",
+		metric.WithDescription("Spans judged orphaned: they ended after their root request was gone."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanSpansWithoutVerdict, err = m.Int64Counter("otelcol_processor_orphan_spans_without_verdict",
+		metric.WithDescription("Spans that got no verdict or only liveness unknown, by reason."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanAttributesIgnored, err = m.Int64Counter("otelcol_processor_orphan_attributes_ignored",
+		metric.WithDescription("Attribute values present but unusable (wrong type, negative token count, malformed deadline), by reason."), metric.WithUnit("{attributes}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanTracesRootMissing, err = m.Int64Counter("otelcol_processor_orphan_traces_root_missing",
+		metric.WithDescription("Traces decided without their root span: their spans get liveness unknown and their runs unknown_root."), metric.WithUnit("{traces}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanRunsUnknownRoot, err = m.Int64Counter("otelcol_processor_orphan_runs_unknown_root",
+		metric.WithDescription("Runs given the unknown_root outcome because their root was never seen."), metric.WithUnit("{runs}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanSpansLate, err = m.Int64Counter("otelcol_processor_orphan_spans_late",
+		metric.WithDescription("Spans that arrived after their trace had been decided; judged against the retained root record."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanEvictions, err = m.Int64Counter("otelcol_processor_orphan_evictions",
+		metric.WithDescription("State evicted to stay within the configured limits, by state."), metric.WithUnit("{items}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanDecisionWait, err = m.Float64Histogram("otelcol_processor_orphan_decision_wait",
+		metric.WithDescription("Time from a trace's first span to its decision."), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.001, 0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanDownstreamErrors, err = m.Int64Counter("otelcol_processor_orphan_downstream_errors",
+		metric.WithDescription("Spans the next consumer refused after their decision."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanRootRecords, err = m.Int64ObservableGauge("otelcol_processor_orphan_root_records",
+		metric.WithDescription("Root records kept for late spans and key-bound traces."), metric.WithUnit("{records}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanIdempotencyKeys, err = m.Int64ObservableGauge("otelcol_processor_orphan_idempotency_keys",
+		metric.WithDescription("Idempotency-key hashes remembered for binding work across traces."), metric.WithUnit("{keys}"))
+	errs = errors.Join(errs, err)
+	if errs == nil && observe != nil {
+		reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			r, k := observe()
+			o.ObserveInt64(tb.ProcessorOrphanRootRecords, r)
+			o.ObserveInt64(tb.ProcessorOrphanIdempotencyKeys, k)
+			return nil
+		}, tb.ProcessorOrphanRootRecords, tb.ProcessorOrphanIdempotencyKeys)
+		errs = errors.Join(errs, err)
+		if reg != nil {
+			tb.registrations = append(tb.registrations, reg)
+		}
+	}
+	return tb, errs
+}
+
+// Shutdown unregisters the observed gauges' callback.
+func (tb *TelemetryBuilder) Shutdown() {
+	for _, r := range tb.registrations {
+		_ = r.Unregister()
+	}
+	tb.registrations = nil
+}

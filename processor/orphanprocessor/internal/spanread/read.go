@@ -1,0 +1,330 @@
+// Package spanread turns pdata spans into the correlator's verdict.Span, reading attributes by
+// the OpenTelemetry semantic conventions and the names configured for the orphan processor.
+package spanread
+
+import (
+	"hash/fnv"
+	"math"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+)
+
+// DeadlineAttribute is one attribute that may carry a deadline, and its format.
+type DeadlineAttribute struct {
+	Attribute string
+	Format    DeadlineFormat
+}
+
+// Options names the attributes read. Each list is tried in order; the first present and
+// well-typed value wins.
+type Options struct {
+	AttemptAttributes []string
+	IdempotencyKeys   []string
+	Deadlines         []DeadlineAttribute
+	InputTokens       []string
+	OutputTokens      []string
+	Models            []string
+	CostAttributes    []string
+}
+
+// BadReason names an attribute that was present but unusable.
+type BadReason uint8
+
+// Reasons an attribute value was ignored.
+const (
+	BadNone BadReason = iota
+	BadAttributeType
+	BadTokenCount
+	BadDeadline
+	NumBadReasons
+)
+
+// String returns the reason as used in telemetry.
+func (r BadReason) String() string {
+	switch r {
+	case BadAttributeType:
+		return "wrong_attribute_type"
+	case BadTokenCount:
+		return "invalid_token_count"
+	case BadDeadline:
+		return "malformed_deadline"
+	}
+	return ""
+}
+
+// Stats counts ignored attribute values by reason.
+type Stats [NumBadReasons]int
+
+// Reader reads spans with fixed Options. It is safe for concurrent use.
+type Reader struct{ o Options }
+
+// New returns a Reader for o.
+func New(o Options) *Reader { return &Reader{o: o} }
+
+// Read fills s from one span and its resource. The span is not modified.
+func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st *Stats) {
+	*s = verdict.Span{
+		TraceID:      verdict.TraceID(sp.TraceID()),
+		SpanID:       verdict.SpanID(sp.SpanID()),
+		ParentID:     verdict.SpanID(sp.ParentSpanID()),
+		Name:         sp.Name(),
+		Kind:         verdict.Kind(sp.Kind()),
+		Start:        int64(sp.StartTimestamp()),
+		End:          int64(sp.EndTimestamp()),
+		Status:       verdict.Status(sp.Status().Code()),
+		GRPCStatus:   -1,
+		ResendCount:  -1,
+		InputTokens:  -1,
+		OutputTokens: -1,
+	}
+	if s.Kind > verdict.KindConsumer {
+		s.Kind = verdict.KindUnspecified
+	}
+	if s.Status > verdict.StatusError {
+		s.Status = verdict.StatusUnset
+	}
+	if v, ok := res.Attributes().Get("service.name"); ok && v.Type() == pcommon.ValueTypeStr {
+		s.Service = v.Str()
+	}
+	if links := sp.Links(); links.Len() > 0 {
+		s.Links = make([]verdict.Link, links.Len())
+		for i := range links.Len() {
+			l := links.At(i)
+			s.Links[i] = verdict.Link{TraceID: verdict.TraceID(l.TraceID()), SpanID: verdict.SpanID(l.SpanID())}
+		}
+	}
+	a := sp.Attributes()
+	if _, ok := a.Get("http.request.method"); ok {
+		s.IsHTTP = true
+	} else if _, ok := a.Get("http.method"); ok {
+		s.IsHTTP = true
+	}
+	s.HTTPStatus = int(intAttr(a, st, "http.response.status_code", "http.status_code"))
+	if s.HTTPStatus < 0 || s.HTTPStatus > 999 {
+		s.HTTPStatus = 0
+	}
+	s.GRPCStatus = grpcStatus(a, st)
+	s.ErrorType = strAttr(a, "error.type")
+	if t := strAttr(a, "exception.type"); t != "" {
+		s.ExceptionTypes = append(s.ExceptionTypes, t)
+	}
+	evs := sp.Events()
+	for i := range evs.Len() {
+		e := evs.At(i)
+		if e.Name() != "exception" {
+			continue
+		}
+		if t := strAttr(e.Attributes(), "exception.type"); t != "" {
+			s.ExceptionTypes = append(s.ExceptionTypes, t)
+		}
+	}
+	if n := intAttr(a, st, "http.request.resend_count"); n >= 0 {
+		s.ResendCount = int(min(n, math.MaxInt32))
+	}
+	for _, name := range r.o.AttemptAttributes {
+		if n := intAttr(a, st, name); n >= 1 {
+			s.Attempt = int(min(n, math.MaxInt32))
+			break
+		}
+	}
+	for _, name := range r.o.IdempotencyKeys {
+		if k := strAttr(a, name); k != "" {
+			s.KeyHash = HashKey(k)
+			break
+		}
+	}
+	s.Target = target(a)
+	s.Operation = strAttr(a, "gen_ai.operation.name")
+	for _, d := range r.o.Deadlines {
+		v := strAttr(a, d.Attribute)
+		if v == "" {
+			continue
+		}
+		dl, err := ParseDeadline(d.Format, v, s.Start)
+		if err != nil {
+			st[BadDeadline]++
+			continue
+		}
+		if s.Deadline == 0 || dl < s.Deadline {
+			s.Deadline = dl
+		}
+	}
+	for _, name := range r.o.Models {
+		if m := strAttr(a, name); m != "" {
+			s.Model = m
+			break
+		}
+	}
+	s.InputTokens = tokens(a, st, r.o.InputTokens)
+	s.OutputTokens = tokens(a, st, r.o.OutputTokens)
+	for _, name := range r.o.CostAttributes {
+		if v, ok := a.Get(name); ok {
+			if f, ok := number(v); ok && f >= 0 && !math.IsInf(f, 0) {
+				s.Cost, s.HasCost = f, true
+				break
+			}
+			st[BadAttributeType]++
+		}
+	}
+}
+
+// HashKey returns the 64-bit FNV-1a hash of an idempotency key, never zero. Only the hash is
+// kept, so keys never appear in clear in state, attributes, metrics or logs.
+func HashKey(k string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(k))
+	if x := h.Sum64(); x != 0 {
+		return x
+	}
+	return 1
+}
+
+// strAttr returns a string attribute, or the first element of a string array (HTTP headers are
+// captured as string arrays by the HTTP semantic conventions), or "".
+func strAttr(a pcommon.Map, name string) string {
+	v, ok := a.Get(name)
+	if !ok {
+		return ""
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return v.Str()
+	case pcommon.ValueTypeSlice:
+		if sl := v.Slice(); sl.Len() > 0 && sl.At(0).Type() == pcommon.ValueTypeStr {
+			return sl.At(0).Str()
+		}
+	case pcommon.ValueTypeInt:
+		return strconv.FormatInt(v.Int(), 10)
+	case pcommon.ValueTypeDouble:
+		return strconv.FormatFloat(v.Double(), 'f', -1, 64)
+	}
+	return ""
+}
+
+// number reads an int, a finite double, or a numeric string.
+func number(v pcommon.Value) (float64, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return float64(v.Int()), true
+	case pcommon.ValueTypeDouble:
+		f := v.Double()
+		return f, !math.IsNaN(f) && !math.IsInf(f, 0)
+	case pcommon.ValueTypeStr:
+		f, err := strconv.ParseFloat(strings.TrimSpace(v.Str()), 64)
+		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+	}
+	return 0, false
+}
+
+// intAttr reads the first of names holding an integer (an int, an integral double, or a decimal
+// string, as some exporters write every value as a string); -1 when absent. A value of another
+// type is counted as BadAttributeType.
+func intAttr(a pcommon.Map, st *Stats, names ...string) int64 {
+	for _, name := range names {
+		v, ok := a.Get(name)
+		if !ok {
+			continue
+		}
+		switch v.Type() {
+		case pcommon.ValueTypeInt:
+			return v.Int()
+		case pcommon.ValueTypeDouble:
+			if f := v.Double(); f == math.Trunc(f) && f >= 0 && f < 1<<53 {
+				return int64(f)
+			}
+		case pcommon.ValueTypeStr:
+			if n, err := strconv.ParseInt(strings.TrimSpace(v.Str()), 10, 64); err == nil {
+				return n
+			}
+		}
+		st[BadAttributeType]++
+	}
+	return -1
+}
+
+// tokens reads the first present token count of names; negative or non-integral counts are
+// ignored and counted.
+func tokens(a pcommon.Map, st *Stats, names []string) int64 {
+	for _, name := range names {
+		v, ok := a.Get(name)
+		if !ok {
+			continue
+		}
+		f, ok := number(v)
+		if !ok || f != math.Trunc(f) {
+			st[BadAttributeType]++
+			continue
+		}
+		if f < 0 || f > 1<<53 {
+			st[BadTokenCount]++
+			continue
+		}
+		return int64(f)
+	}
+	return -1
+}
+
+var grpcCodeNames = map[string]int{
+	"OK": 0, "CANCELLED": 1, "UNKNOWN": 2, "INVALID_ARGUMENT": 3, "DEADLINE_EXCEEDED": 4,
+	"NOT_FOUND": 5, "ALREADY_EXISTS": 6, "PERMISSION_DENIED": 7, "RESOURCE_EXHAUSTED": 8,
+	"FAILED_PRECONDITION": 9, "ABORTED": 10, "OUT_OF_RANGE": 11, "UNIMPLEMENTED": 12,
+	"INTERNAL": 13, "UNAVAILABLE": 14, "DATA_LOSS": 15, "UNAUTHENTICATED": 16,
+}
+
+// grpcStatus reads rpc.grpc.status_code (int) or rpc.status_code (int, numeric string or the
+// canonical code name, as newer RPC conventions write it); -1 when absent.
+func grpcStatus(a pcommon.Map, st *Stats) int {
+	for _, name := range [...]string{"rpc.grpc.status_code", "rpc.status_code"} {
+		v, ok := a.Get(name)
+		if !ok {
+			continue
+		}
+		switch v.Type() {
+		case pcommon.ValueTypeInt:
+			if c := v.Int(); c >= 0 && c <= 16 {
+				return int(c)
+			}
+		case pcommon.ValueTypeStr:
+			s := strings.TrimSpace(v.Str())
+			if c, ok := grpcCodeNames[strings.ToUpper(s)]; ok {
+				return c
+			}
+			if c, err := strconv.Atoi(s); err == nil && c >= 0 && c <= 16 {
+				return c
+			}
+		}
+		st[BadAttributeType]++
+	}
+	return -1
+}
+
+// target names what a span calls, for grouping same-name siblings into runs.
+func target(a pcommon.Map) string {
+	if m := strAttr(a, "rpc.method"); m != "" {
+		return strAttr(a, "rpc.service") + "/" + m
+	}
+	if d := strAttr(a, "messaging.destination.name"); d != "" {
+		return d
+	}
+	if h := strAttr(a, "server.address"); h != "" {
+		if p := strAttr(a, "server.port"); p != "" {
+			return h + ":" + p
+		}
+		return h
+	}
+	if u := strAttr(a, "url.full"); u != "" {
+		if i := strings.IndexAny(u, "?#"); i >= 0 {
+			u = u[:i]
+		}
+		return u
+	}
+	if p := strAttr(a, "peer.service"); p != "" {
+		return p
+	}
+	return strAttr(a, "gen_ai.request.model")
+}

@@ -1,0 +1,428 @@
+package orphanprocessor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+)
+
+// orphanProcessor holds each trace's spans for Config.DecisionWait from the arrival of its
+// first span, then asks the correlator for verdicts, writes them onto the spans and passes the
+// spans on. No span is dropped: traces evicted to stay within the limits are decided early.
+type orphanProcessor struct {
+	logger *zap.Logger
+	cfg    *Config
+	next   consumer.Traces
+	corr   *verdict.Correlator
+	reader *spanread.Reader
+	tel    *metadata.TelemetryBuilder
+	now    func() time.Time
+
+	mu        sync.Mutex
+	held      map[verdict.TraceID]*heldTrace
+	queue     []*heldTrace // in order of first arrival; decided entries are skipped
+	spansHeld int
+
+	stopOnce sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+	started  bool
+}
+
+// heldTrace is one trace waiting for its decision: its spans copied out of the batches that
+// carried them (with their resource and scope), and what the correlator reads of each.
+type heldTrace struct {
+	id      verdict.TraceID
+	first   time.Time
+	td      ptrace.Traces
+	spans   []verdict.Span
+	refs    []ptrace.Span
+	decided bool
+	late    bool
+}
+
+func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
+	corr, err := verdict.New(cfg.verdictConfig())
+	if err != nil {
+		return nil, err
+	}
+	p := &orphanProcessor{
+		logger: set.Logger,
+		cfg:    cfg,
+		next:   next,
+		corr:   corr,
+		reader: spanread.New(cfg.readerOptions()),
+		now:    time.Now,
+		held:   map[verdict.TraceID]*heldTrace{},
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, func() (int64, int64) {
+		r, k := corr.Held()
+		return int64(r), int64(k)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Capabilities: the processor writes attributes onto the spans it passes on.
+func (p *orphanProcessor) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: true}
+}
+
+// Start launches the loop that releases traces whose wait is over.
+func (p *orphanProcessor) Start(context.Context, component.Host) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return nil
+	}
+	p.started = true
+	go p.loop()
+	return nil
+}
+
+// Shutdown stops the loop and decides and passes on every held trace, so no span is lost.
+func (p *orphanProcessor) Shutdown(ctx context.Context) error {
+	p.stopOnce.Do(func() { close(p.stop) })
+	p.mu.Lock()
+	started := p.started
+	p.mu.Unlock()
+	if started {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	p.mu.Lock()
+	ready := make([]*heldTrace, 0, len(p.held))
+	for _, h := range p.queue {
+		if !h.decided {
+			ready = append(ready, p.takeLocked(h))
+		}
+	}
+	p.queue = nil
+	p.mu.Unlock()
+	err := p.release(ctx, ready)
+	p.tel.Shutdown()
+	return err
+}
+
+// tick is how often the loop looks for traces whose wait is over.
+func (p *orphanProcessor) tick() time.Duration {
+	t := p.cfg.DecisionWait / 10
+	return min(max(t, 5*time.Millisecond), 100*time.Millisecond)
+}
+
+func (p *orphanProcessor) loop() {
+	defer close(p.done)
+	if p.cfg.DecisionWait == 0 {
+		<-p.stop
+		return
+	}
+	t := time.NewTicker(p.tick())
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			_ = p.release(context.Background(), p.due(p.now()))
+		}
+	}
+}
+
+// due takes the traces whose wait is over at now.
+func (p *orphanProcessor) due(now time.Time) []*heldTrace {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ready []*heldTrace
+	i := 0
+	for ; i < len(p.queue); i++ {
+		h := p.queue[i]
+		if h.decided {
+			continue
+		}
+		if now.Sub(h.first) < p.cfg.DecisionWait {
+			break
+		}
+		ready = append(ready, p.takeLocked(h))
+	}
+	p.queue = p.queue[i:]
+	return ready
+}
+
+// takeLocked removes a trace from the held state. p.mu must be held.
+func (p *orphanProcessor) takeLocked(h *heldTrace) *heldTrace {
+	h.decided = true
+	delete(p.held, h.id)
+	p.spansHeld -= len(h.spans)
+	p.tel.ProcessorOrphanTracesHeld.Add(context.Background(), -1)
+	p.tel.ProcessorOrphanSpansHeld.Add(context.Background(), int64(-len(h.spans)))
+	return h
+}
+
+// ConsumeTraces splits the batch by trace, holds each trace's spans, and passes on the traces
+// that are due now (all of them when decision_wait is 0; the oldest when a limit is reached).
+func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	var (
+		rst         spanread.Stats
+		passthrough ptrace.Traces
+		hasPass     bool
+		ready       []*heldTrace
+		observed    []verdict.Span
+		invalidIDs  int64
+		late        int64
+	)
+	type scopeKey struct {
+		h      *heldTrace
+		rs, ss int
+	}
+	dest := map[scopeKey]ptrace.ScopeSpans{}
+	now := p.now()
+
+	p.mu.Lock()
+	rss := td.ResourceSpans()
+	for ri := range rss.Len() {
+		rs := rss.At(ri)
+		sss := rs.ScopeSpans()
+		for si := range sss.Len() {
+			ss := sss.At(si)
+			spans := ss.Spans()
+			for k := range spans.Len() {
+				sp := spans.At(k)
+				var vs verdict.Span
+				p.reader.Read(rs.Resource(), sp, &vs, &rst)
+				if vs.TraceID.IsZero() {
+					// Cannot be grouped with its trace: passed on at once, unchanged.
+					if !hasPass {
+						passthrough, hasPass = ptrace.NewTraces(), true
+					}
+					copySpan(passthrough, rs, ss, sp)
+					invalidIDs++
+					continue
+				}
+				h := p.held[vs.TraceID]
+				if h == nil {
+					h = &heldTrace{id: vs.TraceID, first: now, td: ptrace.NewTraces()}
+					h.late = p.corr.Knows(vs.TraceID) && !vs.ParentID.IsZero()
+					p.held[vs.TraceID] = h
+					p.queue = append(p.queue, h)
+					p.tel.ProcessorOrphanTracesHeld.Add(ctx, 1)
+				}
+				key := scopeKey{h, ri, si}
+				dss, ok := dest[key]
+				if !ok {
+					drs := h.td.ResourceSpans().AppendEmpty()
+					rs.Resource().CopyTo(drs.Resource())
+					drs.SetSchemaUrl(rs.SchemaUrl())
+					dss = drs.ScopeSpans().AppendEmpty()
+					ss.Scope().CopyTo(dss.Scope())
+					dss.SetSchemaUrl(ss.SchemaUrl())
+					dest[key] = dss
+				}
+				ref := dss.Spans().AppendEmpty()
+				sp.CopyTo(ref)
+				h.spans = append(h.spans, vs)
+				h.refs = append(h.refs, ref)
+				if h.late {
+					late++
+				}
+				p.spansHeld++
+				p.tel.ProcessorOrphanSpansHeld.Add(ctx, 1)
+				observed = append(observed, vs)
+				if len(h.spans) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
+					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, metric.WithAttributes(attribute.String("state", "spans_per_trace")))
+					ready = append(ready, p.takeLocked(h))
+					// The next spans of this batch start a new holding for the trace.
+					for k := range dest {
+						if k.h == h {
+							delete(dest, k)
+						}
+					}
+				}
+			}
+		}
+	}
+	// Observe before any decision, under p.mu, so the loop cannot decide a trace that should
+	// find this batch's roots or keys.
+	p.corr.Observe(observed)
+	for len(p.held) > p.cfg.Limits.MaxTraces {
+		h := p.oldestLocked()
+		if h == nil {
+			break
+		}
+		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, metric.WithAttributes(attribute.String("state", "traces")))
+		ready = append(ready, p.takeLocked(h))
+	}
+	if p.cfg.DecisionWait == 0 {
+		for _, h := range p.queue {
+			if !h.decided {
+				ready = append(ready, p.takeLocked(h))
+			}
+		}
+		p.queue = p.queue[:0]
+	}
+	p.mu.Unlock()
+
+	p.countReaderStats(ctx, &rst)
+	if invalidIDs > 0 {
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, invalidIDs, metric.WithAttributes(attribute.String("reason", verdict.InvalidTraceID.String())))
+		p.tel.ProcessorOrphanSpansProcessed.Add(ctx, invalidIDs)
+	}
+	if late > 0 {
+		p.tel.ProcessorOrphanSpansLate.Add(ctx, late)
+	}
+	if hasPass {
+		if err := p.next.ConsumeTraces(ctx, passthrough); err != nil {
+			return err
+		}
+	}
+	return p.release(ctx, ready)
+}
+
+// oldestLocked returns the held trace that arrived first.
+func (p *orphanProcessor) oldestLocked() *heldTrace {
+	for len(p.queue) > 0 {
+		h := p.queue[0]
+		if !h.decided {
+			return h
+		}
+		p.queue = p.queue[1:]
+	}
+	return nil
+}
+
+// release decides the given traces, writes their verdicts and passes them on in one batch.
+func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error {
+	if len(ready) == 0 {
+		return nil
+	}
+	out := ptrace.NewTraces()
+	now := p.now()
+	n := 0
+	for _, h := range ready {
+		p.decide(ctx, h)
+		p.tel.ProcessorOrphanDecisionWait.Record(ctx, now.Sub(h.first).Seconds())
+		n += len(h.spans)
+		h.td.ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
+		h.spans, h.refs = nil, nil
+	}
+	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n))
+	if err := p.next.ConsumeTraces(ctx, out); err != nil {
+		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n))
+		p.logger.Warn("next consumer refused decided spans", zap.Int("spans", n), zap.Error(err))
+		return err
+	}
+	return nil
+}
+
+// decide asks the correlator for one trace's verdicts and writes them onto its spans.
+func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
+	verdicts, st := p.corr.Decide(h.spans)
+	orphaned := int64(0)
+	for i := range verdicts {
+		writeVerdict(h.refs[i].Attributes(), &verdicts[i])
+		if verdicts[i].Liveness == verdict.LivenessOrphaned {
+			orphaned++
+		}
+	}
+	if orphaned > 0 {
+		p.tel.ProcessorOrphanSpansOrphaned.Add(ctx, orphaned)
+	}
+	for _, r := range verdict.InvalidReasons() {
+		if n := st.Invalid[r]; n > 0 {
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", r.String())))
+		}
+	}
+	if st.NoDuration > 0 {
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.NoDuration), metric.WithAttributes(attribute.String("reason", "no_duration")))
+	}
+	if st.RootMissing {
+		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1)
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(len(h.spans)), metric.WithAttributes(attribute.String("reason", "root_missing")))
+	}
+	if st.UnknownRootRuns > 0 {
+		p.tel.ProcessorOrphanRunsUnknownRoot.Add(ctx, int64(st.UnknownRootRuns))
+	}
+}
+
+func (p *orphanProcessor) countReaderStats(ctx context.Context, st *spanread.Stats) {
+	for r := spanread.BadNone + 1; r < spanread.NumBadReasons; r++ {
+		if n := st[r]; n > 0 {
+			p.tel.ProcessorOrphanAttributesIgnored.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", r.String())))
+		}
+	}
+}
+
+// copySpan appends a copy of sp, with its resource and scope, to td.
+func copySpan(td ptrace.Traces, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, sp ptrace.Span) {
+	drs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().CopyTo(drs.Resource())
+	drs.SetSchemaUrl(rs.SchemaUrl())
+	dss := drs.ScopeSpans().AppendEmpty()
+	ss.Scope().CopyTo(dss.Scope())
+	sp.CopyTo(dss.Spans().AppendEmpty())
+}
+
+// writeVerdict writes the verdict attributes of docs/verdicts.md; nothing for unknown values.
+func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
+	if v.Liveness != verdict.LivenessNone {
+		a.PutStr(verdict.AttrLiveness, v.Liveness.String())
+	}
+	if v.Liveness == verdict.LivenessLive || v.Liveness == verdict.LivenessOrphaned {
+		a.PutBool(verdict.AttrStartedAfterGone, v.StartedAfterGone)
+	}
+	if v.Liveness == verdict.LivenessOrphaned {
+		a.PutDouble(verdict.AttrAfterGone, v.AfterGone)
+	}
+	if v.Detached {
+		a.PutBool(verdict.AttrDetached, true)
+	}
+	if v.Attempt > 0 {
+		a.PutInt(verdict.AttrAttempt, int64(v.Attempt))
+	}
+	if v.Outcome != verdict.OutcomeNone {
+		a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
+		a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
+		if v.RunOK {
+			a.PutStr(verdict.AttrRunResult, "ok")
+		} else {
+			a.PutStr(verdict.AttrRunResult, "error")
+		}
+	}
+	if v.EndReason != verdict.EndReasonNone {
+		a.PutStr(verdict.AttrRootEndReason, v.EndReason.String())
+	}
+	if v.CallerService != "" {
+		a.PutStr(verdict.AttrCallerService, v.CallerService)
+	}
+	if v.Model != "" {
+		a.PutStr(verdict.AttrSpendModel, v.Model)
+		if v.InputTokens >= 0 {
+			a.PutInt(verdict.AttrSpendInput, v.InputTokens)
+		}
+		if v.OutputTokens >= 0 {
+			a.PutInt(verdict.AttrSpendOutput, v.OutputTokens)
+		}
+		if v.HasCost {
+			a.PutDouble(verdict.AttrSpendCost, v.Cost)
+		}
+	}
+}
