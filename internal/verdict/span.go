@@ -71,7 +71,8 @@ type Span struct {
 	Status     Status
 	Links      []Link
 
-	// IsHTTP is true when the span describes an HTTP call (http.request.method present).
+	// IsHTTP is true when the span follows the stable HTTP conventions (http.request.method
+	// present).
 	IsHTTP bool
 	// HTTPStatus is http.response.status_code (or the older http.status_code); 0 when absent.
 	HTTPStatus int

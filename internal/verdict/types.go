@@ -89,13 +89,13 @@ type Invalid uint8
 
 // Reasons a span is not judged.
 const (
-	Valid             Invalid = iota
-	InvalidTraceID            // all-zero trace ID
-	InvalidSpanID             // all-zero span ID
-	InvalidTimes              // zero start or end time
-	InvalidEndBeforeStart     // end time before start time
-	InvalidDuplicate          // a second span with the same span ID and kind in the trace
-	InvalidParentCycle        // the parent chain loops back on itself
+	Valid                 Invalid = iota
+	InvalidTraceID                // all-zero trace ID
+	InvalidSpanID                 // all-zero span ID
+	InvalidTimes                  // zero start or end time
+	InvalidEndBeforeStart         // end time before start time
+	InvalidDuplicate              // a second span with the same span ID and kind in the trace
+	InvalidParentCycle            // the parent chain loops back on itself
 	numInvalid
 )
 

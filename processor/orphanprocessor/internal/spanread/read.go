@@ -99,11 +99,10 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 		}
 	}
 	a := sp.Attributes()
-	if _, ok := a.Get("http.request.method"); ok {
-		s.IsHTTP = true
-	} else if _, ok := a.Get("http.method"); ok {
-		s.IsHTTP = true
-	}
+	// Only the stable HTTP conventions (http.request.method) leave a cancelled client call with
+	// unset status and no response code; older Zipkin/Brave instrumentation omits
+	// http.status_code on every 2xx response, so http.method alone does not qualify.
+	_, s.IsHTTP = a.Get("http.request.method")
 	s.HTTPStatus = int(intAttr(a, st, "http.response.status_code", "http.status_code"))
 	if s.HTTPStatus < 0 || s.HTTPStatus > 999 {
 		s.HTTPStatus = 0

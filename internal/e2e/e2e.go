@@ -1,0 +1,318 @@
+// Package e2e starts the orphanwatch collector distribution as a real process for end-to-end
+// tests: it builds the binary, writes a config with free loopback ports, waits for health, and
+// scrapes the orphanmetrics endpoint.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// RepoRoot returns the repository root (the folder holding go.mod).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// RealTestdata returns the folder of real trace files (../shared/testdata-real beside the
+// repository, or $ORPHANWATCH_REAL_TESTDATA), or "" when absent.
+func RealTestdata() string {
+	dir := os.Getenv("ORPHANWATCH_REAL_TESTDATA")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "..", "shared", "testdata-real")
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return ""
+	}
+	return dir
+}
+
+// BuildCollector builds cmd/otelcol-orphanwatch into dir and returns the binary's path.
+func BuildCollector(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "otelcol-orphanwatch")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/otelcol-orphanwatch")
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the collector: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Collector is a running collector process.
+type Collector struct {
+	OTLPGRPC, OTLPHTTP, Zipkin, Metrics, Health, Telemetry int
+	cmd                                                    *exec.Cmd
+	log                                                    *bytes.Buffer
+}
+
+// Options tune the collector's config.
+type Options struct {
+	DecisionWait string // default "1s"
+	// ExtraOrphan is YAML inserted under processors.orphan (indented by the caller to 4 spaces).
+	ExtraOrphan string
+}
+
+// StartCollector writes a config with free loopback ports and starts bin; the process is
+// stopped when the test ends.
+func StartCollector(t testing.TB, bin string, o Options) *Collector {
+	t.Helper()
+	if o.DecisionWait == "" {
+		o.DecisionWait = "1s"
+	}
+	c := &Collector{OTLPGRPC: FreePort(t), OTLPHTTP: FreePort(t), Zipkin: FreePort(t), Metrics: FreePort(t), Health: FreePort(t), Telemetry: FreePort(t), log: &bytes.Buffer{}}
+	cfg := fmt.Sprintf(`receivers:
+  otlp:
+    protocols:
+      grpc: {endpoint: "127.0.0.1:%d"}
+      http: {endpoint: "127.0.0.1:%d"}
+  zipkin: {endpoint: "127.0.0.1:%d"}
+processors:
+  memory_limiter: {check_interval: 1s, limit_percentage: 80, spike_limit_percentage: 20}
+  orphan:
+    decision_wait: %s
+    prices:
+      gpt-4o: {input_per_million: 2.50, output_per_million: 10.00}
+      gpt-4o-mini: {input_per_million: 0.15, output_per_million: 0.60}
+%s
+  batch: {timeout: 100ms}
+exporters:
+  orphanmetrics: {endpoint: "127.0.0.1:%d"}
+  debug: {verbosity: basic}
+extensions:
+  health_check: {endpoint: "127.0.0.1:%d"}
+service:
+  extensions: [health_check]
+  pipelines:
+    traces:
+      receivers: [otlp, zipkin]
+      processors: [memory_limiter, orphan, batch]
+      exporters: [orphanmetrics, debug]
+  telemetry:
+    metrics:
+      readers:
+        - pull: {exporter: {prometheus: {host: "127.0.0.1", port: %d}}}
+`, c.OTLPGRPC, c.OTLPHTTP, c.Zipkin, o.DecisionWait, o.ExtraOrphan, c.Metrics, c.Health, c.Telemetry)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd = exec.Command(bin, "--config", path)
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop(t) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", c.Health))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return c
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("collector not healthy after 30s; log:\n%s", c.log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop ends the process (SIGTERM, then kill after 10 s).
+func (c *Collector) Stop(t testing.TB) {
+	if c.cmd == nil || c.cmd.Process == nil || c.cmd.ProcessState != nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Log returns what the collector printed so far.
+func (c *Collector) Log() string { return c.log.String() }
+
+// Post sends body to the collector's port at path with the given content type and returns the
+// HTTP status.
+func Post(t testing.TB, port int, path, contentType string, body []byte) int {
+	t.Helper()
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d%s", port, path), contentType, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Logf("POST %s: %d %s", path, resp.StatusCode, b)
+	}
+	return resp.StatusCode
+}
+
+// Series is one scraped sample: metric name with labels, and value.
+type Series struct {
+	Name   string
+	Labels map[string]string
+	Value  float64
+}
+
+// Scrape reads the Prometheus text at url and flattens it into samples; histograms give
+// _count and _sum samples.
+func Scrape(t testing.TB, url string) []Series {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", url, err)
+	}
+	var out []Series
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out = append(out, Series{name, l, m.GetCounter().GetValue()})
+			case dto.MetricType_GAUGE:
+				out = append(out, Series{name, l, m.GetGauge().GetValue()})
+			case dto.MetricType_HISTOGRAM:
+				out = append(out, Series{name + "_count", l, float64(m.GetHistogram().GetSampleCount())})
+				out = append(out, Series{name + "_sum", l, m.GetHistogram().GetSampleSum()})
+			case dto.MetricType_UNTYPED:
+				out = append(out, Series{name, l, m.GetUntyped().GetValue()})
+			}
+		}
+	}
+	return out
+}
+
+// Sum adds the values of samples named name whose labels include all of match.
+func Sum(ss []Series, name string, match map[string]string) float64 {
+	total := 0.0
+	for _, s := range ss {
+		if s.Name != name {
+			continue
+		}
+		ok := true
+		for k, v := range match {
+			if s.Labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			total += s.Value
+		}
+	}
+	return total
+}
+
+// WaitFor polls until cond holds or timeout passes, and reports whether it held.
+func WaitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// MetricsURL is the orphanmetrics scrape URL of c.
+func (c *Collector) MetricsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.Metrics)
+}
+
+// TelemetryURL is the collector's own metrics URL.
+func (c *Collector) TelemetryURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.Telemetry)
+}
+
+// FixZipkinIPv4 rewrites IPv4 addresses with leading zeros ("52.0.0.04") in a Zipkin v2 JSON
+// body to their canonical form: the collector's zipkin receiver rejects the whole request for
+// such an address (Go's net.ParseIP refuses leading zeros), which some real exports contain.
+func FixZipkinIPv4(body []byte) []byte {
+	s := string(body)
+	var b strings.Builder
+	for {
+		i := strings.Index(s, `"ipv4"`)
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		j := strings.IndexByte(s[i+6:], '"')
+		if j < 0 {
+			b.WriteString(s)
+			break
+		}
+		start := i + 6 + j + 1
+		end := strings.IndexByte(s[start:], '"')
+		if end < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:start])
+		b.WriteString(canonicalIPv4(s[start : start+end]))
+		s = s[start+end:]
+	}
+	return []byte(b.String())
+}
+
+func canonicalIPv4(ip string) string {
+	parts := strings.Split(ip, ".")
+	if len(parts) != 4 {
+		return ip
+	}
+	for i, p := range parts {
+		q := strings.TrimLeft(p, "0")
+		if q == "" {
+			q = "0"
+		}
+		parts[i] = q
+	}
+	return strings.Join(parts, ".")
+}

@@ -1,0 +1,69 @@
+package orphanprocessor
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg
+}
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	cfg := loadConfig(t, "")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, 5*time.Second, cfg.DecisionWait)
+	assert.Equal(t, 250*time.Millisecond, cfg.ClockSkewTolerance)
+	assert.Contains(t, cfg.Attributes.IdempotencyKey, "http.request.header.idempotency-key")
+	assert.Equal(t, "gen_ai.usage.input_tokens", cfg.Attributes.InputTokens[0])
+	assert.Contains(t, cfg.Retryable.HTTPStatusCodes, 503)
+	assert.NotContains(t, cfg.Retryable.HTTPStatusCodes, 501)
+}
+
+func TestCustomConfig(t *testing.T) {
+	cfg := loadConfig(t, "custom")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, 2*time.Second, cfg.DecisionWait)
+	assert.Equal(t, 100*time.Millisecond, cfg.ClockSkewTolerance)
+	assert.Equal(t, 5, cfg.MaxAttempts)
+	assert.Equal(t, []string{"retry.attempt"}, cfg.Attributes.Attempt)
+	assert.Len(t, cfg.Attributes.Deadlines, 2)
+	assert.Equal(t, PriceConfig{InputPerMillion: 2.5, OutputPerMillion: 10}, cfg.Prices["gpt-4o"])
+	assert.False(t, cfg.Detached.LinkedRoots)
+	assert.Equal(t, LimitsConfig{MaxTraces: 1000, MaxSpansPerTrace: 500, MaxRootRecords: 2000, MaxIdempotencyKeys: 3000}, cfg.Limits)
+	vc := cfg.verdictConfig()
+	assert.Equal(t, 100*time.Millisecond, vc.ClockSkew)
+	assert.Equal(t, 3000, vc.MaxKeys)
+}
+
+func TestInvalidConfigNamesTheField(t *testing.T) {
+	for name, want := range map[string][]string{
+		"bad_format": {"attributes.deadlines[0].format", "unix_minutes"},
+		"bad_limits": {"decision_wait", "limits.max_traces"},
+		"bad_price":  {"prices.gpt-4o.input_per_million"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := confmap.Validate(loadConfig(t, name))
+			require.Error(t, err)
+			for _, w := range want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
