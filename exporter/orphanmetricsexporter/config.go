@@ -1,0 +1,190 @@
+package orphanmetricsexporter // import "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/config/confighttp"
+)
+
+// Defaults of the configuration, see [Config].
+const (
+	// DefaultEndpoint is where the metrics are served unless configured
+	// otherwise: loopback only.
+	DefaultEndpoint = "localhost:9464"
+	// DefaultPath is the HTTP path of the metrics.
+	DefaultPath = "/metrics"
+	// DefaultNamespace prefixes every metric name.
+	DefaultNamespace = "orphanwatch"
+	// DefaultLabelLimit is the number of distinct values admitted per label.
+	DefaultLabelLimit = 500
+)
+
+// DefaultOutliveBuckets returns the default upper bounds, in seconds, of the
+// outlive_seconds histogram: 0.1 s to 10 min.
+func DefaultOutliveBuckets() []float64 {
+	return []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+}
+
+// LimitedLabels are the labels whose values come from span data and are
+// therefore bounded by [LabelLimitsConfig]. All other labels take values from
+// fixed sets.
+var LimitedLabels = []string{labelServiceName, labelOperation, labelModel, labelCallerService, labelCalleeService}
+
+// Config is the configuration of the orphanmetrics exporter.
+type Config struct {
+	// ServerConfig configures the HTTP server that serves the metrics
+	// (endpoint, TLS, auth, CORS, timeouts...). Endpoint defaults to
+	// [DefaultEndpoint].
+	confighttp.ServerConfig `mapstructure:",squash"`
+
+	// Path is the HTTP path the metrics are served at. It must start with
+	// "/". Default [DefaultPath].
+	Path string `mapstructure:"path"`
+
+	// Namespace prefixes every metric name ("<namespace>_runs_total"). It
+	// must be a valid Prometheus metric name without colons. Default
+	// [DefaultNamespace].
+	Namespace string `mapstructure:"namespace"`
+
+	// LabelLimits bounds the number of distinct values of the labels that
+	// come from span data.
+	LabelLimits LabelLimitsConfig `mapstructure:"label_limits"`
+
+	// OutliveBuckets are the upper bounds, in seconds, of the buckets of the
+	// outlive_seconds histogram: positive, finite and strictly increasing.
+	// Default [DefaultOutliveBuckets].
+	OutliveBuckets []float64 `mapstructure:"outlive_buckets"`
+
+	// ConstLabels are added to every exported series. Names must be valid
+	// Prometheus label names that do not start with "__" and are not used
+	// by the exporter's own labels.
+	ConstLabels map[string]string `mapstructure:"const_labels"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// LabelLimitsConfig bounds label cardinality. For each limited label (see
+// [LimitedLabels]) the first Default (or PerLabel[label]) distinct values are
+// kept; later new values are exported as "other" and counted in
+// <namespace>_label_overflow_total{label}.
+type LabelLimitsConfig struct {
+	// Default is the number of distinct values admitted per label. Default
+	// [DefaultLabelLimit]. Must be positive.
+	Default int `mapstructure:"default"`
+	// PerLabel overrides Default for single labels, keyed by label name
+	// (one of [LimitedLabels]). Values must be positive.
+	PerLabel map[string]int `mapstructure:"per_label"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+var (
+	// namespaceRE is the Prometheus metric-name syntax without colons, which
+	// are reserved for recording rules.
+	namespaceRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	// labelNameRE is the Prometheus (legacy) label-name syntax.
+	labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+)
+
+// Validate checks the configuration. Every problem is reported, each error
+// naming its field (for example `path: must start with "/"`).
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if strings.TrimSpace(c.NetAddr.Endpoint) == "" {
+		add("endpoint: must not be empty")
+	}
+
+	switch {
+	case !strings.HasPrefix(c.Path, "/"):
+		add("path: must start with %q, got %q", "/", c.Path)
+	case strings.ContainsAny(c.Path, "?# \t\r\n"):
+		add("path: must be a plain URL path without query, fragment or whitespace, got %q", c.Path)
+	}
+
+	return errors.Join(append(errs, c.validateMetrics())...)
+}
+
+// validateMetrics checks the fields that shape the metrics (everything but
+// the HTTP server); it is all that [NewRecorder] needs.
+func (c *Config) validateMetrics() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	switch {
+	case c.Namespace == "":
+		add("namespace: must not be empty")
+	case !namespaceRE.MatchString(c.Namespace):
+		add("namespace: %q must match %s (Prometheus metric-name characters, no colons)", c.Namespace, namespaceRE)
+	}
+
+	if c.LabelLimits.Default <= 0 {
+		add("label_limits::default: must be positive, got %d", c.LabelLimits.Default)
+	}
+	for _, name := range sortedKeys(c.LabelLimits.PerLabel) {
+		n := c.LabelLimits.PerLabel[name]
+		if !slices.Contains(LimitedLabels, name) {
+			add("label_limits::per_label: unknown label %q (limited labels are %s)", name, strings.Join(LimitedLabels, ", "))
+		}
+		if n <= 0 {
+			add("label_limits::per_label::%s: must be positive, got %d", name, n)
+		}
+	}
+
+	if len(c.OutliveBuckets) == 0 {
+		add("outlive_buckets: must not be empty")
+	}
+	for i, b := range c.OutliveBuckets {
+		switch {
+		case math.IsNaN(b) || math.IsInf(b, 0):
+			add("outlive_buckets[%d]: must be finite, got %v", i, b)
+		case b <= 0:
+			add("outlive_buckets[%d]: must be positive, got %v", i, b)
+		case i > 0 && b <= c.OutliveBuckets[i-1]:
+			add("outlive_buckets[%d]: must be greater than the previous bound %v, got %v", i, c.OutliveBuckets[i-1], b)
+		}
+	}
+
+	for _, name := range sortedKeys(c.ConstLabels) {
+		v := c.ConstLabels[name]
+		switch {
+		case !labelNameRE.MatchString(name):
+			add("const_labels: %q is not a valid Prometheus label name", name)
+		case strings.HasPrefix(name, "__"):
+			add("const_labels: %q: names starting with \"__\" are reserved", name)
+		case slices.Contains(reservedLabels, name):
+			add("const_labels: %q is used by the exporter's own labels", name)
+		}
+		if !utf8.ValidString(v) {
+			add("const_labels::%s: value must be valid UTF-8", name)
+		}
+	}
+
+	return errors.Join(errs...)
+}
+
+// reservedLabels are every label name the exporter uses itself, plus the
+// names Prometheus gives meaning to.
+var reservedLabels = []string{
+	labelServiceName, labelOperation, labelOutcome, labelLiveness, labelEndReason,
+	labelModel, labelDirection, labelCallerService, labelCalleeService,
+	labelLabel, labelReason, "le", "quantile", exemplarTraceID, exemplarSpanID,
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

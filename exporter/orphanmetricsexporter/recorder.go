@@ -1,0 +1,255 @@
+package orphanmetricsexporter // import "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/labellimit"
+)
+
+// Label names of the exported series.
+const (
+	labelServiceName   = "service_name"
+	labelOperation     = "operation"
+	labelOutcome       = "outcome"
+	labelLiveness      = "liveness"
+	labelEndReason     = "end_reason"
+	labelModel         = "model"
+	labelDirection     = "direction"
+	labelCallerService = "caller_service"
+	labelCalleeService = "callee_service"
+	labelLabel         = "label"
+	labelReason        = "reason"
+
+	exemplarTraceID = "trace_id"
+	exemplarSpanID  = "span_id"
+)
+
+// Metric names without the namespace prefix. The exported name is
+// "<namespace>_<name>", for example "orphanwatch_runs_total".
+const (
+	MetricRuns          = "runs_total"
+	MetricAttempts      = "attempts_total"
+	MetricRoots         = "roots_total"
+	MetricSpendSeconds  = "spend_seconds_total"
+	MetricSpendTokens   = "spend_tokens_total"
+	MetricSpendCostUSD  = "spend_cost_usd_total"
+	MetricModelCalls    = "model_calls_total"
+	MetricOutlive       = "outlive_seconds"
+	MetricUnpropagated  = "unpropagated_total"
+	MetricLabelOverflow = "label_overflow_total"
+	MetricSpansSkipped  = "spans_skipped_total"
+)
+
+// Reasons of <namespace>_spans_skipped_total: why a span did not feed a
+// metric it carried data for.
+const (
+	ReasonInvalidLiveness         = "invalid_liveness"           // orphanwatch.liveness not one of live|orphaned|unknown (or not a string)
+	ReasonInvalidDetached         = "invalid_detached"           // orphanwatch.detached not a bool
+	ReasonInvalidStartedAfterGone = "invalid_started_after_gone" // orphanwatch.started_after_gone not a bool
+	ReasonInvalidAfterGone        = "invalid_after_gone"         // orphanwatch.after_gone not a finite number >= 0
+	ReasonInvalidAttempt          = "invalid_attempt"            // orphanwatch.attempt not an integer >= 1
+	ReasonInvalidRunOutcome       = "invalid_run_outcome"        // orphanwatch.run.outcome not a known outcome
+	ReasonInvalidEndReason        = "invalid_end_reason"         // orphanwatch.root.end_reason not a known reason
+	ReasonInvalidCallerService    = "invalid_caller_service"     // orphanwatch.caller.service not a non-empty string
+	ReasonInvalidModel            = "invalid_model"              // a model attribute that is not a non-empty string
+	ReasonInvalidTokens           = "invalid_tokens"             // a token count that is not a finite number >= 0
+	ReasonInvalidCost             = "invalid_cost"               // orphanwatch.spend.cost not a finite number >= 0
+	ReasonZeroTime                = "zero_time"                  // an attempt span without start or end time
+	ReasonEndBeforeStart          = "end_before_start"           // an attempt span that ends before it starts
+)
+
+var skipReasons = []string{
+	ReasonInvalidLiveness, ReasonInvalidDetached, ReasonInvalidStartedAfterGone,
+	ReasonInvalidAfterGone, ReasonInvalidAttempt, ReasonInvalidRunOutcome,
+	ReasonInvalidEndReason, ReasonInvalidCallerService, ReasonInvalidModel,
+	ReasonInvalidTokens, ReasonInvalidCost, ReasonZeroTime, ReasonEndBeforeStart,
+}
+
+// Recorder turns spans annotated with orphanwatch.* verdicts (and, for spans
+// the processor never saw, gen_ai.* usage) into Prometheus metrics held in a
+// private registry. It is what the exporter runs; other programs can use it
+// directly, without the collector or HTTP, to obtain the same metrics.
+//
+// A Recorder is safe for concurrent use. Its counters only grow.
+type Recorder struct {
+	reg     *prometheus.Registry
+	limiter *labellimit.Limiter
+
+	runs         *prometheus.CounterVec
+	attempts     *prometheus.CounterVec
+	roots        *prometheus.CounterVec
+	spendSeconds *prometheus.CounterVec
+	spendTokens  *prometheus.CounterVec
+	spendCost    *prometheus.CounterVec
+	modelCalls   *prometheus.CounterVec
+	outlive      *prometheus.HistogramVec
+	unpropagated *prometheus.CounterVec
+	overflow     *prometheus.CounterVec
+	skipped      *prometheus.CounterVec
+}
+
+// NewRecorder returns a Recorder for the metric settings of cfg (namespace,
+// label limits, buckets, constant labels; the HTTP settings are ignored). A
+// nil cfg means [NewDefaultConfig]. It returns an error if those settings are
+// invalid.
+func NewRecorder(cfg *Config) (*Recorder, error) {
+	if cfg == nil {
+		cfg = NewDefaultConfig()
+	}
+	if err := cfg.validateMetrics(); err != nil {
+		return nil, err
+	}
+	r := &Recorder{reg: prometheus.NewRegistry()}
+
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace:   cfg.Namespace,
+			Name:        name,
+			Help:        help,
+			ConstLabels: cfg.ConstLabels,
+		}, labels)
+	}
+	r.runs = counter(MetricRuns,
+		"Runs (retry loops of one logical operation) by outcome, counted on the span that closed the run.",
+		labelServiceName, labelOperation, labelOutcome)
+	r.attempts = counter(MetricAttempts,
+		"Attempt spans by liveness: live, outlived_root (orphaned, started before the root was gone), started_after_gone, unknown, detached.",
+		labelServiceName, labelOperation, labelLiveness)
+	r.roots = counter(MetricRoots,
+		"Root requests by end reason.",
+		labelServiceName, labelEndReason)
+	r.spendSeconds = counter(MetricSpendSeconds,
+		"Summed duration in seconds of attempt spans (and of model calls not judged by the processor), by liveness.",
+		labelServiceName, labelLiveness)
+	r.spendTokens = counter(MetricSpendTokens,
+		"Model tokens by model, direction (input, output) and liveness.",
+		labelServiceName, labelModel, labelDirection, labelLiveness)
+	r.spendCost = counter(MetricSpendCostUSD,
+		"Cost in US dollars of spans carrying orphanwatch.spend.cost, by model and liveness.",
+		labelServiceName, labelModel, labelLiveness)
+	r.modelCalls = counter(MetricModelCalls,
+		"Model calls by model and liveness.",
+		labelServiceName, labelModel, labelLiveness)
+	r.outlive = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace:   cfg.Namespace,
+		Name:        MetricOutlive,
+		Help:        "How long orphaned spans outlived their root's gone time, in seconds (orphanwatch.after_gone).",
+		ConstLabels: cfg.ConstLabels,
+		Buckets:     append([]float64(nil), cfg.OutliveBuckets...),
+	}, []string{labelServiceName})
+	r.unpropagated = counter(MetricUnpropagated,
+		"Orphaned spans that entered a service whose caller was not orphaned: the edge the cancellation did not cross.",
+		labelCallerService, labelCalleeService)
+	r.overflow = counter(MetricLabelOverflow,
+		`Label value occurrences replaced by "other" because the label reached its limit of distinct values.`,
+		labelLabel)
+	r.skipped = counter(MetricSpansSkipped,
+		"Spans that could not feed a metric because of a malformed attribute or unusable times, by reason.",
+		labelReason)
+
+	for _, c := range []prometheus.Collector{
+		r.runs, r.attempts, r.roots, r.spendSeconds, r.spendTokens, r.spendCost,
+		r.modelCalls, r.outlive, r.unpropagated, r.overflow, r.skipped,
+	} {
+		if err := r.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering metric: %w", err)
+		}
+	}
+	// Create the health series up front so that they read 0, not absent.
+	for _, l := range LimitedLabels {
+		r.overflow.WithLabelValues(l)
+	}
+	for _, reason := range skipReasons {
+		r.skipped.WithLabelValues(reason)
+	}
+
+	limiter, err := labellimit.New(cfg.LabelLimits.Default, cfg.LabelLimits.PerLabel, func(label string) {
+		r.overflow.WithLabelValues(label).Inc()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("label_limits: %w", err)
+	}
+	r.limiter = limiter
+	return r, nil
+}
+
+// Record updates the metrics from every span of td. It never fails: spans
+// with malformed attributes are counted in <namespace>_spans_skipped_total
+// and otherwise ignored. td is only read.
+func (r *Recorder) Record(td ptrace.Traces) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		service := serviceName(rs.Resource().Attributes())
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				r.recordSpan(service, spans.At(k))
+			}
+		}
+	}
+}
+
+// Gatherer returns the registry holding the metrics, for use with
+// client_golang (promhttp, testutil) or to merge into another registry via
+// prometheus.Gatherers.
+func (r *Recorder) Gatherer() prometheus.Gatherer { return r.reg }
+
+// Handler returns an HTTP handler that serves the metrics, in OpenMetrics
+// (with exemplars) when the scraper asks for it and in the Prometheus text
+// format otherwise. It answers on any path; the exporter mounts it at
+// [Config.Path].
+func (r *Recorder) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// WriteText writes the current metrics to w in the Prometheus text
+// exposition format (version 0.0.4, no exemplars).
+func (r *Recorder) WriteText(w io.Writer) error {
+	return r.write(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+}
+
+// WriteOpenMetrics writes the current metrics to w in the OpenMetrics 1.0
+// text format, including the exemplars and the closing "# EOF" line.
+func (r *Recorder) WriteOpenMetrics(w io.Writer) error {
+	return r.write(w, expfmt.NewFormat(expfmt.TypeOpenMetrics))
+}
+
+func (r *Recorder) write(w io.Writer, format expfmt.Format) error {
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		return fmt.Errorf("gathering metrics: %w", err)
+	}
+	enc := expfmt.NewEncoder(w, format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return fmt.Errorf("encoding %s: %w", mf.GetName(), err)
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// WriteText is a shortcut for programs that want the metrics of some traces
+// as Prometheus text without running the exporter: it records every td into
+// a new [Recorder] for cfg (nil means defaults) and writes the result to w.
+func WriteText(w io.Writer, cfg *Config, td ...ptrace.Traces) error {
+	r, err := NewRecorder(cfg)
+	if err != nil {
+		return err
+	}
+	for _, t := range td {
+		r.Record(t)
+	}
+	return r.WriteText(w)
+}

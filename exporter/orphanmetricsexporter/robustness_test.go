@@ -1,0 +1,80 @@
+package orphanmetricsexporter
+
+import (
+	"io"
+	"math"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"pgregory.net/rapid"
+)
+
+var fuzzKeys = []string{
+	attrLiveness, attrStartedAfterGone, attrAfterGone, attrDetached, attrAttempt,
+	attrRunOutcome, attrRootEndReason, attrCallerService, attrSpendModel,
+	attrSpendInput, attrSpendOutput, attrSpendCost,
+	attrGenAIResponseModel, attrGenAIRequestModel, attrGenAIInputTokens, attrGenAIOutputTokens,
+}
+
+// anyValue draws an attribute value of any type, biased towards the values
+// the contract uses so that the interesting paths are reached.
+func anyValue(t *rapid.T, v pcommon.Value) {
+	switch rapid.IntRange(0, 7).Draw(t, "type") {
+	case 0:
+		v.SetStr(rapid.SampledFrom([]string{
+			"live", "orphaned", "unknown", "success", "delivered_to_nobody", "cancelled", "completed",
+			"gpt-4o", "", "12", "-3", "NaN", "+Inf", "1e400", "\xff\xfe", "other",
+		}).Draw(t, "str"))
+	case 1:
+		v.SetInt(rapid.Int64().Draw(t, "int"))
+	case 2:
+		v.SetDouble(rapid.SampledFrom([]float64{0, 0.5, -1, 3, math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64}).Draw(t, "double"))
+	case 3:
+		v.SetBool(rapid.Bool().Draw(t, "bool"))
+	case 4:
+		v.SetEmptySlice().AppendEmpty().SetStr("x")
+	case 5:
+		v.SetEmptyMap().PutStr("k", "v")
+	case 6:
+		v.SetEmptyBytes().FromRaw([]byte{1, 2})
+	default:
+		// leave empty
+	}
+}
+
+// Whatever the attributes, Record never panics and the registry stays
+// gatherable and encodable (valid UTF-8, consistent label sets).
+func TestRecordArbitraryAttributes(t *testing.T) {
+	r := newTestRecorder(t, func(c *Config) { c.LabelLimits.Default = 3 })
+	rapid.Check(t, func(t *rapid.T) {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		if rapid.Bool().Draw(t, "has_service") {
+			anyValue(t, rs.Resource().Attributes().PutEmpty("service.name"))
+		}
+		spans := rs.ScopeSpans().AppendEmpty().Spans()
+		n := rapid.IntRange(1, 5).Draw(t, "spans")
+		for range n {
+			span := spans.AppendEmpty()
+			span.SetName(rapid.SampledFrom([]string{"a", "b", "", "\xff", "c"}).Draw(t, "name"))
+			if rapid.Bool().Draw(t, "has_trace") {
+				span.SetTraceID(traceA)
+			}
+			span.SetStartTimestamp(pcommon.Timestamp(rapid.Uint64Range(0, 1e12).Draw(t, "start")))
+			span.SetEndTimestamp(pcommon.Timestamp(rapid.Uint64Range(0, 1e12).Draw(t, "end")))
+			for _, key := range fuzzKeys {
+				if rapid.IntRange(0, 2).Draw(t, "present_"+key) > 0 {
+					anyValue(t, span.Attributes().PutEmpty(key))
+				}
+			}
+		}
+		r.Record(td)
+		if _, err := r.Gatherer().Gather(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteOpenMetrics(io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
