@@ -1,0 +1,134 @@
+package spanread
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+)
+
+func TestParseDeadline(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for _, c := range []struct {
+		f    DeadlineFormat
+		v    string
+		want int64
+		bad  bool
+	}{
+		{FormatUnixSeconds, "1767225602", start + 2e9, false},
+		{FormatUnixSeconds, "1767225602.5", start + 2.5e9, false},
+		{FormatUnixMilliseconds, "1767225602500", start + 2.5e9, false},
+		{FormatRFC3339, "2026-01-01T00:00:02.5Z", start + 2.5e9, false},
+		{FormatGRPCTimeout, "250m", start + 250e6, false},
+		{FormatGRPCTimeout, "3S", start + 3e9, false},
+		{FormatGRPCTimeout, "1H", start + int64(time.Hour), false},
+		{FormatGRPCTimeout, "100u", start + 100e3, false},
+		{FormatMilliseconds, "1500", start + 1.5e9, false},
+		{FormatSeconds, "0.25", start + 250e6, false},
+		{FormatGRPCTimeout, "250x", 0, true},
+		{FormatGRPCTimeout, "123456789m", 0, true}, // more than 8 digits
+		{FormatUnixSeconds, "soon", 0, true},
+		{FormatUnixSeconds, "-5", 0, true},
+		{FormatUnixSeconds, "1e300", 0, true},
+		{FormatRFC3339, "yesterday", 0, true},
+		{FormatMilliseconds, "NaN", 0, true},
+	} {
+		got, err := ParseDeadline(c.f, c.v, start)
+		if c.bad {
+			assert.Error(t, err, "%s %q", c.f, c.v)
+			continue
+		}
+		require.NoError(t, err, "%s %q", c.f, c.v)
+		assert.Equal(t, c.want, got, "%s %q", c.f, c.v)
+	}
+	assert.Error(t, DeadlineFormat("unix_minutes").Validate())
+	assert.NoError(t, FormatGRPCTimeout.Validate())
+}
+
+func testReader() *Reader {
+	return New(Options{
+		AttemptAttributes: []string{"retry.attempt"},
+		IdempotencyKeys:   []string{"http.request.header.idempotency-key"},
+		Deadlines: []DeadlineAttribute{
+			{Attribute: "http.request.header.x-deadline", Format: FormatUnixSeconds},
+			{Attribute: "rpc.grpc.request.metadata.grpc-timeout", Format: FormatGRPCTimeout},
+		},
+		InputTokens:    []string{"gen_ai.usage.input_tokens", "llm.token_count.prompt"},
+		OutputTokens:   []string{"gen_ai.usage.output_tokens", "llm.token_count.completion"},
+		Models:         []string{"gen_ai.response.model", "gen_ai.request.model"},
+		CostAttributes: []string{"gen_ai.usage.cost"},
+	})
+}
+
+func TestReadSemanticConventions(t *testing.T) {
+	res := pcommon.NewResource()
+	res.Attributes().PutStr("service.name", "researcher")
+	sp := ptrace.NewSpan()
+	sp.SetTraceID(pcommon.TraceID{1})
+	sp.SetSpanID(pcommon.SpanID{2})
+	sp.SetParentSpanID(pcommon.SpanID{3})
+	sp.SetKind(ptrace.SpanKindClient)
+	sp.SetStartTimestamp(pcommon.Timestamp(1767225600e9))
+	sp.SetEndTimestamp(pcommon.Timestamp(1767225601e9))
+	a := sp.Attributes()
+	a.PutStr("http.request.method", "GET")
+	a.PutInt("http.response.status_code", 503)
+	a.PutInt("http.request.resend_count", 2)
+	a.PutEmptySlice("http.request.header.idempotency-key").AppendEmpty().SetStr("K-1")
+	a.PutEmptySlice("http.request.header.x-deadline").AppendEmpty().SetStr("1767225603")
+	a.PutStr("rpc.grpc.request.metadata.grpc-timeout", "2S") // earlier: wins
+	a.PutStr("server.address", "search-tool")
+	a.PutInt("server.port", 8080)
+	a.PutStr("rpc.status_code", "UNAVAILABLE")
+	a.PutStr("llm.token_count.prompt", "1200") // alias, as a string
+	a.PutDouble("gen_ai.usage.output_tokens", 300)
+	a.PutStr("gen_ai.request.model", "gpt-4o-mini")
+	ev := sp.Events().AppendEmpty()
+	ev.SetName("exception")
+	ev.Attributes().PutStr("exception.type", "asyncio.CancelledError")
+
+	var s verdict.Span
+	var st Stats
+	testReader().Read(res, sp, &s, &st)
+	assert.Equal(t, "researcher", s.Service)
+	assert.Equal(t, verdict.KindClient, s.Kind)
+	assert.True(t, s.IsHTTP)
+	assert.Equal(t, 503, s.HTTPStatus)
+	assert.Equal(t, 14, s.GRPCStatus)
+	assert.Equal(t, 2, s.ResendCount)
+	assert.Equal(t, HashKey("K-1"), s.KeyHash)
+	assert.NotZero(t, s.KeyHash)
+	assert.Equal(t, int64(1767225602e9), s.Deadline)
+	assert.Equal(t, "search-tool:8080", s.Target)
+	assert.Equal(t, int64(1200), s.InputTokens)
+	assert.Equal(t, int64(300), s.OutputTokens)
+	assert.Equal(t, "gpt-4o-mini", s.Model)
+	assert.Equal(t, []string{"asyncio.CancelledError"}, s.ExceptionTypes)
+	assert.Equal(t, Stats{}, st)
+}
+
+func TestReadCountsBadValues(t *testing.T) {
+	sp := ptrace.NewSpan()
+	a := sp.Attributes()
+	a.PutEmptyMap("http.request.resend_count") // wrong type
+	a.PutInt("gen_ai.usage.input_tokens", -5)  // negative
+	a.PutBool("gen_ai.usage.output_tokens", true)
+	a.PutStr("http.request.header.x-deadline", "tomorrow")
+	a.PutDouble("gen_ai.usage.cost", -1)
+	var s verdict.Span
+	var st Stats
+	testReader().Read(pcommon.NewResource(), sp, &s, &st)
+	assert.Equal(t, -1, s.ResendCount)
+	assert.Equal(t, int64(-1), s.InputTokens)
+	assert.Equal(t, int64(-1), s.OutputTokens)
+	assert.Zero(t, s.Deadline)
+	assert.False(t, s.HasCost)
+	assert.Equal(t, 1, st[BadTokenCount])
+	assert.Equal(t, 1, st[BadDeadline])
+	assert.Equal(t, 3, st[BadAttributeType]) // resend_count, output tokens, cost
+}
