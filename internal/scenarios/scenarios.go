@@ -1,0 +1,949 @@
+package scenarios
+
+import (
+	"math/rand/v2"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Services of the scenarios.
+const (
+	Gateway    = "gateway"
+	Planner    = "planner"
+	Researcher = "researcher"
+	Coder      = "coder"
+	Critic     = "critic"
+	SearchTool = "search-tool"
+)
+
+// Models of the price table (USD per million tokens, input / output):
+// gpt-4o 2.50 / 10.00, gpt-4o-mini 0.15 / 0.60.
+const (
+	GPT4o     = "gpt-4o"
+	GPT4oMini = "gpt-4o-mini"
+)
+
+// Outcomes, end reasons and liveness values.
+const (
+	Success           = "success"
+	RetryableFailure  = "retryable_failure"
+	HardFailure       = "hard_failure"
+	Cancelled         = "cancelled"
+	DeliveredToNobody = "delivered_to_nobody"
+	UnknownRoot       = "unknown_root"
+
+	Completed        = "completed"
+	DeadlineExceeded = "deadline_exceeded"
+
+	LLive             = "live"
+	LOrphaned         = "orphaned"
+	LOutlivedRoot     = "outlived_root"
+	LStartedAfterGone = "started_after_gone"
+	LUnknown          = "unknown"
+	LDetached         = "detached"
+)
+
+const (
+	ok  = "ok"
+	bad = "error"
+	// searchPath is the URL path (with query) of every search-tool call.
+	searchPath = "/search?q=orphaned+retries"
+)
+
+// subAgentCall adds gateway's CLIENT "POST" to agent and the agent's SERVER "POST /run".
+// serverStatus 0 leaves the server without response status code.
+func subAgentCall(parent *Span, agent string, cs, ce, ss, se float64, clientStatus, serverStatus int) (call, srv *Span) {
+	call = parent.HTTPClient("POST", agent, HTTPPort, "/run", cs, ce, clientStatus)
+	srv = call.HTTPServer(agent, "/run", ss, se, serverStatus)
+	return call, srv
+}
+
+// searchCall adds a CLIENT "GET" from parent to search-tool and search-tool's SERVER
+// "GET /search" 10 ms inside it, both with the same status.
+func searchCall(parent *Span, start, end float64, status int) (get, tool *Span) {
+	get = parent.HTTPClient("GET", SearchTool, HTTPPort, searchPath, start, end, status)
+	tool = get.HTTPServer(SearchTool, "/search", start+0.01, end-0.01, status)
+	return get, tool
+}
+
+// ---------------------------------------------------------------------------------------
+// S1
+
+// S1 is the happy fan-out.
+//
+// Choices: the four sub-agents run identically (gateway CLIENT 0.01–5.50, SERVER 0.02–5.49,
+// search GET 0.10–0.30 with its search-tool SERVER 0.11–0.29, chat gpt-4o-mini 0.40–5.40);
+// no idempotency keys (nothing is retried).
+func S1() (ptrace.Traces, Expected) {
+	b := NewBuilder(1)
+	tr := b.NewTrace()
+	e := NewExpect("S1", b, "Happy fan-out: gateway POST /ask 0.00-6.00 (200) calls planner, researcher, coder and critic "+
+		"(0.01-5.50); each makes one search-tool GET and one gpt-4o-mini chat (1200/300 tokens), all succeeding first try. "+
+		"Root completed, every span live, every run success, zero orphaned spend.")
+	e.Gone(tr, 6.00, Gateway)
+
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 6.00, 200)
+	e.Span(root, Live().Root(Completed))
+	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
+		call, srv := subAgentCall(root, agent, 0.01, 5.50, 0.02, 5.49, 200, 200)
+		e.Span(call, Live().Single(Success, ok))
+		e.Span(srv, Live())
+		get, tool := searchCall(srv, 0.10, 0.30, 200)
+		e.Span(get, Live().Single(Success, ok))
+		e.Span(tool, Live())
+		chat := srv.Chat(GPT4oMini, 0.40, 5.40).Usage(1200, 300)
+		// 1200 * 0.15e-6 + 300 * 0.60e-6 = 0.00018 + 0.00018
+		e.Span(chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+
+		e.Runs(agent, "GET", Success, 1)
+		e.Runs(agent, "chat gpt-4o-mini", Success, 1)
+		e.Attempts(agent, "GET", LLive, 1)
+		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
+		e.SpendSeconds(agent, LLive, 5.20) // GET 0.20 + chat 5.00
+		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
+		e.Cost(agent, GPT4oMini, LLive, 0.00036)
+		e.ModelCalls(agent, GPT4oMini, LLive, 1)
+	}
+	e.Runs(Gateway, "POST", Success, 4)
+	e.Attempts(Gateway, "POST", LLive, 4)
+	e.Roots(Gateway, Completed, 1)
+	e.SpendSeconds(Gateway, LLive, 21.96) // 4 x 5.49
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S2 (and S8, S9, which reuse its spans)
+
+type s2Other struct{ call, srv, get, tool, chat *Span }
+
+type s2Spans struct {
+	b                *Builder
+	tr               *Trace
+	root             *Span
+	others           []s2Other // planner, coder, critic
+	otherNames       []string
+	resCall, resSrv  *Span
+	attempts, tools  [4]*Span
+	resChat, publish *Span
+}
+
+// s2Build builds S2's trace under scenario number num (2, 8 or 9).
+//
+// Choices: the other sub-agents run gateway CLIENT 0.01–2.50, SERVER 0.02–2.49, search GET
+// 0.10–0.30, chat gpt-4o-mini 0.40–2.40 (1200/300), so they "finished by 2.50". researcher
+// makes no gpt-4o-mini call: SCENARIOS.md gives it only the flaky search and, after attempt
+// 4, the gpt-4o chat. Each search attempt got a response (503, 503, 503, 200), so each has
+// a search-tool SERVER span 10 ms inside it. The gateway CLIENT span to researcher ends at
+// 3.00 without response, error.type "context canceled", status ERROR (what Go's otelhttp
+// transport records); researcher's SERVER span records 200 at 6.55 (it wrote its answer to
+// a closed connection). The PRODUCER is "send research-results" on kafka; nobody consumes.
+func s2Build(num int) *s2Spans {
+	x := &s2Spans{b: NewBuilder(num)}
+	x.tr = x.b.NewTrace()
+	x.root = x.tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
+	x.otherNames = []string{Planner, Coder, Critic}
+	for _, agent := range x.otherNames[:1] {
+		x.others = append(x.others, s2Agent(x.root, agent))
+	}
+	x.resCall, x.resSrv = subAgentCall(x.root, Researcher, 0.01, 3.00, 0.02, 6.55, 0, 200)
+	x.resCall.ErrorType("context canceled")
+	for _, agent := range x.otherNames[1:] {
+		x.others = append(x.others, s2Agent(x.root, agent))
+	}
+	times := [4][2]float64{{0.10, 0.30}, {0.80, 1.00}, {2.00, 2.20}, {4.20, 4.40}}
+	for i, tm := range times {
+		status := 503
+		if i == 3 {
+			status = 200
+		}
+		x.attempts[i], x.tools[i] = searchCall(x.resSrv, tm[0], tm[1], status)
+		x.attempts[i].IdempotencyKey("9b2f6c1e-4d7a-4f3b-a2c8-s2search0001")
+		if i > 0 {
+			x.attempts[i].ResendCount(i)
+		}
+	}
+	x.resChat = x.resSrv.Chat(GPT4o, 4.45, 6.45).Usage(3000, 800)
+	x.publish = x.resSrv.Produce("kafka", "research-results", 6.50, 6.52)
+	return x
+}
+
+func s2Agent(root *Span, agent string) s2Other {
+	var o s2Other
+	o.call, o.srv = subAgentCall(root, agent, 0.01, 2.50, 0.02, 2.49, 200, 200)
+	o.get, o.tool = searchCall(o.srv, 0.10, 0.30, 200)
+	o.chat = o.srv.Chat(GPT4oMini, 0.40, 2.40).Usage(1200, 300)
+	return o
+}
+
+const s2Desc = "The caller leaves, the retry loop never hears (the seed's story). gateway POST /ask ends at 3.00 with 499 " +
+	"(gone 3.00); gateway's CLIENT call to researcher ends 3.00 with error.type 'context canceled'. researcher's search-tool " +
+	"attempts (same idempotency key, resend_count -,1,2,3): 0.10-0.30 503, 0.80-1.00 503, 2.00-2.20 503, 4.20-4.40 200; then " +
+	"chat gpt-4o 4.45-6.45 (3000/800), PRODUCER 6.50-6.52, SERVER span ends 6.55. planner, coder, critic finish by 2.50."
+
+// s2Expect writes S2's verdicts (also S8's, under another scenario number).
+func s2Expect(id string, x *s2Spans, desc string) *Expect {
+	e := NewExpect(id, x.b, desc)
+	e.Gone(x.tr, 3.00, Gateway)
+	e.Span(x.root, Live().Root(Cancelled)) // HTTP 499
+	for _, o := range x.others {
+		e.Span(o.call, Live().Single(Success, ok))
+		e.Span(o.srv, Live())
+		e.Span(o.get, Live().Single(Success, ok))
+		e.Span(o.tool, Live())
+		e.Span(o.chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+	}
+	// Same service as the root: ends 3.00 = gone, live. Its only attempt recorded a cancellation.
+	e.Span(x.resCall, Live().Single(Cancelled, bad))
+	// 6.55 - 3.00; parent (gateway CLIENT) is live and in another service.
+	e.Span(x.resSrv, Orphaned(3.55, false).Caller(Gateway))
+	for i := 0; i < 3; i++ {
+		e.Span(x.attempts[i], Live().Attempt(i+1))
+		e.Span(x.tools[i], Live())
+	}
+	e.Span(x.attempts[3], Orphaned(1.40, true).Attempt(4).Run(DeliveredToNobody, 4, ok))
+	// search-tool's span for attempt 4: orphaned, but its parent (attempt 4) is orphaned
+	// too, so it is not the edge that dropped the cancellation: no caller.service.
+	e.Span(x.tools[3], Orphaned(1.39, true))
+	// 3000 * 2.5e-6 + 800 * 10e-6 = 0.0075 + 0.008
+	e.Span(x.resChat, Orphaned(3.45, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 3000, 800, 0.0155))
+	e.Span(x.publish, Orphaned(3.52, true).Single(DeliveredToNobody, ok))
+
+	for _, agent := range x.otherNames {
+		e.Runs(agent, "GET", Success, 1)
+		e.Runs(agent, "chat gpt-4o-mini", Success, 1)
+		e.Attempts(agent, "GET", LLive, 1)
+		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
+		e.SpendSeconds(agent, LLive, 2.20) // 0.20 + 2.00
+		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
+		e.Cost(agent, GPT4oMini, LLive, 0.00036)
+		e.ModelCalls(agent, GPT4oMini, LLive, 1)
+	}
+	e.Runs(Gateway, "POST", Success, 3)
+	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Runs(Researcher, "GET", DeliveredToNobody, 1)
+	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
+	e.Runs(Researcher, "send research-results", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "POST", LLive, 4)
+	e.Attempts(Researcher, "GET", LLive, 3)
+	e.Attempts(Researcher, "GET", LStartedAfterGone, 1)
+	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 1)
+	e.Attempts(Researcher, "send research-results", LStartedAfterGone, 1)
+	e.Roots(Gateway, Cancelled, 1)
+	e.SpendSeconds(Gateway, LLive, 10.46)       // 3 x 2.49 + 2.99
+	e.SpendSeconds(Researcher, LLive, 0.60)     // attempts 1-3, 0.20 each
+	e.SpendSeconds(Researcher, LOrphaned, 2.22) // attempt 4 0.20 + chat 2.00 + publish 0.02
+	e.Tokens(Researcher, GPT4o, LOrphaned, 3000, 800)
+	e.Cost(Researcher, GPT4o, LOrphaned, 0.0155)
+	e.ModelCalls(Researcher, GPT4o, LOrphaned, 1)
+	e.Outlive(Researcher, 4, 11.92) // 3.55 + 1.40 + 3.45 + 3.52
+	e.Outlive(SearchTool, 1, 1.39)
+	e.Unpropagated(Gateway, Researcher, 1)
+	return e
+}
+
+// S2: the caller leaves, the retry loop never hears. See s2Build for the choices made.
+func S2() (ptrace.Traces, Expected) {
+	x := s2Build(2)
+	return x.b.Traces(), s2Expect("S2", x, s2Desc).Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S3
+
+// S3: the same as S2 up to 2.20, with a loop that checks.
+//
+// Choices: researcher's backoff is cancelled at 3.00 (no attempt 4, no chat, no publish);
+// its SERVER span ends 3.01 without response status code, error.type "context canceled",
+// status ERROR. The search run's final attempt (3, a 503) did not succeed and its parent
+// (the retry loop, researcher's SERVER span) recorded the cancellation: rule 2, cancelled.
+func S3() (ptrace.Traces, Expected) {
+	b := NewBuilder(3)
+	tr := b.NewTrace()
+	e := NewExpect("S3", b, "A loop that checks (the seed's fix). As S2 up to 2.20: gateway's root ends 3.00 with 499; "+
+		"researcher's search attempts 0.10-0.30, 0.80-1.00, 2.00-2.20 all 503; the backoff is cancelled at 3.00, no attempt 4, "+
+		"no chat, no publish; researcher's SERVER span ends 3.01 with error.type 'context canceled'. Search run cancelled "+
+		"(3 attempts), researcher SERVER live within the 250 ms clock-skew tolerance, zero orphaned spend, no unpropagated edge.")
+	e.Gone(tr, 3.00, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
+	e.Span(root, Live().Root(Cancelled))
+	others := []string{Planner, Coder, Critic}
+	agents := func(names []string) {
+		for _, agent := range names {
+			call, srv := subAgentCall(root, agent, 0.01, 2.50, 0.02, 2.49, 200, 200)
+			get, tool := searchCall(srv, 0.10, 0.30, 200)
+			chat := srv.Chat(GPT4oMini, 0.40, 2.40).Usage(1200, 300)
+			e.Span(call, Live().Single(Success, ok))
+			e.Span(srv, Live())
+			e.Span(get, Live().Single(Success, ok))
+			e.Span(tool, Live())
+			e.Span(chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+		}
+	}
+	agents(others[:1])
+	resCall, resSrv := subAgentCall(root, Researcher, 0.01, 3.00, 0.02, 3.01, 0, 0)
+	resCall.ErrorType("context canceled")
+	resSrv.ErrorType("context canceled")
+	e.Span(resCall, Live().Single(Cancelled, bad))
+	// 3.01 is 10 ms after the gone time, in another service than the root: live.
+	e.Span(resSrv, Live())
+	agents(others[1:])
+	times := [3][2]float64{{0.10, 0.30}, {0.80, 1.00}, {2.00, 2.20}}
+	for i, tm := range times {
+		get, tool := searchCall(resSrv, tm[0], tm[1], 503)
+		get.IdempotencyKey("9b2f6c1e-4d7a-4f3b-a2c8-s3search0001")
+		if i > 0 {
+			get.ResendCount(i)
+		}
+		if i < 2 {
+			e.Span(get, Live().Attempt(i+1))
+		} else {
+			e.Span(get, Live().Attempt(3).Run(Cancelled, 3, bad))
+		}
+		e.Span(tool, Live())
+	}
+
+	for _, agent := range others {
+		e.Runs(agent, "GET", Success, 1)
+		e.Runs(agent, "chat gpt-4o-mini", Success, 1)
+		e.Attempts(agent, "GET", LLive, 1)
+		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
+		e.SpendSeconds(agent, LLive, 2.20)
+		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
+		e.Cost(agent, GPT4oMini, LLive, 0.00036)
+		e.ModelCalls(agent, GPT4oMini, LLive, 1)
+	}
+	e.Runs(Gateway, "POST", Success, 3)
+	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Runs(Researcher, "GET", Cancelled, 1)
+	e.Attempts(Gateway, "POST", LLive, 4)
+	e.Attempts(Researcher, "GET", LLive, 3)
+	e.Roots(Gateway, Cancelled, 1)
+	e.SpendSeconds(Gateway, LLive, 10.46) // 3 x 2.49 + 2.99
+	e.SpendSeconds(Researcher, LLive, 0.60)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S4
+
+// S4: dispatched after the deadline.
+//
+// Choices: only coder is called. The deadline header x-deadline = "1767225602" (T0 + 2 s)
+// is on the root SERVER span, on gateway's CLIENT span to coder and on coder's SERVER span;
+// coder does not pass it to its own calls. coder first calls search-tool 0.10–1.50 (200),
+// then (blind to the deadline) starts the chat at 2.50. gateway's CLIENT span to coder is
+// abandoned at the deadline in the style of recent HTTP conventions for a deliberately
+// cancelled request: ends 2.00, status UNSET, no http.response.status_code, no error.type
+// (rule 2: cancelled). The root ends 2.00 with 504 (status ERROR, error.type "504"); its end
+// equals its deadline, and the end reason is deadline_exceeded as SCENARIOS.md says (see
+// QUESTIONS.md: "deadline came before the end" read as "at or before").
+func S4() (ptrace.Traces, Expected) {
+	b := NewBuilder(4)
+	tr := b.NewTrace()
+	e := NewExpect("S4", b, "Dispatched after the deadline. gateway POST /ask carries x-deadline T0+2.00 (unix 1767225602), "+
+		"passes it to coder, and ends 2.00 with 504. gateway's CLIENT call to coder is abandoned at 2.00 (status unset, no "+
+		"response code). coder's search 0.10-1.50 succeeds; its gpt-4o-mini chat 2.50-3.50 (500/100) starts after the gone "+
+		"time; coder's SERVER span ends 3.60. Root deadline_exceeded, chat started_after_gone and delivered_to_nobody, "+
+		"coder SERVER outlived the root by 1.60 s.")
+	e.Gone(tr, 2.00, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 504).Deadline(2.00)
+	call, srv := subAgentCall(root, Coder, 0.01, 2.00, 0.02, 3.60, 0, 200)
+	call.Deadline(2.00)
+	srv.Deadline(2.00)
+	get, tool := searchCall(srv, 0.10, 1.50, 200)
+	chat := srv.Chat(GPT4oMini, 2.50, 3.50).Usage(500, 100)
+
+	e.Span(root, Live().Root(DeadlineExceeded))
+	e.Span(call, Live().Single(Cancelled, bad)) // ends 2.00 = gone, same service
+	e.Span(srv, Orphaned(1.60, false).Caller(Gateway))
+	e.Span(get, Live().Single(Success, ok))
+	e.Span(tool, Live())
+	// 500 * 0.15e-6 + 100 * 0.60e-6 = 0.000075 + 0.00006
+	e.Span(chat, Orphaned(1.50, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 500, 100, 0.000135))
+
+	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Runs(Coder, "GET", Success, 1)
+	e.Runs(Coder, "chat gpt-4o-mini", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Attempts(Coder, "GET", LLive, 1)
+	e.Attempts(Coder, "chat gpt-4o-mini", LStartedAfterGone, 1)
+	e.Roots(Gateway, DeadlineExceeded, 1)
+	e.SpendSeconds(Gateway, LLive, 1.99)
+	e.SpendSeconds(Coder, LLive, 1.40)
+	e.SpendSeconds(Coder, LOrphaned, 1.00)
+	e.Tokens(Coder, GPT4oMini, LOrphaned, 500, 100)
+	e.Cost(Coder, GPT4oMini, LOrphaned, 0.000135)
+	e.ModelCalls(Coder, GPT4oMini, LOrphaned, 1)
+	e.Outlive(Coder, 2, 3.10) // 1.60 + 1.50
+	e.Unpropagated(Gateway, Coder, 1)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S5
+
+// S5: retries exhausted while someone still waits.
+//
+// Choices: only researcher is called (gateway CLIENT 0.01–4.06, SERVER 0.02–4.05, 200 with
+// a degraded answer). Five search attempts with one idempotency key and resend_count
+// -,1,2,3,4 at 0.10–0.30, 0.60–0.80, 1.30–1.50, 2.40–2.60, 3.80–4.00, all 503, each with a
+// search-tool SERVER span (503, status ERROR). The root then composes its degraded answer
+// until 6.00 (200).
+func S5() (ptrace.Traces, Expected) {
+	b := NewBuilder(5)
+	tr := b.NewTrace()
+	e := NewExpect("S5", b, "Retries exhausted while someone still waits. researcher's five search-tool attempts "+
+		"(0.10-0.30, 0.60-0.80, 1.30-1.50, 2.40-2.60, 3.80-4.00) all get 503; researcher answers 200 at 4.05; the root ends "+
+		"6.00 with 200 (degraded answer). Search run retryable_failure with 5 attempts; nothing orphaned.")
+	e.Gone(tr, 6.00, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 6.00, 200)
+	call, srv := subAgentCall(root, Researcher, 0.01, 4.06, 0.02, 4.05, 200, 200)
+	e.Span(root, Live().Root(Completed))
+	e.Span(call, Live().Single(Success, ok))
+	e.Span(srv, Live())
+	times := [5][2]float64{{0.10, 0.30}, {0.60, 0.80}, {1.30, 1.50}, {2.40, 2.60}, {3.80, 4.00}}
+	for i, tm := range times {
+		get, tool := searchCall(srv, tm[0], tm[1], 503)
+		get.IdempotencyKey("0c4e8a2b-7f61-4d93-b5a0-s5search0001")
+		if i > 0 {
+			get.ResendCount(i)
+		}
+		if i < 4 {
+			e.Span(get, Live().Attempt(i+1))
+		} else {
+			e.Span(get, Live().Attempt(5).Run(RetryableFailure, 5, bad))
+		}
+		e.Span(tool, Live())
+	}
+	e.Runs(Gateway, "POST", Success, 1)
+	e.Runs(Researcher, "GET", RetryableFailure, 1)
+	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Attempts(Researcher, "GET", LLive, 5)
+	e.Roots(Gateway, Completed, 1)
+	e.SpendSeconds(Gateway, LLive, 4.05)
+	e.SpendSeconds(Researcher, LLive, 1.00) // 5 x 0.20
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S6
+
+// S6: a hard failure, and gRPC.
+//
+// Choices: root 0.00–3.00 (200) calls coder (0.01–1.00) and planner (0.01–2.00).
+// coder → search-tool HTTP GET 0.10–0.20 → 400 (CLIENT: status ERROR, error.type "400";
+// search-tool SERVER: 400, status unset); coder still answers 200.
+// planner → search-tool over gRPC, search.v1.SearchService/Search on search-tool:50051,
+// no idempotency key and no retry attribute (gRPC retries are grouped by same parent,
+// name, kind and target): 0.10–0.20 UNAVAILABLE, 0.40–0.50 UNAVAILABLE, 0.90–1.00 OK, each
+// with a search-tool SERVER span (UNAVAILABLE is an error on the server side too).
+// The second gRPC call is the same method on the same target, 1.10–1.20, INVALID_ARGUMENT:
+// it starts a new run because the previous attempt succeeded and it carries no retry
+// marker (verdicts.md, "How attempts group into runs"); its SERVER span has status unset
+// (INVALID_ARGUMENT is not a server error).
+func S6() (ptrace.Traces, Expected) {
+	b := NewBuilder(6)
+	tr := b.NewTrace()
+	e := NewExpect("S6", b, "A hard failure, and gRPC. coder's search-tool GET gets 400: run hard_failure, 1 attempt. "+
+		"planner's gRPC calls to search-tool: UNAVAILABLE, UNAVAILABLE, OK (run success, 3 attempts), then a new call "+
+		"with INVALID_ARGUMENT (run hard_failure, 1 attempt). Root completed at 3.00; all live.")
+	e.Gone(tr, 3.00, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 200)
+	e.Span(root, Live().Root(Completed))
+
+	cCall, cSrv := subAgentCall(root, Coder, 0.01, 1.00, 0.02, 0.99, 200, 200)
+	e.Span(cCall, Live().Single(Success, ok))
+	e.Span(cSrv, Live())
+	get, tool := searchCall(cSrv, 0.10, 0.20, 400)
+	e.Span(get, Live().Single(HardFailure, bad))
+	e.Span(tool, Live())
+
+	pCall, pSrv := subAgentCall(root, Planner, 0.01, 2.00, 0.02, 1.99, 200, 200)
+	e.Span(pCall, Live().Single(Success, ok))
+	e.Span(pSrv, Live())
+	grpc := []struct {
+		s, e float64
+		code int
+		v    V
+	}{
+		{0.10, 0.20, GRPCUnavailable, Live().Attempt(1)},
+		{0.40, 0.50, GRPCUnavailable, Live().Attempt(2)},
+		{0.90, 1.00, GRPCOK, Live().Attempt(3).Run(Success, 3, ok)},
+		{1.10, 1.20, GRPCInvalidArgument, Live().Single(HardFailure, bad)},
+	}
+	for _, g := range grpc {
+		c := pSrv.GRPCClient(SearchTool, "search.v1.SearchService", "Search", g.s, g.e, g.code)
+		sv := c.GRPCServer(SearchTool, g.s+0.01, g.e-0.01, g.code)
+		e.Span(c, g.v)
+		e.Span(sv, Live())
+	}
+	const op = "search.v1.SearchService/Search"
+	e.Runs(Gateway, "POST", Success, 2)
+	e.Runs(Coder, "GET", HardFailure, 1)
+	e.Runs(Planner, op, Success, 1)
+	e.Runs(Planner, op, HardFailure, 1)
+	e.Attempts(Gateway, "POST", LLive, 2)
+	e.Attempts(Coder, "GET", LLive, 1)
+	e.Attempts(Planner, op, LLive, 4)
+	e.Roots(Gateway, Completed, 1)
+	e.SpendSeconds(Gateway, LLive, 2.98) // 0.99 + 1.99
+	e.SpendSeconds(Coder, LLive, 0.10)
+	e.SpendSeconds(Planner, LLive, 0.40) // 4 x 0.10
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S7
+
+// S7: the work crosses a queue, bound to the request by its idempotency key.
+//
+// Choices: trace A: gateway POST /ask 0.00–1.00 (499); gateway's CLIENT call to researcher
+// 0.01–0.56 gets 202 (researcher SERVER 0.02–0.55 enqueues the job and answers 202) and the
+// gateway waits for the job's result until the user leaves at 1.00. researcher's PRODUCER
+// "send research-jobs" (kafka) 0.50–0.52. Key K travels in the job payload: neither
+// messaging span records it (no messaging header capture), so the only spans carrying K are
+// the two chat attempts (as http.request.header.idempotency-key, the header the worker sends
+// to the provider). Trace B: researcher's job worker, CONSUMER "process research-jobs"
+// 1.90–5.60 (root of trace B, linked to A's PRODUCER); under it chat gpt-4o 2.00–2.50 →
+// 429 (error.type "429", http.response.status_code 429, request model only, no usage) and
+// chat gpt-4o 3.50–5.50 → 200 (2000/500). No resend_count on GenAI spans: the two are one
+// run by parent + key. The CONSUMER span carries no key itself: it stays detached (no
+// liveness, no end reason); the chat attempts are bound by K to A's root (found through the
+// link) and judged against its gone time 1.00. The failed attempt is a model call with a
+// model but unknown tokens: spend.model only, no cost (not known).
+func S7() (ptrace.Traces, Expected) {
+	b := NewBuilder(7)
+	ta := b.NewTrace()
+	tb := b.NewTrace()
+	e := NewExpect("S7", b, "Work crosses a queue, bound by its idempotency key. Trace A: gateway POST /ask cancelled at "+
+		"1.00 (499); researcher publishes a job (PRODUCER 0.50-0.52) whose payload carries key K (the messaging spans do "+
+		"not record K). Trace B: CONSUMER (researcher's job worker) linked to that PRODUCER, detached itself; chat gpt-4o "+
+		"with Idempotency-Key K 2.00-2.50 -> 429, 3.50-5.50 -> 200 (2000/500). Both attempts bound by K to A's root: "+
+		"started_after_gone, run delivered_to_nobody (2 attempts), orphaned tokens 2000 + 500, orphaned cost 0.010 USD.")
+	e.Gone(ta, 1.00, Gateway)
+	e.Gone(tb, 1.00, Gateway) // bound by K to A's root
+
+	root := ta.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 499)
+	call, srv := subAgentCall(root, Researcher, 0.01, 0.56, 0.02, 0.55, 202, 202)
+	pub := srv.Produce("kafka", "research-jobs", 0.50, 0.52)
+	e.Span(root, Live().Root(Cancelled))
+	e.Span(call, Live().Single(Success, ok))
+	e.Span(srv, Live())
+	e.Span(pub, Live().Single(Success, ok))
+
+	const k = "5e1d7c3a-2b9f-4e6d-8a1c-s7researchjob"
+	cons := tb.ConsumerRoot(Researcher, pub, 1.90, 5.60)
+	a1 := cons.Chat(GPT4o, 2.00, 2.50).HTTPError(429).IdempotencyKey(k)
+	a2 := cons.Chat(GPT4o, 3.50, 5.50).Usage(2000, 500).IdempotencyKey(k)
+	e.Span(cons, Detached())
+	e.Span(a1, Orphaned(1.50, true).Attempt(1).Model(GPT4o))
+	// 2000 * 2.5e-6 + 500 * 10e-6 = 0.005 + 0.005
+	e.Span(a2, Orphaned(4.50, true).Attempt(2).Run(DeliveredToNobody, 2, ok).Spend(GPT4o, 2000, 500, 0.010))
+
+	e.Runs(Gateway, "POST", Success, 1)
+	e.Runs(Researcher, "send research-jobs", Success, 1)
+	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Attempts(Researcher, "send research-jobs", LLive, 1)
+	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 2)
+	e.Roots(Gateway, Cancelled, 1)
+	e.SpendSeconds(Gateway, LLive, 0.55)
+	e.SpendSeconds(Researcher, LLive, 0.02)
+	e.SpendSeconds(Researcher, LOrphaned, 2.50) // 0.50 + 2.00
+	e.Tokens(Researcher, GPT4o, LOrphaned, 2000, 500)
+	e.Cost(Researcher, GPT4o, LOrphaned, 0.010)
+	e.ModelCalls(Researcher, GPT4o, LOrphaned, 2)
+	e.Outlive(Researcher, 2, 6.00) // 1.50 + 4.50
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S8
+
+// S8 is S2 (built under scenario number 8, so its IDs differ from S2's) with its spans
+// shuffled deterministically, the root last. The single Traces holds the spans in that order
+// (a new ResourceSpans whenever the service changes); see S8Batches for the batch split.
+// Expected: exactly S2's verdicts and metric values.
+func S8() (ptrace.Traces, Expected) {
+	spans, exp := s8Spans()
+	return SpansToTracesInOrder(spans), exp
+}
+
+// S8Batches returns S8's spans split into six batches: five of shuffled spans, then one
+// holding only the root, which thus arrives last.
+func S8Batches() ([]ptrace.Traces, Expected) {
+	spans, exp := s8Spans()
+	rest := spans[:len(spans)-1]
+	var out []ptrace.Traces
+	const n = 5
+	for i := 0; i < n; i++ {
+		lo, hi := i*len(rest)/n, (i+1)*len(rest)/n
+		out = append(out, SpansToTracesInOrder(rest[lo:hi]))
+	}
+	out = append(out, SpansToTracesInOrder(spans[len(spans)-1:]))
+	return out, exp
+}
+
+func s8Spans() ([]*Span, Expected) {
+	x := s2Build(8)
+	exp := s2Expect("S8", x, "S2's spans shuffled and split into six batches, the root arriving last. "+
+		"Expected: exactly S2's verdicts and metric values.").Build()
+	var rest []*Span
+	for _, s := range x.b.Spans() {
+		if s != x.root {
+			rest = append(rest, s)
+		}
+	}
+	r := rand.New(rand.NewPCG(8, 2026))
+	r.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	return append(rest, x.root), exp
+}
+
+// ---------------------------------------------------------------------------------------
+// S9
+
+// S9 is S2 without its root span. Every span's liveness is unknown (no started_after_gone,
+// after_gone or caller.service, which need a known gone time); attempt numbers, run sizes,
+// run results and model spend do not depend on the root and are still written; every run
+// is unknown_root. No span is a root (the gateway CLIENT spans still name the missing root
+// as parent), so no end reason.
+func S9() (ptrace.Traces, Expected) {
+	x := s2Build(9)
+	x.b.Remove(x.root)
+	e := NewExpect("S9", x.b, "S2 without its root span (gateway POST /ask never arrives). No span live or orphaned: "+
+		"all liveness unknown; every run unknown_root; spend counted under liveness unknown. The processor's own "+
+		"telemetry must count the runs (or spans) whose root never arrived.")
+	for _, o := range x.others {
+		e.Span(o.call, Unknown().Single(UnknownRoot, ok))
+		e.Span(o.srv, Unknown())
+		e.Span(o.get, Unknown().Single(UnknownRoot, ok))
+		e.Span(o.tool, Unknown())
+		e.Span(o.chat, Unknown().Single(UnknownRoot, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+	}
+	e.Span(x.resCall, Unknown().Single(UnknownRoot, bad))
+	e.Span(x.resSrv, Unknown())
+	for i := 0; i < 3; i++ {
+		e.Span(x.attempts[i], Unknown().Attempt(i+1))
+		e.Span(x.tools[i], Unknown())
+	}
+	e.Span(x.attempts[3], Unknown().Attempt(4).Run(UnknownRoot, 4, ok))
+	e.Span(x.tools[3], Unknown())
+	e.Span(x.resChat, Unknown().Single(UnknownRoot, ok).Spend(GPT4o, 3000, 800, 0.0155))
+	e.Span(x.publish, Unknown().Single(UnknownRoot, ok))
+
+	for _, agent := range x.otherNames {
+		e.Runs(agent, "GET", UnknownRoot, 1)
+		e.Runs(agent, "chat gpt-4o-mini", UnknownRoot, 1)
+		e.Attempts(agent, "GET", LUnknown, 1)
+		e.Attempts(agent, "chat gpt-4o-mini", LUnknown, 1)
+		e.SpendSeconds(agent, LUnknown, 2.20)
+		e.Tokens(agent, GPT4oMini, LUnknown, 1200, 300)
+		e.Cost(agent, GPT4oMini, LUnknown, 0.00036)
+		e.ModelCalls(agent, GPT4oMini, LUnknown, 1)
+	}
+	e.Runs(Gateway, "POST", UnknownRoot, 4)
+	e.Runs(Researcher, "GET", UnknownRoot, 1)
+	e.Runs(Researcher, "chat gpt-4o", UnknownRoot, 1)
+	e.Runs(Researcher, "send research-results", UnknownRoot, 1)
+	e.Attempts(Gateway, "POST", LUnknown, 4)
+	e.Attempts(Researcher, "GET", LUnknown, 4)
+	e.Attempts(Researcher, "chat gpt-4o", LUnknown, 1)
+	e.Attempts(Researcher, "send research-results", LUnknown, 1)
+	e.SpendSeconds(Gateway, LUnknown, 10.46)
+	e.SpendSeconds(Researcher, LUnknown, 2.82) // 0.60 + 2.22
+	e.Tokens(Researcher, GPT4o, LUnknown, 3000, 800)
+	e.Cost(Researcher, GPT4o, LUnknown, 0.0155)
+	e.ModelCalls(Researcher, GPT4o, LUnknown, 1)
+	return x.b.Traces(), e.Build()
+}
+
+// Remove drops a span from the builder (S9 drops S2's root).
+func (b *Builder) Remove(s *Span) {
+	for i, x := range b.spans {
+		if x == s {
+			b.spans = append(b.spans[:i:i], b.spans[i+1:]...)
+			return
+		}
+	}
+	panic("span not in builder")
+}
+
+// ---------------------------------------------------------------------------------------
+// S10
+
+// S10: clocks disagree. planner's clock runs 80 ms ahead of gateway's.
+//
+// Choices: in gateway's (true) time, gateway's CLIENT call to planner runs 0.01–1.99,
+// planner's SERVER span 0.02–1.98 and its chat gpt-4o-mini 0.05–1.95 (1200/300); planner's
+// timestamps are 80 ms later: SERVER 0.10–2.06 (60 ms after the root's end at 2.00) and
+// chat 0.13–2.03 (30 ms after). Both are live under the 250 ms default tolerance, and the
+// chat run is success (rule 3 applies the tolerance too).
+func S10() (ptrace.Traces, Expected) {
+	b := NewBuilder(10)
+	tr := b.NewTrace()
+	e := NewExpect("S10", b, "Clocks disagree: planner's clock runs 80 ms ahead. Root gateway POST /ask 0.00-2.00 (200). "+
+		"By the timestamps planner's SERVER span ends 2.06 (60 ms after the root) and its chat 2.03, though both really "+
+		"finished before. Live under the default 250 ms tolerance; chat run success.")
+	e.Gone(tr, 2.00, Gateway)
+	const skew = 0.08
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
+	call, srv := subAgentCall(root, Planner, 0.01, 1.99, 0.02+skew, 1.98+skew, 200, 200)
+	chat := srv.Chat(GPT4oMini, 0.05+skew, 1.95+skew).Usage(1200, 300)
+	e.Span(root, Live().Root(Completed))
+	e.Span(call, Live().Single(Success, ok))
+	e.Span(srv, Live())
+	e.Span(chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+
+	e.Runs(Gateway, "POST", Success, 1)
+	e.Runs(Planner, "chat gpt-4o-mini", Success, 1)
+	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Attempts(Planner, "chat gpt-4o-mini", LLive, 1)
+	e.Roots(Gateway, Completed, 1)
+	e.SpendSeconds(Gateway, LLive, 1.98)
+	e.SpendSeconds(Planner, LLive, 1.90)
+	e.Tokens(Planner, GPT4oMini, LLive, 1200, 300)
+	e.Cost(Planner, GPT4oMini, LLive, 0.00036)
+	e.ModelCalls(Planner, GPT4oMini, LLive, 1)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S11
+
+// S11: work meant to outlive the request.
+//
+// Choices: trace A: gateway POST /ask 0.00–1.00 (200); gateway's PRODUCER "send receipt"
+// (destination "receipt", kafka) 0.50–0.52, no key, no deadline. Trace B: service "mailer",
+// CONSUMER "process receipt" 5.00–5.05 linked to the PRODUCER, and under it a CLIENT POST to
+// the mail provider 5.01–5.04 (202). Everything in trace B is detached: detached=true, no
+// liveness, no end reason on its CONSUMER root. The mail call is still an attempt and a run
+// of one; with no gone time, rule 3 cannot apply and rule 4 gives success.
+func S11() (ptrace.Traces, Expected) {
+	b := NewBuilder(11)
+	ta := b.NewTrace()
+	tb := b.NewTrace()
+	e := NewExpect("S11", b, "Work meant to outlive the request. Root gateway POST /ask completes 1.00 (200) after a "+
+		"PRODUCER 'send receipt' (no idempotency key, no deadline); trace B consumes it at 5.00 (CONSUMER, linked) and "+
+		"calls the mail provider. Nothing orphaned: trace B is detached.")
+	e.Gone(ta, 1.00, Gateway)
+	root := ta.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 200)
+	pub := root.Produce("kafka", "receipt", 0.50, 0.52)
+	cons := tb.ConsumerRoot("mailer", pub, 5.00, 5.05)
+	mail := cons.HTTPClient("POST", "mail-provider.example", 443, "/v3/send", 5.01, 5.04, 202)
+	e.Span(root, Live().Root(Completed))
+	e.Span(pub, Live().Single(Success, ok))
+	e.Span(cons, Detached())
+	e.Span(mail, Detached().Single(Success, ok))
+
+	e.Runs(Gateway, "send receipt", Success, 1)
+	e.Runs("mailer", "POST", Success, 1)
+	e.Attempts(Gateway, "send receipt", LLive, 1)
+	e.Attempts("mailer", "POST", LDetached, 1)
+	e.Roots(Gateway, Completed, 1)
+	e.SpendSeconds(Gateway, LLive, 0.02)
+	e.SpendSeconds("mailer", LDetached, 0.03)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S12
+
+// S12: the root answered, the fan-out went on.
+//
+// Choices: root 0.00–2.00 (200) answers with researcher's part only: gateway → researcher
+// 0.01–1.40 (200), researcher SERVER 0.02–1.39 with a chat gpt-4o-mini 0.05–1.30 (1200/300).
+// gateway → critic 0.01–2.00: the gateway stopped waiting when it answered, so this CLIENT
+// span ends at 2.00 without response, error.type "context canceled", status ERROR. critic's
+// SERVER span 0.02–4.05 (200) holds the chat gpt-4o 1.50–4.00 (1000/200, 200). The chat
+// started before the gone time: liveness label outlived_root.
+func S12() (ptrace.Traces, Expected) {
+	b := NewBuilder(12)
+	tr := b.NewTrace()
+	e := NewExpect("S12", b, "The root answered, the fan-out went on. Root gateway POST /ask completes 2.00 (200) with "+
+		"researcher's part only; gateway's call to critic is cancelled at 2.00; critic's gpt-4o chat 1.50-4.00 "+
+		"(1000/200) succeeds and its SERVER span ends 4.05. Chat run delivered_to_nobody (ok), outlived by 2.00 s, "+
+		"orphaned tokens 1000 + 200, cost 0.0045 USD.")
+	e.Gone(tr, 2.00, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
+	rCall, rSrv := subAgentCall(root, Researcher, 0.01, 1.40, 0.02, 1.39, 200, 200)
+	rChat := rSrv.Chat(GPT4oMini, 0.05, 1.30).Usage(1200, 300)
+	cCall, cSrv := subAgentCall(root, Critic, 0.01, 2.00, 0.02, 4.05, 0, 200)
+	cCall.ErrorType("context canceled")
+	cChat := cSrv.Chat(GPT4o, 1.50, 4.00).Usage(1000, 200)
+
+	e.Span(root, Live().Root(Completed))
+	e.Span(rCall, Live().Single(Success, ok))
+	e.Span(rSrv, Live())
+	e.Span(rChat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+	e.Span(cCall, Live().Single(Cancelled, bad))
+	e.Span(cSrv, Orphaned(2.05, false).Caller(Gateway))
+	// 1000 * 2.5e-6 + 200 * 10e-6 = 0.0025 + 0.002
+	e.Span(cChat, Orphaned(2.00, false).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
+
+	e.Runs(Gateway, "POST", Success, 1)
+	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Runs(Researcher, "chat gpt-4o-mini", Success, 1)
+	e.Runs(Critic, "chat gpt-4o", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "POST", LLive, 2)
+	e.Attempts(Researcher, "chat gpt-4o-mini", LLive, 1)
+	e.Attempts(Critic, "chat gpt-4o", LOutlivedRoot, 1)
+	e.Roots(Gateway, Completed, 1)
+	e.SpendSeconds(Gateway, LLive, 3.38) // 1.39 + 1.99
+	e.SpendSeconds(Researcher, LLive, 1.25)
+	e.SpendSeconds(Critic, LOrphaned, 2.50)
+	e.Tokens(Researcher, GPT4oMini, LLive, 1200, 300)
+	e.Tokens(Critic, GPT4o, LOrphaned, 1000, 200)
+	e.Cost(Researcher, GPT4oMini, LLive, 0.00036)
+	e.Cost(Critic, GPT4o, LOrphaned, 0.0045)
+	e.ModelCalls(Researcher, GPT4oMini, LLive, 1)
+	e.ModelCalls(Critic, GPT4o, LOrphaned, 1)
+	e.Outlive(Critic, 2, 4.05) // 2.05 + 2.00
+	e.Unpropagated(Gateway, Critic, 1)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S13
+
+// LegacyAgent is the badly instrumented service of S13.
+const LegacyAgent = "legacy-agent"
+
+// InvalidUTF8 is the attribute value with invalid UTF-8 used by S13.
+const InvalidUTF8 = "caf\xe9 \xff\xfe r\xc3sum\xe9"
+
+// S13: bad input (without the 10,000-span trace: see S13HugeTrace).
+//
+// Traces, in order:
+//  1. good: gateway POST /ask 0.00–1.00 (499); gateway → planner 0.01–1.00 "context
+//     canceled"; planner SERVER 0.02–2.00 (200) with chat gpt-4o-mini 0.05–1.90 (1200/300):
+//     full verdicts, including orphans, so bad neighbours visibly do not disturb them.
+//  2. legacy-agent POST /legacy 0.00–1.00 (200), a good root, with three bad children:
+//     CLIENT GET with http.request.resend_count as the string "1"; chat gpt-4o-mini with
+//     gen_ai.usage.input_tokens -5 (output 10); CLIENT GET whose url.full and
+//     legacy.note attribute hold invalid UTF-8. The root gets its verdict; the children are
+//     malformed (wrong attribute type, wrong value, invalid UTF-8: DESIGN.md's list).
+//  3. an all-zero trace ID (a gateway POST /ask SERVER span).
+//  4. end before start (gateway POST /ask, start 1.00, end 0.50).
+//  5. zero timestamps (gateway POST /ask, both 0).
+//  6. gateway POST /ask 0.00–1.00 (200), a good root, with two CLIENT POST children to
+//     planner that share one span ID.
+//  7. two planner INTERNAL spans naming each other as parent (no root).
+//
+// Malformed spans have Attributes null in expected.json. Metrics: every listed series is
+// exact and no other series may exist, except series whose liveness label is "unknown" or
+// whose outcome label is "unknown_root" (which malformed spans may or may not produce) —
+// see the expected.json description.
+func S13() (ptrace.Traces, Expected) {
+	b := NewBuilder(13)
+	e := NewExpect("S13", b, "Bad input mixed with good spans. Trace 1 is good (root cancelled at 1.00, planner orphaned) "+
+		"and trace 2 and 6 have good roots: these get exact verdicts. Malformed spans (attributes null) must carry no "+
+		"orphanwatch.* attribute except possibly orphanwatch.liveness=unknown: resend_count as a string, input tokens -5, "+
+		"invalid UTF-8, all-zero trace ID, end before start, zero timestamps, duplicate span ID, parent cycle. "+
+		"Metrics: listed series are exact and no other series may exist, except series with liveness=\"unknown\" or "+
+		"outcome=\"unknown_root\", which are not checked. The 10,000-span trace is S13HugeTrace() in Go, not in this file.")
+
+	// 1: good trace.
+	t1 := b.NewTrace()
+	e.Gone(t1, 1.00, Gateway)
+	root := t1.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 499)
+	call, srv := subAgentCall(root, Planner, 0.01, 1.00, 0.02, 2.00, 0, 200)
+	call.ErrorType("context canceled")
+	chat := srv.Chat(GPT4oMini, 0.05, 1.90).Usage(1200, 300)
+	e.Span(root, Live().Root(Cancelled))
+	e.Span(call, Live().Single(Cancelled, bad))
+	e.Span(srv, Orphaned(1.00, false).Caller(Gateway))
+	e.Span(chat, Orphaned(0.90, false).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+
+	// 2: good legacy root with malformed children.
+	t2 := b.NewTrace()
+	e.Gone(t2, 1.00, LegacyAgent)
+	lroot := t2.HTTPServerRoot(LegacyAgent, "POST", "/legacy", 0.00, 1.00, 200)
+	badResend := lroot.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 0.10, 0.20, 200).Set(AttrHTTPResendCount, "1")
+	badTokens := lroot.Chat(GPT4oMini, 0.30, 0.60).Usage(-5, 10)
+	badUTF8 := lroot.HTTPClient("GET", "docs-tool", HTTPPort, "/lookup", 0.70, 0.80, 200).
+		Set(AttrURLFull, "http://docs-tool:8080/lookup?q="+InvalidUTF8).Set("legacy.note", InvalidUTF8)
+	e.Span(lroot, Live().Root(Completed))
+	e.Span(badResend, Unchecked())
+	e.Span(badTokens, Unchecked())
+	e.Span(badUTF8, Unchecked())
+
+	// 3: all-zero trace ID.
+	t3 := b.NewTraceWithID(pcommon.TraceID{})
+	e.Span(t3.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 200), Unchecked())
+
+	// 4: end before start.
+	t4 := b.NewTrace()
+	e.Span(t4.HTTPServerRoot(Gateway, "POST", "/ask", 1.00, 0.50, 200), Unchecked())
+
+	// 5: zero timestamps.
+	t5 := b.NewTrace()
+	e.Span(t5.HTTPServerRoot(Gateway, "POST", "/ask", 0, 0, 200).SetZeroTimes(), Unchecked())
+
+	// 6: duplicate span ID under a good root.
+	t6 := b.NewTrace()
+	e.Gone(t6, 1.00, Gateway)
+	droot := t6.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 200)
+	d1 := droot.HTTPClient("POST", Planner, HTTPPort, "/run", 0.10, 0.50, 200)
+	d2 := droot.HTTPClient("POST", Planner, HTTPPort, "/run", 0.20, 0.60, 200).SetID(d1.ID)
+	e.Span(droot, Live().Root(Completed))
+	e.Span(d1, Unchecked())
+	e.Span(d2, Unchecked())
+
+	// 7: parent cycle.
+	t7 := b.NewTrace()
+	c1 := t7.Span(Planner, "plan step", Internal, 0.10, 0.20)
+	c2 := t7.Span(Planner, "plan step", Internal, 0.12, 0.18)
+	c1.SetParent(c2)
+	c2.SetParent(c1)
+	e.Span(c1, Unchecked())
+	e.Span(c2, Unchecked())
+
+	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Runs(Planner, "chat gpt-4o-mini", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Attempts(Planner, "chat gpt-4o-mini", LOutlivedRoot, 1)
+	e.Roots(Gateway, Cancelled, 1)
+	e.Roots(Gateway, Completed, 1)
+	e.Roots(LegacyAgent, Completed, 1)
+	e.SpendSeconds(Gateway, LLive, 0.99)
+	e.SpendSeconds(Planner, LOrphaned, 1.85)
+	e.Tokens(Planner, GPT4oMini, LOrphaned, 1200, 300)
+	e.Cost(Planner, GPT4oMini, LOrphaned, 0.00036)
+	e.ModelCalls(Planner, GPT4oMini, LOrphaned, 1)
+	e.Outlive(Planner, 2, 1.90) // 1.00 + 0.90
+	e.Unpropagated(Gateway, Planner, 1)
+	return b.Traces(), e.Build()
+}
+
+// S13HugeTraceSpans is the number of spans in S13HugeTrace.
+const S13HugeTraceSpans = 10000
+
+// S13HugeTrace is S13's 10,000-span trace (kept out of the JSON files): gateway POST /ask
+// 0.00–10.00 (200); under it a chain of 999 nested INTERNAL "step" spans in gateway (step i
+// runs i ms to 10 s - i ms), a deep parent chain to catch recursive ancestor walks; under the
+// deepest step 9,000 sequential CLIENT GET calls to search-tool (1.0 s + k*0.8 ms, 0.5 ms
+// each, 200). Trace ID 5c0dff000000000000000000000000ff.
+//
+// Expected: every span passes through unchanged; nothing is orphaned (everything ends by
+// 10.00). Within the processor's bound on spans per trace, the root is completed and every
+// span live, the GET calls each a run of one with outcome success; past it, spans get no
+// verdict or liveness unknown and the eviction/overflow is counted. No panic, bounded memory.
+func S13HugeTrace() ptrace.Traces {
+	b := NewBuilder(13)
+	tr := b.NewTrace()
+	tr.Index = 0xff
+	var id [16]byte
+	id[0], id[1], id[2], id[15] = 0x5c, 13, 0xff, 0xff
+	tr.ID = pcommon.TraceID(id)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 10.00, 200)
+	parent := root
+	for i := 1; i <= 999; i++ {
+		parent = parent.Child(Gateway, "step", Internal, float64(i)*0.001, 10.0-float64(i)*0.001)
+	}
+	for k := 0; k < 9000; k++ {
+		st := 1.0 + float64(k)*0.0008
+		parent.HTTPClient("GET", SearchTool, HTTPPort, searchPath, st, st+0.0005, 200)
+	}
+	return b.Traces()
+}
