@@ -304,3 +304,6 @@ func LoadExpected(path string) (Expected, error) {
 	err = json.Unmarshal(b, &x)
 	return x, err
 }
+
+// Set sets one attribute of the verdict.
+func (v V) Set(key string, value any) V { v[key] = value; return v }

@@ -76,8 +76,13 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 		}
 		dup := false
 		for _, j := range byID[s.SpanID] {
-			if spans[j].Kind == s.Kind {
+			if o := &spans[j]; o.Kind == s.Kind {
 				dup = true
+				// An exact copy (an upstream exporter that retried) leaves the first copy its
+				// verdict; two different spans with one ID leave neither trustworthy.
+				if o.Start != s.Start || o.End != s.End || o.Name != s.Name || o.ParentID != s.ParentID {
+					out[j].Invalid = InvalidDuplicate
+				}
 			}
 		}
 		if dup {
@@ -188,18 +193,34 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			}
 		}
 	}
+	// Roots of the traces that span links point to: work reached through a link and bound by an
+	// idempotency key is judged against the root it came from (S7).
+	linkRecs := map[TraceID]rootRecord{}
+	for i := range spans {
+		for _, l := range spans[i].Links {
+			if rec, ok := c.roots[l.TraceID]; ok && !rec.detached && l.TraceID != spans[i].TraceID {
+				linkRecs[l.TraceID] = rec
+			}
+		}
+	}
 	c.mu.Unlock()
 
 	// 5. Context, top-down from every span whose parent is absent: detached or not, the root
 	// it is judged against, the earliest deadline above it.
-	var visit func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64)
-	visit = func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64) {
+	var visit func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64, link TraceID)
+	visit = func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64, link TraceID) {
 		s := &spans[i]
 		n := &nodes[i]
 		if n.done {
 			return
 		}
 		n.done = true
+		for _, l := range s.Links {
+			if _, ok := linkRecs[l.TraceID]; ok {
+				link = l.TraceID
+				break
+			}
+		}
 		if s.Deadline > 0 && (deadline == 0 || s.Deadline < deadline) {
 			deadline = s.Deadline
 		}
@@ -228,25 +249,27 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 		if detached && !bound {
 			if rec2, ok := bindings[s.KeyHash]; s.KeyHash != 0 && ok {
 				bound, rec, hasRoot = true, rec2, true
+			} else if rec2, ok := linkRecs[link]; s.KeyHash != 0 && ok {
+				bound, rec, hasRoot = true, rec2, true
 			} else if deadline > 0 {
 				bound = true
 			}
 		}
 		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = detached, bound, rec, hasRoot, deadline
 		for _, ch := range n.children {
-			visit(ch, detached, bound, rec, hasRoot, deadline)
+			visit(ch, detached, bound, rec, hasRoot, deadline, link)
 		}
 	}
 	if root >= 0 {
 		det := traceRec.detached
-		visit(root, det, false, traceRec, !det, 0)
+		visit(root, det, false, traceRec, !det, 0, TraceID{})
 	}
 	for i := range spans {
 		if nodes[i].parent < 0 && !nodes[i].done {
 			// A span whose parent is not here: judged against the trace's root, retained or
 			// missing, unless the trace itself is detached.
 			det := haveRec && traceRec.detached
-			visit(int32(i), det, false, traceRec, haveRec && !det, 0)
+			visit(int32(i), det, false, traceRec, haveRec && !det, 0, TraceID{})
 		}
 	}
 

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.uber.org/goleak"
 
@@ -213,3 +214,7 @@ func TestLoopReleasesAfterTheWait(t *testing.T) {
 	require.Eventually(t, func() bool { return sink.SpanCount() == 1 }, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, p.Shutdown(context.Background()))
 }
+
+type processorSettings = processor.Settings
+
+func nopSettings() processor.Settings { return processortest.NewNopSettings(metadata.Type) }

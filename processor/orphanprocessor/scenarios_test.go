@@ -1,0 +1,242 @@
+package orphanprocessor
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"pgregory.net/rapid"
+
+	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+)
+
+const scenarioDir = "../../testdata/scenarios"
+
+// scenarioConfig is the default configuration with the price table of SCENARIOS.md.
+func scenarioConfig() *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.DecisionWait = time.Hour // released by Shutdown: every span arrives within the wait
+	cfg.Prices = map[string]PriceConfig{
+		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
+		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
+	}
+	return cfg
+}
+
+type scenarioCase struct {
+	dir      string
+	traces   ptrace.Traces
+	expected scenarios.Expected
+}
+
+func loadScenarios(t *testing.T) []scenarioCase {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(scenarioDir, "s*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	var out []scenarioCase
+	for _, d := range dirs {
+		raw, err := os.ReadFile(filepath.Join(d, "trace.json"))
+		require.NoError(t, err)
+		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+		require.NoError(t, err, d)
+		exp, err := scenarios.LoadExpected(filepath.Join(d, "expected.json"))
+		require.NoError(t, err, d)
+		out = append(out, scenarioCase{dir: filepath.Base(d), traces: td, expected: exp})
+	}
+	return out
+}
+
+// runBatches feeds the batches to a fresh processor and returns what came out.
+func runBatches(t interface{ Fatal(...any) }, batches []ptrace.Traces) []ptrace.Traces {
+	sink := new(consumertest.TracesSink)
+	p, err := newOrphanProcessor(processortestSettings(), scenarioConfig(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		if err := p.ConsumeTraces(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return sink.AllTraces()
+}
+
+// verdictsOf maps "trace/span/name" to the orphanwatch.* attributes of every output span (JSON
+// encoded, sorted, so duplicates compare as a multiset), and counts the spans.
+func verdictsOf(out []ptrace.Traces) (map[string][]string, int) {
+	m := map[string][]string{}
+	n := 0
+	for _, td := range out {
+		for i := range td.ResourceSpans().Len() {
+			rs := td.ResourceSpans().At(i)
+			for j := range rs.ScopeSpans().Len() {
+				ss := rs.ScopeSpans().At(j)
+				for k := range ss.Spans().Len() {
+					sp := ss.Spans().At(k)
+					n++
+					tid, sid := sp.TraceID(), sp.SpanID()
+					key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + sp.Name()
+					m[key] = append(m[key], encodeVerdict(sp.Attributes()))
+					sort.Strings(m[key])
+				}
+			}
+		}
+	}
+	return m, n
+}
+
+func encodeVerdict(a pcommon.Map) string {
+	v := map[string]any{}
+	a.Range(func(k string, val pcommon.Value) bool {
+		if strings.HasPrefix(k, "orphanwatch.") {
+			switch val.Type() {
+			case pcommon.ValueTypeDouble:
+				v[k] = math.Round(val.Double()*1e9) / 1e9
+			default:
+				v[k] = val.AsRaw()
+			}
+		}
+		return true
+	})
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func expectedVerdict(attrs map[string]any) string {
+	v := map[string]any{}
+	for k, x := range attrs {
+		switch y := x.(type) {
+		case float64:
+			if y == math.Trunc(y) && !strings.HasSuffix(k, "after_gone") && !strings.HasSuffix(k, "cost") {
+				v[k] = int64(y)
+			} else {
+				v[k] = math.Round(y*1e9) / 1e9
+			}
+		case int:
+			v[k] = int64(y)
+		default:
+			v[k] = x
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// checkScenario compares the output with expected.json exactly.
+func checkScenario(t require.TestingT, sc scenarioCase, out []ptrace.Traces) {
+	got, n := verdictsOf(out)
+	require.Equal(t, sc.traces.SpanCount(), n, "%s: spans in = spans out", sc.dir)
+	want := map[string][]string{}
+	unchecked := map[string]bool{}
+	for _, s := range sc.expected.Spans {
+		key := s.TraceID + "/" + s.SpanID + "/" + s.Name
+		if s.Attributes == nil {
+			unchecked[key] = true
+			continue
+		}
+		want[key] = append(want[key], expectedVerdict(s.Attributes))
+		sort.Strings(want[key])
+	}
+	for key, vs := range got {
+		if unchecked[key] {
+			for _, v := range vs {
+				assert.True(t, v == "{}" || v == `{"orphanwatch.liveness":"unknown"}`, "%s %s: malformed span got %s", sc.dir, key, v)
+			}
+			continue
+		}
+		assert.Equal(t, want[key], vs, "%s span %s", sc.dir, key)
+	}
+	for key := range want {
+		_, ok := got[key]
+		assert.True(t, ok, "%s: expected span %s missing from the output", sc.dir, key)
+	}
+}
+
+func processortestSettings() processorSettings { return nopSettings() }
+
+// TestScenarios checks every scenario's verdicts against its expected.json, with all spans in
+// one batch.
+func TestScenarios(t *testing.T) {
+	for _, sc := range loadScenarios(t) {
+		t.Run(sc.dir, func(t *testing.T) {
+			checkScenario(t, sc, runBatches(t, []ptrace.Traces{sc.traces}))
+		})
+	}
+}
+
+// TestScenariosAnyArrivalOrder is S8 as a property, over every scenario: the spans shuffled and
+// split into random batches (at least five where there are enough spans) give exactly the same
+// verdicts.
+func TestScenariosAnyArrivalOrder(t *testing.T) {
+	cases := loadScenarios(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
+		spans := flatten(sc.traces)
+		perm := rapid.Permutation(indexes(len(spans))).Draw(rt, "order")
+		minBatches := min(5, len(spans))
+		nb := rapid.IntRange(minBatches, len(spans)).Draw(rt, "batches")
+		cuts := map[int]bool{}
+		for len(cuts) < nb-1 {
+			cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
+		}
+		var batches []ptrace.Traces
+		cur := ptrace.NewTraces()
+		for i, pi := range perm {
+			if cuts[i] {
+				batches = append(batches, cur)
+				cur = ptrace.NewTraces()
+			}
+			spans[pi].appendTo(cur)
+		}
+		batches = append(batches, cur)
+		checkScenario(rt, sc, runBatches(rt, batches))
+	})
+}
+
+// flatSpan is one span with its resource and scope, so it can be sent alone.
+type flatSpan struct {
+	rs ptrace.ResourceSpans
+	ss ptrace.ScopeSpans
+	sp ptrace.Span
+}
+
+func (f flatSpan) appendTo(td ptrace.Traces) { copySpan(td, f.rs, f.ss, f.sp) }
+
+func flatten(td ptrace.Traces) []flatSpan {
+	var out []flatSpan
+	for i := range td.ResourceSpans().Len() {
+		rs := td.ResourceSpans().At(i)
+		for j := range rs.ScopeSpans().Len() {
+			ss := rs.ScopeSpans().At(j)
+			for k := range ss.Spans().Len() {
+				out = append(out, flatSpan{rs, ss, ss.Spans().At(k)})
+			}
+		}
+	}
+	return out
+}
+
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
