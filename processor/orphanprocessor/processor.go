@@ -36,6 +36,9 @@ type orphanProcessor struct {
 	queue     []*heldTrace // in order of first arrival; decided entries are skipped
 	spansHeld int
 
+	evictMu               sync.Mutex
+	seenRootEv, seenKeyEv uint64
+
 	stopOnce sync.Once
 	stop     chan struct{}
 	done     chan struct{}
@@ -325,6 +328,7 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 		h.spans, h.refs = nil, nil
 	}
 	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n))
+	p.countCorrelatorEvictions(ctx)
 	if err := p.next.ConsumeTraces(ctx, out); err != nil {
 		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n))
 		p.logger.Warn("next consumer refused decided spans", zap.Int("spans", n), zap.Error(err))
@@ -424,5 +428,21 @@ func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
 		if v.HasCost {
 			a.PutDouble(verdict.AttrSpendCost, v.Cost)
 		}
+	}
+}
+
+// countCorrelatorEvictions adds the root records and idempotency keys the correlator evicted
+// since the last call to the evictions counter.
+func (p *orphanProcessor) countCorrelatorEvictions(ctx context.Context) {
+	roots, keys := p.corr.Evicted()
+	p.evictMu.Lock()
+	dr, dk := roots-p.seenRootEv, keys-p.seenKeyEv
+	p.seenRootEv, p.seenKeyEv = roots, keys
+	p.evictMu.Unlock()
+	if dr > 0 {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dr), metric.WithAttributes(attribute.String("state", "root_records")))
+	}
+	if dk > 0 {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dk), metric.WithAttributes(attribute.String("state", "idempotency_keys")))
 	}
 }
