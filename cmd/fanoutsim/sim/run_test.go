@@ -1,0 +1,287 @@
+package sim
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orphanwatch/orphanwatch/cmd/fanoutsim/truth"
+)
+
+// shortOptions is a run of a few seconds: the default story ten times faster.
+func shortOptions(mode Mode, exp *tracetest.InMemoryExporter) Options {
+	o := DefaultOptions()
+	o.Mode = mode
+	o.Seed = 7
+	o.TimeScale = 0.1
+	o.Rate = 12
+	o.Duration = 1500 * time.Millisecond
+	o.Requests = 24
+	o.ToolFailureRate = 0.5
+	// The services share one clock; a small tolerance absorbs only the microseconds a
+	// cancellation takes to cross a loopback connection.
+	o.Tolerance = 20 * time.Millisecond
+	o.Exporter = exp
+	return o
+}
+
+func attr(s tracetest.SpanStub, key string) (attribute.Value, bool) {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func service(s tracetest.SpanStub) string {
+	v, _ := s.Resource.Set().Value("service.name")
+	return v.AsString()
+}
+
+func runSim(t *testing.T, mode Mode) (truth.Truth, tracetest.SpanStubs) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, err := Run(ctx, shortOptions(mode, exp))
+	if err != nil {
+		t.Fatalf("%s: Run: %v", mode, err)
+	}
+	var b strings.Builder
+	_ = tr.WriteSummary(&b)
+	t.Logf("\n%s", b.String())
+	return tr, exp.GetSpans()
+}
+
+func TestBlindAndAware(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two short simulations")
+	}
+	blind, bspans := runSim(t, Blind)
+	aware, aspans := runSim(t, Aware)
+
+	// Same seed, same users.
+	if blind.Requests != aware.Requests || blind.Requests < 10 || blind.Requests > 24 {
+		t.Errorf("requests blind %d aware %d, want the same number, 10..24", blind.Requests, aware.Requests)
+	}
+	if blind.Abandoned == 0 || aware.Abandoned == 0 {
+		t.Errorf("no user left (blind %d, aware %d): the run shows nothing", blind.Abandoned, aware.Abandoned)
+	}
+	for _, tr := range []truth.Truth{blind, aware} {
+		if tr.Incomplete != 0 {
+			t.Errorf("%s: incomplete %d", tr.Mode, tr.Incomplete)
+		}
+		if tr.Runs[truth.Success] == 0 {
+			t.Errorf("%s: no successful run", tr.Mode)
+		}
+	}
+
+	// Blind: work delivered to nobody, orphaned tokens, attempts dispatched after the caller left.
+	if blind.Runs[truth.DeliveredToNobody] == 0 {
+		t.Errorf("blind: no delivered_to_nobody run: %v", blind.Runs)
+	}
+	if blind.Orphaned.ModelCalls == 0 || blind.Orphaned.InputTokens == 0 || blind.Orphaned.OutputTokens == 0 || blind.Orphaned.CostUSD <= 0 {
+		t.Errorf("blind: no orphaned spend: %+v", blind.Orphaned)
+	}
+	if blind.Attempts.StartedAfterGone == 0 {
+		t.Errorf("blind: no attempt dispatched after the caller left: %+v", blind.Attempts)
+	}
+	if len(blind.Unpropagated) == 0 {
+		t.Errorf("blind: no unpropagated edge")
+	}
+	// Aware: nothing delivered to nobody, no orphaned tokens, runs that noticed.
+	if aware.Runs[truth.DeliveredToNobody] != 0 {
+		t.Errorf("aware: delivered_to_nobody runs: %v", aware.Runs)
+	}
+	if aware.Orphaned.InputTokens != 0 || aware.Orphaned.OutputTokens != 0 || aware.Orphaned.CostUSD != 0 {
+		t.Errorf("aware: orphaned tokens: %+v", aware.Orphaned)
+	}
+	if aware.Runs[truth.Cancelled] <= blind.Runs[truth.Cancelled] {
+		t.Errorf("aware cancelled %d, blind %d: the sub-agents did not notice", aware.Runs[truth.Cancelled], blind.Runs[truth.Cancelled])
+	}
+	if aware.Total.InputTokens >= blind.Total.InputTokens {
+		t.Errorf("aware spent %d input tokens, blind %d", aware.Total.InputTokens, blind.Total.InputTokens)
+	}
+
+	checkSpans(t, Blind, bspans, blind.Requests)
+	checkSpans(t, Aware, aspans, aware.Requests)
+	checkTruthAgainstSpans(t, blind, bspans, 20*time.Millisecond)
+	checkTruthAgainstSpans(t, aware, aspans, 20*time.Millisecond)
+}
+
+// checkSpans asserts what the orphan processor relies on.
+func checkSpans(t *testing.T, mode Mode, spans tracetest.SpanStubs, requests int) {
+	t.Helper()
+	services := map[string]bool{}
+	byKey := map[string][]tracetest.SpanStub{}
+	var chats, roots, abandonedRoots, cancelledClients, stoppedServers, deadlineClients, deadlineServers int
+	for _, s := range spans {
+		svc := service(s)
+		services[svc] = true
+		if _, ok := attr(s, "http.request.header.x-deadline"); ok {
+			switch s.SpanKind {
+			case trace.SpanKindClient:
+				deadlineClients++
+			case trace.SpanKindServer:
+				deadlineServers++
+			}
+		}
+		if !s.Parent.IsValid() {
+			roots++
+			if svc != GatewayService || s.SpanKind != trace.SpanKindServer || s.Name != "POST /ask" {
+				t.Errorf("%s: root %q of %s kind %s", mode, s.Name, svc, s.SpanKind)
+			}
+			if v, _ := attr(s, "http.response.status_code"); v.AsInt64() == 499 {
+				abandonedRoots++
+				if et, _ := attr(s, "error.type"); et.AsString() != "context canceled" {
+					t.Errorf("%s: 499 root has error.type %q", mode, et.AsString())
+				}
+			}
+		}
+		if s.SpanKind == trace.SpanKindClient && strings.HasPrefix(s.Name, "POST /") {
+			v, ok := attr(s, "http.request.header.idempotency-key")
+			if !ok || v.Type() != attribute.STRINGSLICE || len(v.AsStringSlice()) != 1 {
+				t.Errorf("%s: %s CLIENT span without idempotency-key string array", mode, s.Name)
+			} else {
+				byKey[v.AsStringSlice()[0]] = append(byKey[v.AsStringSlice()[0]], s)
+			}
+			if et, _ := attr(s, "error.type"); et.AsString() == "context canceled" || et.AsString() == "context deadline exceeded" {
+				cancelledClients++
+				if s.Status.Code != codes.Error {
+					t.Errorf("%s: cancelled CLIENT span with status %v", mode, s.Status.Code)
+				}
+			}
+		}
+		if strings.HasPrefix(s.Name, "chat ") {
+			if s.SpanKind != trace.SpanKindClient {
+				t.Errorf("%s: %s is %s", mode, s.Name, s.SpanKind)
+			}
+			model := strings.TrimPrefix(s.Name, "chat ")
+			for key, want := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": model} {
+				if v, _ := attr(s, key); v.AsString() != want {
+					t.Errorf("%s: %s %s = %q, want %q", mode, s.Name, key, v.AsString(), want)
+				}
+			}
+			if s.Status.Code != codes.Error {
+				chats++
+				in, ok1 := attr(s, "gen_ai.usage.input_tokens")
+				out, ok2 := attr(s, "gen_ai.usage.output_tokens")
+				rm, _ := attr(s, "gen_ai.response.model")
+				if !ok1 || !ok2 || in.Type() != attribute.INT64 || out.Type() != attribute.INT64 || in.AsInt64() <= 0 || out.AsInt64() <= 0 || rm.AsString() != model {
+					t.Errorf("%s: %s usage in=%v out=%v response model %q", mode, s.Name, in.Emit(), out.Emit(), rm.AsString())
+				}
+			}
+		}
+		if s.SpanKind == trace.SpanKindServer && svc != GatewayService && svc != ToolService && svc != ModelService {
+			if et, _ := attr(s, "error.type"); et.AsString() != "" {
+				stoppedServers++
+			}
+		}
+	}
+	for _, svc := range append([]string{GatewayService, ToolService, ModelService}, AgentNames...) {
+		if !services[svc] {
+			t.Errorf("%s: no span of service %s", mode, svc)
+		}
+	}
+	if roots != requests || chats == 0 || abandonedRoots == 0 || cancelledClients == 0 {
+		t.Errorf("%s: roots %d chats %d abandoned roots %d cancelled clients %d", mode, roots, chats, abandonedRoots, cancelledClients)
+	}
+
+	// Attempts of one logical call: same key, same parent, resend_count absent then 1, 2, ...
+	retried := 0
+	for key, atts := range byKey {
+		sort.Slice(atts, func(i, j int) bool { return atts[i].StartTime.Before(atts[j].StartTime) })
+		for i, s := range atts {
+			v, ok := attr(s, "http.request.resend_count")
+			switch {
+			case i == 0 && ok:
+				t.Errorf("%s: first attempt of %s carries resend_count %d", mode, key, v.AsInt64())
+			case i > 0 && (!ok || v.Type() != attribute.INT64 || v.AsInt64() != int64(i)):
+				t.Errorf("%s: attempt %d of %s has resend_count %v (present %v)", mode, i+1, key, v.Emit(), ok)
+			}
+			if s.Parent.SpanID() != atts[0].Parent.SpanID() || s.Name != atts[0].Name {
+				t.Errorf("%s: attempts of %s under different parents or names", mode, key)
+			}
+		}
+		if len(atts) > 1 {
+			retried++
+		}
+	}
+	if retried == 0 {
+		t.Errorf("%s: no call was retried", mode)
+	}
+
+	switch mode {
+	case Blind:
+		if deadlineClients+deadlineServers != 0 {
+			t.Errorf("blind: x-deadline travelled (%d client, %d server spans)", deadlineClients, deadlineServers)
+		}
+		if stoppedServers != 0 {
+			t.Errorf("blind: %d sub-agent SERVER spans noticed a cancellation", stoppedServers)
+		}
+	case Aware:
+		if deadlineClients == 0 || deadlineServers == 0 {
+			t.Errorf("aware: x-deadline on %d client and %d server spans", deadlineClients, deadlineServers)
+		}
+		if stoppedServers == 0 {
+			t.Errorf("aware: no sub-agent SERVER span recorded the cancellation")
+		}
+	}
+}
+
+// checkTruthAgainstSpans recomputes the orphaned tokens and the attempts started after the
+// caller left from the exported spans alone, and compares them with the truth.
+func checkTruthAgainstSpans(t *testing.T, tr truth.Truth, spans tracetest.SpanStubs, tol time.Duration) {
+	t.Helper()
+	gone := map[trace.TraceID]time.Time{}
+	for _, s := range spans {
+		if s.Parent.IsValid() {
+			continue
+		}
+		g := s.EndTime
+		if v, ok := attr(s, "http.request.header.x-deadline"); ok {
+			if d, ok := truth.ParseUnixSeconds(v.AsStringSlice()[0]); ok && d.Before(g) {
+				g = d
+			}
+		}
+		gone[s.SpanContext.TraceID()] = g
+	}
+	var in, out int64
+	started := 0
+	for _, s := range spans {
+		g, ok := gone[s.SpanContext.TraceID()]
+		if !ok || !s.Parent.IsValid() {
+			continue
+		}
+		d := time.Duration(0)
+		if service(s) != GatewayService {
+			d = tol
+		}
+		limit := g.Add(d)
+		if s.SpanKind == trace.SpanKindClient || s.SpanKind == trace.SpanKindProducer {
+			if s.StartTime.After(limit) {
+				started++
+			}
+		}
+		if strings.HasPrefix(s.Name, "chat ") && s.EndTime.After(limit) {
+			a, _ := attr(s, "gen_ai.usage.input_tokens")
+			b, _ := attr(s, "gen_ai.usage.output_tokens")
+			in += a.AsInt64()
+			out += b.AsInt64()
+		}
+	}
+	if in != tr.Orphaned.InputTokens || out != tr.Orphaned.OutputTokens {
+		t.Errorf("%s: orphaned tokens from spans %d/%d, truth %d/%d", tr.Mode, in, out, tr.Orphaned.InputTokens, tr.Orphaned.OutputTokens)
+	}
+	if started != tr.Attempts.StartedAfterGone {
+		t.Errorf("%s: attempts started after gone from spans %d, truth %d", tr.Mode, started, tr.Attempts.StartedAfterGone)
+	}
+}

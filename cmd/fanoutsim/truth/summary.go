@@ -1,0 +1,81 @@
+package truth
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// WriteSummary prints the truth as a short human-readable report.
+func (t Truth) WriteSummary(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fanoutsim ground truth (mode=%s seed=%d tolerance=%gs", t.Mode, t.Seed, t.ToleranceSeconds)
+	if t.WallSeconds > 0 {
+		fmt.Fprintf(&b, " wall=%.1fs", t.WallSeconds)
+	}
+	b.WriteString(")\n")
+	fmt.Fprintf(&b, "  requests            %d (answered %d, abandoned %d, failed %d)\n", t.Requests, t.Answered, t.Abandoned, t.Failed)
+	fmt.Fprintf(&b, "  answers by status   %s\n", kv(t.AnswersByStatus))
+	fmt.Fprintf(&b, "  roots by end reason %s\n", kv(t.Roots))
+	runs := map[string]int{}
+	for k, v := range t.Runs {
+		runs[string(k)] = v
+	}
+	fmt.Fprintf(&b, "  runs by outcome     %s (%d attempts)\n", kvOrdered(runs, outcomeNames()), t.RunAttempts)
+	fmt.Fprintf(&b, "  delivered_to_nobody result ok=%d error=%d\n", t.DeliveredToNobody[ResultOK], t.DeliveredToNobody["error"])
+	fmt.Fprintf(&b, "  attempts            total=%d live=%d outlived_root=%d started_after_gone=%d unknown=%d\n",
+		t.Attempts.Total, t.Attempts.Live, t.Attempts.OutlivedRoot, t.Attempts.StartedAfterGone, t.Attempts.Unknown)
+	spend := func(name string, s Spend) {
+		fmt.Fprintf(&b, "  %-19s model_calls=%d input_tokens=%d output_tokens=%d model_seconds=%.3f (after gone %.3f) cost_usd=%.6f attempt_seconds=%.3f\n",
+			name, s.ModelCalls, s.InputTokens, s.OutputTokens, s.ModelSeconds, s.ModelSecondsAfterGone, s.CostUSD, s.AttemptSeconds)
+		models := make([]string, 0, len(s.ByModel))
+		for m := range s.ByModel {
+			models = append(models, m)
+		}
+		sort.Strings(models)
+		for _, m := range models {
+			ms := s.ByModel[m]
+			fmt.Fprintf(&b, "    %-17s model_calls=%d input_tokens=%d output_tokens=%d cost_usd=%.6f\n", m, ms.ModelCalls, ms.InputTokens, ms.OutputTokens, ms.CostUSD)
+		}
+	}
+	spend("orphaned spend", t.Orphaned)
+	spend("total spend", t.Total)
+	fmt.Fprintf(&b, "  orphaned SERVER     %s\n", kv(t.OrphanedServerSpans))
+	fmt.Fprintf(&b, "  unpropagated edges  %s\n", kv(t.Unpropagated))
+	if t.Incomplete > 0 {
+		fmt.Fprintf(&b, "  incomplete          %d\n", t.Incomplete)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func outcomeNames() []string {
+	out := make([]string, len(Outcomes))
+	for i, o := range Outcomes {
+		out[i] = string(o)
+	}
+	return append(out, string(UnknownRoot))
+}
+
+func kv(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return kvOrdered(m, keys)
+}
+
+func kvOrdered(m map[string]int, keys []string) string {
+	var parts []string
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
