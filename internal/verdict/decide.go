@@ -101,6 +101,13 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 		if s.ParentID.IsZero() || out[i].Invalid == InvalidDuplicate {
 			continue
 		}
+		if s.ParentID == s.SpanID {
+			// Its own parent: the shortest cycle.
+			if out[i].Invalid == Valid {
+				out[i].Invalid = InvalidParentCycle
+			}
+			continue
+		}
 		cands := byID[s.ParentID]
 		best := int32(-1)
 		for _, j := range cands {

@@ -1,6 +1,7 @@
 package orphanprocessor
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
@@ -218,3 +221,8 @@ func TestLoopReleasesAfterTheWait(t *testing.T) {
 type processorSettings = processor.Settings
 
 func nopSettings() processor.Settings { return processortest.NewNopSettings(metadata.Type) }
+
+func newBufferLogger(w *bytes.Buffer) *zap.Logger {
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), zapcore.DebugLevel))
+}
