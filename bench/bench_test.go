@@ -1,0 +1,191 @@
+package bench
+
+import (
+	"flag"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// The benchmark mix: 10,000 agent fan-out traces of about 40 spans, 25 whole traces a batch.
+const (
+	mixTraces      = 10_000
+	tracesPerBatch = 25
+	mixSeed        = 6
+)
+
+var (
+	mixOnce sync.Once
+	theMix  *Mix
+	// annotated is the mix as the orphan processor passes it on (verdicts written), for the
+	// orphanmetrics exporter.
+	annotated []ptrace.Traces
+)
+
+func getMix(tb testing.TB) *Mix {
+	mixOnce.Do(func() {
+		theMix = BuildMix(mixTraces, tracesPerBatch, mixSeed)
+		annotated = annotate(tb, theMix.Batches)
+	})
+	return theMix
+}
+
+// TestMain runs everything on one core (GOMAXPROCS=1, unless -test.cpu says otherwise): the
+// figures are per span on one core, and components that work in goroutines of their own
+// (groupbytrace) cannot hide work on the second core.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	runtime.GOMAXPROCS(1)
+	os.Exit(m.Run())
+}
+
+// cost is what one pass of a component over the mix took.
+type cost struct {
+	ns, bytes, allocs float64
+	spans             int
+}
+
+func (c *cost) add(o cost) {
+	c.ns += o.ns
+	c.bytes += o.bytes
+	c.allocs += o.allocs
+	c.spans += o.spans
+}
+
+func (c cost) perSpan() (ns, bytes, allocs float64) {
+	n := float64(c.spans)
+	return c.ns / n, c.bytes / n, c.allocs / n
+}
+
+// contender names a component, how to make it, and whether it may change the batches it is
+// given (then each pass gets a fresh copy, made outside the measurement).
+type contender struct {
+	name      string
+	make      func(tb testing.TB) component
+	input     func() []ptrace.Traces
+	mutates   bool
+	restamped bool // give each pass fresh trace IDs
+}
+
+func contenders(tb testing.TB) []contender {
+	m := getMix(tb)
+	mix := func() []ptrace.Traces { return m.Batches }
+	return []contender{
+		{name: "floor", make: func(testing.TB) component { return &floor{} }, input: mix, restamped: true},
+		{name: "orphan", make: func(tb testing.TB) component { return newOrphan(tb, orphanConfig(), consumertest.NewNop()) }, input: mix, mutates: true, restamped: true},
+		{name: "orphanmetrics", make: func(tb testing.TB) component { return newMetrics(tb) }, input: func() []ptrace.Traces { return annotated }},
+		{name: "groupbytrace", make: func(tb testing.TB) component { return newGroupByTrace(tb) }, input: mix, restamped: true},
+		{name: "spanmetrics", make: func(tb testing.TB) component { return newSpanMetrics(tb) }, input: mix, restamped: true},
+	}
+}
+
+var round uint32
+
+// pass feeds the whole mix once through c and measures it. Preparing the input (a fresh copy
+// for components that may change it, fresh trace IDs) is not measured.
+func pass(tb testing.TB, b *testing.B, k contender, c component) cost {
+	if b != nil {
+		b.StopTimer()
+	}
+	in := k.input()
+	if k.restamped {
+		round++
+		Restamp(in, round)
+	}
+	if k.mutates {
+		in = Clone(in)
+	}
+	spans := 0
+	for _, td := range in {
+		spans += td.SpanCount()
+	}
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	if b != nil {
+		b.StartTimer()
+	}
+	t0 := time.Now()
+	c.consume(tb, in)
+	el := time.Since(t0)
+	if b != nil {
+		b.StopTimer()
+	}
+	runtime.ReadMemStats(&m1)
+	if b != nil {
+		b.StartTimer()
+	}
+	return cost{
+		ns:     float64(el.Nanoseconds()),
+		bytes:  float64(m1.TotalAlloc - m0.TotalAlloc),
+		allocs: float64(m1.Mallocs - m0.Mallocs),
+		spans:  spans,
+	}
+}
+
+func report(b *testing.B, c cost) {
+	ns, bytes, allocs := c.perSpan()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ns, "ns/span")
+	b.ReportMetric(bytes, "B/span")
+	b.ReportMetric(allocs, "allocs/span")
+	b.ReportMetric(1e3/ns, "Mspans/s")
+}
+
+// BenchmarkMix feeds the same pre-built batches (10,000 traces, ~400,000 spans) through each
+// component; one op is one pass over the whole mix.
+func BenchmarkMix(b *testing.B) {
+	for _, k := range contenders(b) {
+		b.Run(k.name, func(b *testing.B) {
+			c := k.make(b)
+			defer c.close(b)
+			var total cost
+			for range b.N {
+				total.add(pass(b, b, k, c))
+			}
+			report(b, total)
+		})
+	}
+}
+
+// BenchmarkRatios passes the mix through all five components in turn in every op, so that each
+// ratio pairs figures taken moments apart on the same (noisy) machine.
+func BenchmarkRatios(b *testing.B) {
+	ks := contenders(b)
+	cs := make([]component, len(ks))
+	for i, k := range ks {
+		cs[i] = k.make(b)
+		defer cs[i].close(b)
+	}
+	totals := make(map[string]*cost, len(ks))
+	for _, k := range ks {
+		totals[k.name] = &cost{}
+	}
+	for range b.N {
+		for i, k := range ks {
+			totals[k.name].add(pass(b, b, k, cs[i]))
+		}
+	}
+	per := func(name string) (float64, float64, float64) { return totals[name].perSpan() }
+	fNs, _, _ := per("floor")
+	oNs, oB, oA := per("orphan")
+	gNs, gB, gA := per("groupbytrace")
+	sNs, sB, sA := per("spanmetrics")
+	mNs, _, _ := per("orphanmetrics")
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(oNs/fNs, "orphan/floor")
+	b.ReportMetric(gNs/oNs, "groupbytrace/orphan")
+	b.ReportMetric(sNs/oNs, "spanmetrics/orphan")
+	b.ReportMetric(mNs/fNs, "orphanmetrics/floor")
+	b.ReportMetric(gB/oB, "groupbytrace/orphan-B")
+	b.ReportMetric(gA/oA, "groupbytrace/orphan-allocs")
+	b.ReportMetric(sB/oB, "spanmetrics/orphan-B")
+	b.ReportMetric(sA/oA, "spanmetrics/orphan-allocs")
+	b.ReportMetric(1e3/oNs, "orphan-Mspans/s")
+}
+
