@@ -217,7 +217,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					if !hasPass {
 						passthrough, hasPass = ptrace.NewTraces(), true
 					}
-					copySpan(passthrough, rs, ss, sp)
+					moveSpan(passthrough, rs, ss, sp)
 					invalidIDs++
 					continue
 				}
@@ -240,8 +240,9 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					dss.SetSchemaUrl(ss.SchemaUrl())
 					dest[key] = dss
 				}
+				// The processor owns td (MutatesData): the span is moved, not copied.
 				ref := dss.Spans().AppendEmpty()
-				sp.CopyTo(ref)
+				sp.MoveTo(ref)
 				h.spans = append(h.spans, vs)
 				h.refs = append(h.refs, ref)
 				if h.late {
@@ -383,6 +384,17 @@ func copySpan(td ptrace.Traces, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, s
 	dss := drs.ScopeSpans().AppendEmpty()
 	ss.Scope().CopyTo(dss.Scope())
 	sp.CopyTo(dss.Spans().AppendEmpty())
+}
+
+// moveSpan moves sp to td, with a copy of its resource and scope. The processor owns the
+// batches it is given (MutatesData), so spans need not be copied.
+func moveSpan(td ptrace.Traces, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, sp ptrace.Span) {
+	drs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().CopyTo(drs.Resource())
+	drs.SetSchemaUrl(rs.SchemaUrl())
+	dss := drs.ScopeSpans().AppendEmpty()
+	ss.Scope().CopyTo(dss.Scope())
+	sp.MoveTo(dss.Spans().AppendEmpty())
 }
 
 // writeVerdict writes the verdict attributes of docs/verdicts.md; nothing for unknown values.
