@@ -217,7 +217,17 @@ type flatSpan struct {
 	sp ptrace.Span
 }
 
-func (f flatSpan) appendTo(td ptrace.Traces) { copySpan(td, f.rs, f.ss, f.sp) }
+// appendTo appends a copy of the span, with its resource and scope, to td. The source stays
+// untouched (the processor's own copySpan may move spans: it owns its input).
+func (f flatSpan) appendTo(td ptrace.Traces) {
+	drs := td.ResourceSpans().AppendEmpty()
+	f.rs.Resource().CopyTo(drs.Resource())
+	drs.SetSchemaUrl(f.rs.SchemaUrl())
+	dss := drs.ScopeSpans().AppendEmpty()
+	f.ss.Scope().CopyTo(dss.Scope())
+	dss.SetSchemaUrl(f.ss.SchemaUrl())
+	f.sp.CopyTo(dss.Spans().AppendEmpty())
+}
 
 func flatten(td ptrace.Traces) []flatSpan {
 	var out []flatSpan
