@@ -1,0 +1,111 @@
+package orphanprocessor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+)
+
+// TestRestartStartsClean: a processor made by the factory after another was shut down holds
+// nothing and remembers no root.
+func TestRestartStartsClean(t *testing.T) {
+	f := NewFactory()
+	cfg := f.CreateDefaultConfig().(*Config)
+	cfg.DecisionWait = time.Hour
+	for round := range 2 {
+		sink := new(consumertest.TracesSink)
+		p, err := f.CreateTraces(context.Background(), nopSettings(), cfg, sink)
+		require.NoError(t, err)
+		require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+		td := ptrace.NewTraces()
+		if round == 0 {
+			addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 1)
+		}
+		addSpan(td, "gw", 1, 2, 1, ptrace.SpanKindClient, 0.5, 2)
+		require.NoError(t, p.ConsumeTraces(context.Background(), td))
+		assert.Zero(t, sink.SpanCount())
+		require.NoError(t, p.Shutdown(context.Background()))
+		attrs := spanAttrs(sink.AllTraces())
+		lv, _ := attrs[pcommon.SpanID{2, 1}].Get(verdict.AttrLiveness)
+		if round == 0 {
+			assert.Equal(t, "orphaned", lv.Str())
+		} else {
+			// The new instance never saw the root: unknown, not judged against old state.
+			assert.Equal(t, "unknown", lv.Str())
+		}
+	}
+}
+
+// TestLateSpanJudgedAgainstRetainedRoot: a span arriving after its trace was decided is held
+// for the wait like any other and judged against the kept root record.
+func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.DecisionWait = time.Minute
+	sink := new(consumertest.TracesSink)
+	p := newTestProcessor(t, cfg, sink)
+	now := time.Unix(1000, 0)
+	p.now = func() time.Time { return now }
+	td := ptrace.NewTraces()
+	root := addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
+	root.Attributes().PutInt("http.response.status_code", 499)
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	require.NoError(t, p.release(context.Background(), p.due(now.Add(time.Minute))))
+	require.Equal(t, 1, sink.SpanCount())
+
+	now = now.Add(2 * time.Minute)
+	late := ptrace.NewTraces()
+	addSpan(late, "worker", 1, 2, 1, ptrace.SpanKindClient, 1, 5)
+	require.NoError(t, p.ConsumeTraces(context.Background(), late))
+	assert.Equal(t, 1, sink.SpanCount(), "a late span waits like any other")
+	require.NoError(t, p.release(context.Background(), p.due(now.Add(time.Minute))))
+	require.Equal(t, 2, sink.SpanCount())
+	a := spanAttrs(sink.AllTraces())[pcommon.SpanID{2, 1}]
+	lv, _ := a.Get(verdict.AttrLiveness)
+	ag, _ := a.Get(verdict.AttrAfterGone)
+	assert.Equal(t, "orphaned", lv.Str())
+	assert.InDelta(t, 3.0, ag.Double(), 1e-9)
+	require.NoError(t, p.Shutdown(context.Background()))
+}
+
+// TestConcurrentConsumeWhileReleasing runs ConsumeTraces from several goroutines while the
+// loop releases traces (for -race), and checks that every span comes out exactly once.
+func TestConcurrentConsumeWhileReleasing(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.DecisionWait = 5 * time.Millisecond
+	sink := new(consumertest.TracesSink)
+	p := newTestProcessor(t, cfg, sink)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	done := make(chan struct{})
+	const workers, traces = 4, 200
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range traces {
+				td := ptrace.NewTraces()
+				tid := pcommon.TraceID{byte(w), byte(i), byte(i >> 8), 3}
+				for s := byte(1); s <= 3; s++ {
+					sp := addSpan(td, "svc", 0, s, 0, ptrace.SpanKindClient, 0, 1)
+					sp.SetTraceID(tid)
+					if s > 1 {
+						sp.SetParentSpanID(pcommon.SpanID{1, 1})
+					}
+				}
+				assert.NoError(t, p.ConsumeTraces(context.Background(), td))
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	require.NoError(t, p.Shutdown(context.Background()))
+	assert.Equal(t, workers*traces*3, sink.SpanCount())
+}
