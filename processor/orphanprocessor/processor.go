@@ -2,6 +2,7 @@ package orphanprocessor
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,7 +34,8 @@ type orphanProcessor struct {
 
 	mu        sync.Mutex
 	held      map[verdict.TraceID]*heldTrace
-	queue     []*heldTrace // in order of first arrival; decided entries are skipped
+	perTrace  map[verdict.TraceID]int // spans of each trace in the batch being taken in
+	queue     []*heldTrace            // in order of first arrival; decided entries are skipped
 	spansHeld int
 
 	evictMu               sync.Mutex
@@ -63,15 +65,16 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		return nil, err
 	}
 	p := &orphanProcessor{
-		logger: set.Logger,
-		cfg:    cfg,
-		next:   next,
-		corr:   corr,
-		reader: spanread.New(cfg.readerOptions()),
-		now:    time.Now,
-		held:   map[verdict.TraceID]*heldTrace{},
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		logger:   set.Logger,
+		cfg:      cfg,
+		next:     next,
+		corr:     corr,
+		reader:   spanread.New(cfg.readerOptions()),
+		now:      time.Now,
+		held:     map[verdict.TraceID]*heldTrace{},
+		perTrace: map[verdict.TraceID]int{},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, func() (int64, int64) {
 		r, k := corr.Held()
@@ -192,6 +195,8 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		observed    []verdict.Span
 		invalidIDs  int64
 		late        int64
+		newTraces   int64
+		newSpans    int64
 	)
 	type scopeKey struct {
 		h      *heldTrace
@@ -202,6 +207,17 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 
 	p.mu.Lock()
 	rss := td.ResourceSpans()
+	// Count each trace's spans first, so that its held spans grow once per batch, exactly.
+	clear(p.perTrace)
+	for ri := range rss.Len() {
+		sss := rss.At(ri).ScopeSpans()
+		for si := range sss.Len() {
+			spans := sss.At(si).Spans()
+			for k := range spans.Len() {
+				p.perTrace[verdict.TraceID(spans.At(k).TraceID())]++
+			}
+		}
+	}
 	for ri := range rss.Len() {
 		rs := rss.At(ri)
 		sss := rs.ScopeSpans()
@@ -227,7 +243,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					h.late = p.corr.Knows(vs.TraceID) && !vs.ParentID.IsZero()
 					p.held[vs.TraceID] = h
 					p.queue = append(p.queue, h)
-					p.tel.ProcessorOrphanTracesHeld.Add(ctx, 1)
+					newTraces++
 				}
 				key := scopeKey{h, ri, si}
 				dss, ok := dest[key]
@@ -243,14 +259,22 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 				// The processor owns td (MutatesData): the span is moved, not copied.
 				ref := dss.Spans().AppendEmpty()
 				sp.MoveTo(ref)
+				if len(h.spans) == cap(h.spans) {
+					n := len(h.spans) + max(p.perTrace[vs.TraceID], 1)
+					h.spans = slices.Grow(h.spans, n-len(h.spans))
+					h.refs = slices.Grow(h.refs, n-len(h.refs))
+				}
 				h.spans = append(h.spans, vs)
 				h.refs = append(h.refs, ref)
 				if h.late {
 					late++
 				}
 				p.spansHeld++
-				p.tel.ProcessorOrphanSpansHeld.Add(ctx, 1)
-				observed = append(observed, vs)
+				newSpans++
+				if vs.ParentID.IsZero() || vs.KeyHash != 0 {
+					// Only roots and spans with an idempotency key tell other traces anything.
+					observed = append(observed, vs)
+				}
 				if len(h.spans) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
 					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, metric.WithAttributes(attribute.String("state", "spans_per_trace")))
 					ready = append(ready, p.takeLocked(h))
@@ -263,6 +287,16 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 				}
 			}
 		}
+	}
+	if len(p.perTrace) > 4096 {
+		p.perTrace = map[verdict.TraceID]int{} // do not keep a huge batch's table
+	}
+	// Held counts go up once a batch, before any of this batch's traces can be taken.
+	if newTraces > 0 {
+		p.tel.ProcessorOrphanTracesHeld.Add(ctx, newTraces)
+	}
+	if newSpans > 0 {
+		p.tel.ProcessorOrphanSpansHeld.Add(ctx, newSpans)
 	}
 	// Observe before any decision, under p.mu, so the loop cannot decide a trace that should
 	// find this batch's roots or keys.
