@@ -431,8 +431,53 @@ func moveSpan(td ptrace.Traces, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, s
 	sp.MoveTo(dss.Spans().AppendEmpty())
 }
 
+// verdictAttrs is how many attributes writeVerdict writes for v.
+func verdictAttrs(v *verdict.Verdict) int {
+	n := 0
+	switch v.Liveness {
+	case verdict.LivenessLive:
+		n += 2
+	case verdict.LivenessOrphaned:
+		n += 3
+	case verdict.LivenessUnknown:
+		n++
+	}
+	if v.Detached {
+		n++
+	}
+	if v.Attempt > 0 {
+		n++
+	}
+	if v.Outcome != verdict.OutcomeNone {
+		n += 3
+	}
+	if v.EndReason != verdict.EndReasonNone {
+		n++
+	}
+	if v.CallerService != "" {
+		n++
+	}
+	if v.Model != "" {
+		n++
+		if v.InputTokens >= 0 {
+			n++
+		}
+		if v.OutputTokens >= 0 {
+			n++
+		}
+		if v.HasCost {
+			n++
+		}
+	}
+	return n
+}
+
 // writeVerdict writes the verdict attributes of docs/verdicts.md; nothing for unknown values.
 func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
+	// One allocation for the span's grown attributes, not one per attribute added.
+	if n := verdictAttrs(v); n > 0 {
+		a.EnsureCapacity(a.Len() + n)
+	}
 	if v.Liveness != verdict.LivenessNone {
 		a.PutStr(verdict.AttrLiveness, v.Liveness.String())
 	}
