@@ -1,0 +1,281 @@
+// Package analyze runs trace dumps through the orphan processor in-process (the same factory,
+// configuration and code the collector runs, with decision_wait 0 so that each batch is decided
+// at once) and reads the verdicts it writes on the spans into a report. The orphanmetrics
+// exporter's Recorder turns the same spans into the Prometheus metrics the exporter would serve.
+package analyze
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
+)
+
+// DefaultPrices is the price table used when none is configured: USD per million input and
+// output tokens (OpenAI list prices; a model also matches by the longest configured prefix, so
+// "gpt-4o-2024-08-06" is priced as "gpt-4o").
+func DefaultPrices() map[string]orphanprocessor.PriceConfig {
+	return map[string]orphanprocessor.PriceConfig{
+		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
+		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
+	}
+}
+
+// DefaultConfig is the orphan processor's default configuration with decision_wait 0 and the
+// default price table.
+func DefaultConfig() *orphanprocessor.Config {
+	cfg := orphanprocessor.NewFactory().CreateDefaultConfig().(*orphanprocessor.Config)
+	cfg.DecisionWait = 0
+	cfg.Prices = DefaultPrices()
+	return cfg
+}
+
+// Input is one file that was read.
+type Input struct {
+	Name   string
+	Result *input.Result
+}
+
+// Output is what one analysis produced.
+type Output struct {
+	// Traces are the spans as the processor passed them on, with their verdicts.
+	Traces []ptrace.Traces
+	// Report is the verdicts read back from Traces.
+	Report *Report
+}
+
+// Run analyses the inputs together, as one batch, so that traces that refer to each other
+// (an idempotency key, a span link, a trace split over two files) find each other. cfg is the
+// processor configuration (nil: DefaultConfig); its decision_wait is forced to 0 and its
+// state limits are raised to hold every trace of the inputs. The inputs' traces are consumed.
+func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Output, error) {
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	c := *cfg
+	c.DecisionWait = 0
+
+	batch := ptrace.NewTraces()
+	files := make([]FileReport, len(inputs))
+	traceFiles := map[pcommon.TraceID][]int{}
+	spansPerTrace := map[pcommon.TraceID]int{}
+	for i, in := range inputs {
+		files[i] = FileReport{Name: in.Name, Format: in.Result.Format, Spans: in.Result.Spans,
+			Malformed: in.Result.Malformed, Warnings: in.Result.Warnings}
+		seen := map[pcommon.TraceID]bool{}
+		forEachSpan(in.Result.Traces, func(_ pcommon.Resource, sp ptrace.Span) {
+			id := sp.TraceID()
+			spansPerTrace[id]++
+			if !seen[id] {
+				seen[id] = true
+				traceFiles[id] = append(traceFiles[id], i)
+			}
+		})
+		files[i].Traces = len(seen)
+		in.Result.Traces.ResourceSpans().MoveAndAppendTo(batch.ResourceSpans())
+	}
+	// Offline, every trace of the input is held at once: no limit should decide a trace early.
+	maxSpans := 0
+	for _, n := range spansPerTrace {
+		maxSpans = max(maxSpans, n)
+	}
+	c.Limits.MaxTraces = max(c.Limits.MaxTraces, len(spansPerTrace)+1)
+	c.Limits.MaxSpansPerTrace = max(c.Limits.MaxSpansPerTrace, maxSpans+1)
+	c.Limits.MaxRootRecords = max(c.Limits.MaxRootRecords, len(spansPerTrace)+1)
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("processor configuration: %w", err)
+	}
+
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	tel := componenttest.NewNopTelemetrySettings()
+	tel.MeterProvider = mp
+	factory := orphanprocessor.NewFactory()
+	set := processor.Settings{ID: component.NewID(factory.Type()), TelemetrySettings: tel, BuildInfo: component.NewDefaultBuildInfo()}
+
+	var (
+		mu     sync.Mutex
+		target *[]ptrace.Traces
+		out    []ptrace.Traces
+		probes []ptrace.Traces
+	)
+	sink, err := consumer.NewTraces(func(_ context.Context, td ptrace.Traces) error {
+		mu.Lock()
+		defer mu.Unlock()
+		*target = append(*target, td)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	proc, err := factory.CreateTraces(ctx, set, &c, sink)
+	if err != nil {
+		return nil, fmt.Errorf("creating the orphan processor: %w", err)
+	}
+	if err := proc.Start(ctx, componenttest.NewNopHost()); err != nil {
+		return nil, fmt.Errorf("starting the orphan processor: %w", err)
+	}
+	target = &out
+	errConsume := proc.ConsumeTraces(ctx, batch)
+	var rm metricdata.ResourceMetrics
+	errCollect := reader.Collect(ctx, &rm)
+	// Ask the same processor for each root's gone time (see goneProbes).
+	var probeSpans map[pcommon.TraceID]probe
+	if errConsume == nil {
+		var probeBatch ptrace.Traces
+		probeBatch, probeSpans = goneProbes(out)
+		if probeBatch.SpanCount() > 0 {
+			target = &probes
+			errConsume = proc.ConsumeTraces(ctx, probeBatch)
+		}
+	}
+	errShutdown := proc.Shutdown(ctx)
+	if err := errors.Join(errConsume, errShutdown); err != nil {
+		return nil, fmt.Errorf("orphan processor: %w", err)
+	}
+
+	rep := buildReport(out, files, traceFiles, readProbes(probes, probeSpans))
+	if errCollect == nil {
+		rep.Summary.Processor = processorTelemetry(&rm)
+	}
+	return &Output{Traces: out, Report: rep}, nil
+}
+
+// probe is a synthetic span sent to learn a root's gone time.
+type probe struct {
+	end int64 // unix ns
+}
+
+var (
+	probeSpanID   = pcommon.SpanID{'o', 'w', '-', 'p', 'r', 'o', 'b', 'e'}
+	probeParentID = pcommon.SpanID{'o', 'w', '-', 'p', 'a', 'r', 'e', 'n'}
+)
+
+// goneProbes builds, for every decided root, one late span of the root's trace and service
+// that ends two seconds after the root. The processor judges a late span against the root
+// record it kept (gone time = the earliest of the root's end and its deadline, by the
+// processor's own deadline rules), within one service without clock-skew tolerance, so the
+// probe comes back orphaned with after_gone = probe end - gone time, from which the gone time
+// is exact. The probes are not part of any output or metric.
+func goneProbes(out []ptrace.Traces) (ptrace.Traces, map[pcommon.TraceID]probe) {
+	td := ptrace.NewTraces()
+	probes := map[pcommon.TraceID]probe{}
+	for _, t := range out {
+		forEachSpan(t, func(res pcommon.Resource, sp ptrace.Span) {
+			if _, ok := sp.Attributes().Get(verdict.AttrRootEndReason); !ok {
+				return
+			}
+			if _, dup := probes[sp.TraceID()]; dup || sp.EndTimestamp() == 0 {
+				return
+			}
+			rs := td.ResourceSpans().AppendEmpty()
+			if v, ok := res.Attributes().Get("service.name"); ok {
+				v.CopyTo(rs.Resource().Attributes().PutEmpty("service.name"))
+			}
+			p := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+			p.SetTraceID(sp.TraceID())
+			p.SetSpanID(probeSpanID)
+			p.SetParentSpanID(probeParentID)
+			p.SetName("orphanwatch.gone_probe")
+			p.SetKind(ptrace.SpanKindInternal)
+			end := int64(sp.EndTimestamp()) + 2e9
+			p.SetStartTimestamp(pcommon.Timestamp(end - 1e9))
+			p.SetEndTimestamp(pcommon.Timestamp(end))
+			probes[sp.TraceID()] = probe{end: end}
+		})
+	}
+	return td, probes
+}
+
+// readProbes returns the gone time (unix ns) of each trace whose probe came back orphaned.
+func readProbes(out []ptrace.Traces, probes map[pcommon.TraceID]probe) map[pcommon.TraceID]int64 {
+	gone := map[pcommon.TraceID]int64{}
+	for _, t := range out {
+		forEachSpan(t, func(_ pcommon.Resource, sp ptrace.Span) {
+			p, ok := probes[sp.TraceID()]
+			if !ok || sp.SpanID() != probeSpanID {
+				return
+			}
+			a := sp.Attributes()
+			if l, ok := a.Get(verdict.AttrLiveness); !ok || l.Str() != "orphaned" {
+				return
+			}
+			if v, ok := a.Get(verdict.AttrAfterGone); ok && v.Type() == pcommon.ValueTypeDouble {
+				gone[sp.TraceID()] = p.end - int64(math.Round(v.Double()*1e9))
+			}
+		})
+	}
+	return gone
+}
+
+// processorTelemetry reads the processor's own counters of spans it could not judge.
+func processorTelemetry(rm *metricdata.ResourceMetrics) ProcessorCounts {
+	pc := ProcessorCounts{WithoutVerdict: map[string]int64{}, AttributesIgnored: map[string]int64{}}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				reason, _ := dp.Attributes.Value("reason")
+				switch m.Name {
+				case "otelcol_processor_orphan_spans_processed":
+					pc.SpansProcessed += dp.Value
+				case "otelcol_processor_orphan_spans_without_verdict":
+					pc.WithoutVerdict[reason.AsString()] += dp.Value
+				case "otelcol_processor_orphan_attributes_ignored":
+					pc.AttributesIgnored[reason.AsString()] += dp.Value
+				case "otelcol_processor_orphan_traces_root_missing":
+					pc.TracesRootMissing += dp.Value
+				case "otelcol_processor_orphan_runs_unknown_root":
+					pc.RunsUnknownRoot += dp.Value
+				}
+			}
+		}
+	}
+	return pc
+}
+
+func forEachSpan(td ptrace.Traces, f func(pcommon.Resource, ptrace.Span)) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				f(rs.Resource(), spans.At(k))
+			}
+		}
+	}
+}
+
+// Metrics records the analysed spans with the orphanmetrics exporter's Recorder (cfg nil: the
+// exporter's defaults) and returns it; WriteText on it gives what the exporter would serve.
+func Metrics(out *Output, cfg *orphanmetricsexporter.Config) (*orphanmetricsexporter.Recorder, error) {
+	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, td := range out.Traces {
+		rec.Record(td)
+	}
+	return rec, nil
+}
