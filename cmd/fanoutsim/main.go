@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -54,7 +55,20 @@ func (m modelsFlag) Set(v string) error {
 	return nil
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// lockedWriter serialises writes from the simulation's goroutines and the SDK's.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func run(args []string, stdout, stderrW io.Writer) int {
+	stderr := &lockedWriter{w: stderrW}
 	o := sim.DefaultOptions()
 	fs := flag.NewFlagSet("fanoutsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -82,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(models, "models", "models per sub-agent, agent=model,... (default planner=gpt-4o-mini,researcher=gpt-4o,coder=gpt-4o,critic=gpt-4o-mini)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "wall-clock bound on waiting for work in flight after the last user (0: derived)")
 	fs.DurationVar(&o.Tolerance, "skew-tolerance", o.Tolerance, "clock-skew tolerance of the truth, as the orphan processor's clock_skew_tolerance (0: exact)")
-	fs.StringVar(&o.OTLPEndpoint, "otlp-endpoint", "", "OTLP endpoint host:port or URL (default localhost:4317 for grpc, localhost:4318 for http)")
+	fs.StringVar(&o.OTLPEndpoint, "otlp-endpoint", "", "OTLP endpoint host:port or URL (default localhost:4317 for grpc, localhost:4318 for http; none: export nothing)")
 	fs.StringVar(&o.OTLPProtocol, "otlp-protocol", o.OTLPProtocol, "OTLP protocol: grpc or http")
 	fs.BoolVar(&o.OTLPInsecure, "otlp-insecure", o.OTLPInsecure, "no TLS towards the OTLP endpoint")
 	truthFile := fs.String("truth", "", "write the ground truth as JSON to this file")
@@ -130,8 +144,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fanoutsim: %v\n", err)
 		code = 1
 	}
-	if n := exportErrors.Load(); n > 3 {
-		fmt.Fprintf(stderr, "fanoutsim: %d telemetry errors in all\n", n)
+	if n := exportErrors.Load(); n > 0 {
+		// The truth holds, but the collector did not get (all) the spans.
+		fmt.Fprintf(stderr, "fanoutsim: %d telemetry errors: spans were lost (use --otlp-endpoint=none to export nothing)\n", n)
+		code = 1
 	}
 	if *truthFile != "" {
 		b, jerr := json.MarshalIndent(t, "", "  ")

@@ -114,7 +114,8 @@ type Options struct {
 	Prices truth.Prices
 
 	// OTLPEndpoint is host:port (or a URL) of the OTLP receiver; empty: localhost:4317 for grpc,
-	// localhost:4318 for http.
+	// localhost:4318 for http; "none" exports nothing (the truth is still computed). An http
+	// URL without a path gets /v1/traces.
 	OTLPEndpoint string
 	// OTLPProtocol is grpc or http (OTLP/HTTP protobuf).
 	OTLPProtocol string

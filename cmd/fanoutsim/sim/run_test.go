@@ -15,6 +15,11 @@ import (
 	"github.com/orphanwatch/orphanwatch/cmd/fanoutsim/truth"
 )
 
+// testTolerance: the services share one clock; a small tolerance absorbs only the time a
+// cancellation takes to cross a loopback connection and be scheduled, under -race on a busy
+// machine.
+const testTolerance = 50 * time.Millisecond
+
 // shortOptions is a run of a few seconds: the default story ten times faster.
 func shortOptions(mode Mode, exp *tracetest.InMemoryExporter) Options {
 	o := DefaultOptions()
@@ -25,9 +30,7 @@ func shortOptions(mode Mode, exp *tracetest.InMemoryExporter) Options {
 	o.Duration = 1500 * time.Millisecond
 	o.Requests = 24
 	o.ToolFailureRate = 0.5
-	// The services share one clock; a small tolerance absorbs only the microseconds a
-	// cancellation takes to cross a loopback connection.
-	o.Tolerance = 20 * time.Millisecond
+	o.Tolerance = testTolerance
 	o.Exporter = exp
 	return o
 }
@@ -111,10 +114,19 @@ func TestBlindAndAware(t *testing.T) {
 		t.Errorf("aware spent %d input tokens, blind %d", aware.Total.InputTokens, blind.Total.InputTokens)
 	}
 
-	checkSpans(t, Blind, bspans, blind.Requests)
-	checkSpans(t, Aware, aspans, aware.Requests)
-	checkTruthAgainstSpans(t, blind, bspans, 20*time.Millisecond)
-	checkTruthAgainstSpans(t, aware, aspans, 20*time.Millisecond)
+	checkSpans(t, Blind, bspans, rootCount(blind))
+	checkSpans(t, Aware, aspans, rootCount(aware))
+	checkTruthAgainstSpans(t, blind, bspans, testTolerance)
+	checkTruthAgainstSpans(t, aware, aspans, testTolerance)
+}
+
+// rootCount is the number of requests that reached the gateway (a user may leave before).
+func rootCount(tr truth.Truth) int {
+	n := 0
+	for _, c := range tr.Roots {
+		n += c
+	}
+	return n
 }
 
 // checkSpans asserts what the orphan processor relies on.
@@ -191,7 +203,7 @@ func checkSpans(t *testing.T, mode Mode, spans tracetest.SpanStubs, requests int
 			t.Errorf("%s: no span of service %s", mode, svc)
 		}
 	}
-	if roots != requests || chats == 0 || abandonedRoots == 0 || cancelledClients == 0 {
+	if roots != requests || requests == 0 || chats == 0 || abandonedRoots == 0 || cancelledClients == 0 {
 		t.Errorf("%s: roots %d chats %d abandoned roots %d cancelled clients %d", mode, roots, chats, abandonedRoots, cancelledClients)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -68,8 +69,17 @@ func newTelemetry(ctx context.Context, o Options, book *truth.Book, services []s
 	return t, nil
 }
 
+// discardExporter drops spans: --otlp-endpoint=none.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
 func newOTLPExporter(ctx context.Context, o Options) (sdktrace.SpanExporter, error) {
 	ep := o.OTLPEndpoint
+	if ep == "none" {
+		return discardExporter{}, nil
+	}
 	retry := struct {
 		initial, max, elapsed time.Duration
 	}{500 * time.Millisecond, 5 * time.Second, 20 * time.Second}
@@ -82,6 +92,11 @@ func newOTLPExporter(ctx context.Context, o Options) (sdktrace.SpanExporter, err
 		case ep == "":
 			opts = append(opts, otlptracehttp.WithEndpoint("localhost:4318"))
 		case strings.Contains(ep, "://"):
+			// A URL without a path means the receiver's base: the traces path is /v1/traces.
+			if u, err := url.Parse(ep); err == nil && (u.Path == "" || u.Path == "/") {
+				u.Path = "/v1/traces"
+				ep = u.String()
+			}
 			opts = append(opts, otlptracehttp.WithEndpointURL(ep))
 		default:
 			opts = append(opts, otlptracehttp.WithEndpoint(ep))
