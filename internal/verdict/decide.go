@@ -9,6 +9,7 @@ type node struct {
 	parent   int32 // index of the parent span in the batch, -1 if none or not present
 	children []int32
 	valid    bool
+	timed    bool // usable start and end times: the span can shape its subtree even without a verdict
 	// context inherited top-down
 	detached  bool
 	bound     bool       // detached work bound to a root by a key or a deadline
@@ -98,7 +99,7 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 	// service (the server half that made the child), else a CLIENT/PRODUCER half.
 	for i := range spans {
 		s := &spans[i]
-		if s.ParentID.IsZero() || out[i].Invalid == InvalidDuplicate {
+		if s.ParentID.IsZero() || s.SpanID.IsZero() {
 			continue
 		}
 		if s.ParentID == s.SpanID {
@@ -160,6 +161,7 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			nodes[p].children = append(nodes[p].children, int32(i))
 		}
 		nodes[i].valid = out[i].Invalid == Valid
+		nodes[i].timed = out[i].Invalid == Valid || out[i].Invalid == InvalidDuplicate || out[i].Invalid == InvalidParentCycle
 	}
 
 	// 4. The root: a valid parentless span, the earliest if several; a parentless CONSUMER
@@ -231,11 +233,11 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 		if s.Deadline > 0 && (deadline == 0 || s.Deadline < deadline) {
 			deadline = s.Deadline
 		}
-		if !detached && n.valid {
+		if !detached && n.timed {
 			switch {
 			case c.cfg.DetachConsumers && s.Kind == KindConsumer:
 				detached = true
-			case c.cfg.DetachLateEntries && (s.Kind == KindServer || s.Kind == KindConsumer) && n.parent >= 0 && nodes[n.parent].valid:
+			case c.cfg.DetachLateEntries && (s.Kind == KindServer || s.Kind == KindConsumer) && n.parent >= 0 && nodes[n.parent].timed:
 				p := &spans[n.parent]
 				tol := int64(0)
 				if p.Service != s.Service {
@@ -275,7 +277,11 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 		if nodes[i].parent < 0 && !nodes[i].done {
 			// A span whose parent is not here: judged against the trace's root, retained or
 			// missing, unless the trace itself is detached.
-			det := haveRec && traceRec.detached
+			// A parentless span with links (Jaeger FOLLOWS_FROM, a batch job linked to what
+			// triggered it) is reached only through a link: detached, like a linked root.
+			s := &spans[i]
+			det := haveRec && traceRec.detached ||
+				c.cfg.DetachLinkedRoots && s.ParentID.IsZero() && len(s.Links) > 0
 			visit(int32(i), det, false, traceRec, haveRec && !det, 0, TraceID{})
 		}
 	}
