@@ -61,10 +61,125 @@ func (r BadReason) String() string {
 type Stats [NumBadReasons]int
 
 // Reader reads spans with fixed Options. It is safe for concurrent use.
-type Reader struct{ o Options }
+//
+// Every attribute name it reads has a slot. Read finds the value of every slot in one pass over
+// the span's attributes (the first occurrence of a name, as pcommon.Map.Get would), instead of
+// searching the attributes once for each of some forty names.
+type Reader struct {
+	o     Options
+	names []string // by slot
+	// byLen lists the slots by name length, for the pass over a span's attributes; nil when
+	// there are more names than a view holds (then each name is looked up with Get).
+	byLen [][]int
+
+	method, status, statusOld, grpcStatus, rpcStatus, errorType, exceptionType int
+	resend, operation                                                          int
+	rpcMethod, rpcService, msgDest, serverAddr, serverPort, urlFull            int
+	peerService, requestModel                                                  int
+	attempt, keys, deadlines, models, inputTokens, outputTokens, costs         []int
+}
+
+// maxSlots is how many names a view holds.
+const maxSlots = 64
 
 // New returns a Reader for o.
-func New(o Options) *Reader { return &Reader{o: o} }
+func New(o Options) *Reader {
+	r := &Reader{o: o}
+	index := map[string]int{}
+	slot := func(name string) int {
+		if i, ok := index[name]; ok {
+			return i
+		}
+		index[name] = len(r.names)
+		r.names = append(r.names, name)
+		return len(r.names) - 1
+	}
+	slots := func(names []string) []int {
+		out := make([]int, len(names))
+		for i, n := range names {
+			out[i] = slot(n)
+		}
+		return out
+	}
+	r.method = slot("http.request.method")
+	r.status = slot("http.response.status_code")
+	r.statusOld = slot("http.status_code")
+	r.grpcStatus = slot("rpc.grpc.status_code")
+	r.rpcStatus = slot("rpc.status_code")
+	r.errorType = slot("error.type")
+	r.exceptionType = slot("exception.type")
+	r.resend = slot("http.request.resend_count")
+	r.operation = slot("gen_ai.operation.name")
+	r.rpcMethod = slot("rpc.method")
+	r.rpcService = slot("rpc.service")
+	r.msgDest = slot("messaging.destination.name")
+	r.serverAddr = slot("server.address")
+	r.serverPort = slot("server.port")
+	r.urlFull = slot("url.full")
+	r.peerService = slot("peer.service")
+	r.requestModel = slot("gen_ai.request.model")
+	r.attempt = slots(o.AttemptAttributes)
+	r.keys = slots(o.IdempotencyKeys)
+	dl := make([]string, len(o.Deadlines))
+	for i, d := range o.Deadlines {
+		dl[i] = d.Attribute
+	}
+	r.deadlines = slots(dl)
+	r.models = slots(o.Models)
+	r.inputTokens = slots(o.InputTokens)
+	r.outputTokens = slots(o.OutputTokens)
+	r.costs = slots(o.CostAttributes)
+	if len(r.names) <= maxSlots {
+		for i, n := range r.names {
+			for len(r.byLen) <= len(n) {
+				r.byLen = append(r.byLen, nil)
+			}
+			r.byLen[len(n)] = append(r.byLen[len(n)], i)
+		}
+	}
+	return r
+}
+
+// view holds the values of a Reader's slots for one span.
+type view struct {
+	r       *Reader
+	a       pcommon.Map
+	present uint64
+	vals    [maxSlots]pcommon.Value
+}
+
+// load finds every slot's value in one pass over a.
+func (v *view) load(r *Reader, a pcommon.Map) {
+	v.r, v.a = r, a
+	if r.byLen == nil {
+		return
+	}
+	for k, val := range a.All() {
+		if len(k) >= len(r.byLen) {
+			continue
+		}
+		for _, i := range r.byLen[len(k)] {
+			if r.names[i] == k {
+				if v.present&(1<<i) == 0 {
+					v.present |= 1 << i
+					v.vals[i] = val
+				}
+				break
+			}
+		}
+	}
+}
+
+// get returns the value of a slot, as a.Get would.
+func (v *view) get(slot int) (pcommon.Value, bool) {
+	if v.r.byLen == nil {
+		return v.a.Get(v.r.names[slot])
+	}
+	if v.present&(1<<slot) == 0 {
+		return pcommon.Value{}, false
+	}
+	return v.vals[slot], true
+}
 
 // Read fills s from one span and its resource. The span is not modified.
 func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st *Stats) {
@@ -98,18 +213,19 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 			s.Links[i] = verdict.Link{TraceID: verdict.TraceID(l.TraceID()), SpanID: verdict.SpanID(l.SpanID())}
 		}
 	}
-	a := sp.Attributes()
+	var a view
+	a.load(r, sp.Attributes())
 	// Only the stable HTTP conventions (http.request.method) leave a cancelled client call with
 	// unset status and no response code; older Zipkin/Brave instrumentation omits
 	// http.status_code on every 2xx response, so http.method alone does not qualify.
-	_, s.IsHTTP = a.Get("http.request.method")
-	s.HTTPStatus = int(intAttr(a, st, "http.response.status_code", "http.status_code"))
+	_, s.IsHTTP = a.get(r.method)
+	s.HTTPStatus = int(intAttr(&a, st, r.status, r.statusOld))
 	if s.HTTPStatus < 0 || s.HTTPStatus > 999 {
 		s.HTTPStatus = 0
 	}
-	s.GRPCStatus = grpcStatus(a, st)
-	s.ErrorType = strAttr(a, "error.type")
-	if t := strAttr(a, "exception.type"); t != "" {
+	s.GRPCStatus = grpcStatus(&a, st)
+	s.ErrorType = strValue(a.get(r.errorType))
+	if t := strValue(a.get(r.exceptionType)); t != "" {
 		s.ExceptionTypes = append(s.ExceptionTypes, t)
 	}
 	evs := sp.Events()
@@ -122,25 +238,25 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 			s.ExceptionTypes = append(s.ExceptionTypes, t)
 		}
 	}
-	if n := intAttr(a, st, "http.request.resend_count"); n >= 0 {
+	if n := intAttr(&a, st, r.resend); n >= 0 {
 		s.ResendCount = int(min(n, math.MaxInt32))
 	}
-	for _, name := range r.o.AttemptAttributes {
-		if n := intAttr(a, st, name); n >= 1 {
+	for _, slot := range r.attempt {
+		if n := intAttr(&a, st, slot); n >= 1 {
 			s.Attempt = int(min(n, math.MaxInt32))
 			break
 		}
 	}
-	for _, name := range r.o.IdempotencyKeys {
-		if k := strAttr(a, name); k != "" {
+	for _, slot := range r.keys {
+		if k := strValue(a.get(slot)); k != "" {
 			s.KeyHash = HashKey(k)
 			break
 		}
 	}
-	s.Target = target(a)
-	s.Operation = strAttr(a, "gen_ai.operation.name")
-	for _, d := range r.o.Deadlines {
-		v := strAttr(a, d.Attribute)
+	s.Target = r.target(&a)
+	s.Operation = strValue(a.get(r.operation))
+	for di, d := range r.o.Deadlines {
+		v := strValue(a.get(r.deadlines[di]))
 		if v == "" {
 			continue
 		}
@@ -153,16 +269,16 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 			s.Deadline = dl
 		}
 	}
-	for _, name := range r.o.Models {
-		if m := strAttr(a, name); m != "" {
+	for _, slot := range r.models {
+		if m := strValue(a.get(slot)); m != "" {
 			s.Model = m
 			break
 		}
 	}
-	s.InputTokens = tokens(a, st, r.o.InputTokens)
-	s.OutputTokens = tokens(a, st, r.o.OutputTokens)
-	for _, name := range r.o.CostAttributes {
-		if v, ok := a.Get(name); ok {
+	s.InputTokens = tokens(&a, st, r.inputTokens)
+	s.OutputTokens = tokens(&a, st, r.outputTokens)
+	for _, slot := range r.costs {
+		if v, ok := a.get(slot); ok {
 			if f, ok := number(v); ok && f >= 0 && !math.IsInf(f, 0) {
 				s.Cost, s.HasCost = f, true
 				break
@@ -185,8 +301,10 @@ func HashKey(k string) uint64 {
 
 // strAttr returns a string attribute, or the first element of a string array (HTTP headers are
 // captured as string arrays by the HTTP semantic conventions), or "".
-func strAttr(a pcommon.Map, name string) string {
-	v, ok := a.Get(name)
+func strAttr(a pcommon.Map, name string) string { return strValue(a.Get(name)) }
+
+// strValue is strAttr for a value already found.
+func strValue(v pcommon.Value, ok bool) string {
 	if !ok {
 		return ""
 	}
@@ -223,9 +341,9 @@ func number(v pcommon.Value) (float64, bool) {
 // intAttr reads the first of names holding an integer (an int, an integral double, or a decimal
 // string, as some exporters write every value as a string); -1 when absent. A value of another
 // type is counted as BadAttributeType.
-func intAttr(a pcommon.Map, st *Stats, names ...string) int64 {
-	for _, name := range names {
-		v, ok := a.Get(name)
+func intAttr(a *view, st *Stats, slots ...int) int64 {
+	for _, slot := range slots {
+		v, ok := a.get(slot)
 		if !ok {
 			continue
 		}
@@ -248,9 +366,9 @@ func intAttr(a pcommon.Map, st *Stats, names ...string) int64 {
 
 // tokens reads the first present token count of names; negative or non-integral counts are
 // ignored and counted.
-func tokens(a pcommon.Map, st *Stats, names []string) int64 {
-	for _, name := range names {
-		v, ok := a.Get(name)
+func tokens(a *view, st *Stats, slots []int) int64 {
+	for _, slot := range slots {
+		v, ok := a.get(slot)
 		if !ok {
 			continue
 		}
@@ -277,9 +395,9 @@ var grpcCodeNames = map[string]int{
 
 // grpcStatus reads rpc.grpc.status_code (int) or rpc.status_code (int, numeric string or the
 // canonical code name, as newer RPC conventions write it); -1 when absent.
-func grpcStatus(a pcommon.Map, st *Stats) int {
-	for _, name := range [...]string{"rpc.grpc.status_code", "rpc.status_code"} {
-		v, ok := a.Get(name)
+func grpcStatus(a *view, st *Stats) int {
+	for _, slot := range [...]int{a.r.grpcStatus, a.r.rpcStatus} {
+		v, ok := a.get(slot)
 		if !ok {
 			continue
 		}
@@ -303,27 +421,27 @@ func grpcStatus(a pcommon.Map, st *Stats) int {
 }
 
 // target names what a span calls, for grouping same-name siblings into runs.
-func target(a pcommon.Map) string {
-	if m := strAttr(a, "rpc.method"); m != "" {
-		return strAttr(a, "rpc.service") + "/" + m
+func (r *Reader) target(a *view) string {
+	if m := strValue(a.get(r.rpcMethod)); m != "" {
+		return strValue(a.get(r.rpcService)) + "/" + m
 	}
-	if d := strAttr(a, "messaging.destination.name"); d != "" {
+	if d := strValue(a.get(r.msgDest)); d != "" {
 		return d
 	}
-	if h := strAttr(a, "server.address"); h != "" {
-		if p := strAttr(a, "server.port"); p != "" {
+	if h := strValue(a.get(r.serverAddr)); h != "" {
+		if p := strValue(a.get(r.serverPort)); p != "" {
 			return h + ":" + p
 		}
 		return h
 	}
-	if u := strAttr(a, "url.full"); u != "" {
+	if u := strValue(a.get(r.urlFull)); u != "" {
 		if i := strings.IndexAny(u, "?#"); i >= 0 {
 			u = u[:i]
 		}
 		return u
 	}
-	if p := strAttr(a, "peer.service"); p != "" {
+	if p := strValue(a.get(r.peerService)); p != "" {
 		return p
 	}
-	return strAttr(a, "gen_ai.request.model")
+	return strValue(a.get(r.requestModel))
 }

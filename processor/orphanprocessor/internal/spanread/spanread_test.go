@@ -132,3 +132,58 @@ func TestReadCountsBadValues(t *testing.T) {
 	assert.Equal(t, 1, st[BadDeadline])
 	assert.Equal(t, 3, st[BadAttributeType]) // resend_count, output tokens, cost
 }
+
+// TestReadOnePassEqualsGet: the one-pass read (few names) and the Get per name read (more names
+// than a view holds) find the same values, including the first of two attributes with one key.
+func TestReadOnePassEqualsGet(t *testing.T) {
+	few := testReader()
+	o := few.o
+	o.AttemptAttributes = []string{"retry.attempt"}
+	for i := range maxSlots {
+		o.AttemptAttributes = append(o.AttemptAttributes, "unused.attempt."+string(rune('a'+i%26))+string(rune('a'+i/26)))
+	}
+	many := New(o)
+	require.Nil(t, many.byLen, "the wide reader must take the Get path")
+	require.NotNil(t, few.byLen)
+
+	sp := ptrace.NewSpan()
+	sp.SetTraceID(pcommon.TraceID{1})
+	sp.SetSpanID(pcommon.SpanID{2})
+	a := sp.Attributes()
+	a.PutStr("http.request.method", "POST")
+	a.PutStr("rpc.service", "vectors.Search")
+	a.PutStr("rpc.method", "Query")
+	a.PutInt("retry.attempt", 3)
+	a.PutStr("gen_ai.usage.input_tokens", "12.5") // not integral: counted
+	a.PutInt("llm.token_count.prompt", 40)
+	a.PutStr("error.type", "context canceled")
+	a.PutStr("rpc.status_code", "cancelled")
+	// A second attribute with the key of the first (hostile input): Get finds the first.
+	sl := a.PutEmptySlice("http.request.header.idempotency-key")
+	sl.AppendEmpty().SetStr("K-2")
+	var s1, s2 verdict.Span
+	var st1, st2 Stats
+	res := pcommon.NewResource()
+	few.Read(res, sp, &s1, &st1)
+	many.Read(res, sp, &s2, &st2)
+	assert.Equal(t, s2, s1)
+	assert.Equal(t, st2, st1)
+	assert.Equal(t, 3, s1.Attempt)
+	assert.Equal(t, int64(40), s1.InputTokens)
+	assert.Equal(t, "vectors.Search/Query", s1.Target)
+	assert.Equal(t, 1, s1.GRPCStatus)
+	assert.Equal(t, HashKey("K-2"), s1.KeyHash)
+
+	// Two attributes with one key (hostile input): both read the first, as Get does.
+	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[
+		{"traceId":"01000000000000000000000000000000","spanId":"0200000000000000","attributes":[
+		{"key":"error.type","value":{"stringValue":"first"}},
+		{"key":"error.type","value":{"stringValue":"second"}}]}]}]}]}`))
+	require.NoError(t, err)
+	sp = td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	require.Equal(t, 2, sp.Attributes().Len())
+	few.Read(res, sp, &s1, &st1)
+	many.Read(res, sp, &s2, &st2)
+	assert.Equal(t, "first", s1.ErrorType)
+	assert.Equal(t, s2, s1)
+}
