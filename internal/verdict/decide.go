@@ -1,15 +1,19 @@
 package verdict
 
 import (
+	"cmp"
+	"slices"
 	"sort"
+	"sync"
 )
 
 // node is the working state of one span during Decide.
 type node struct {
-	parent   int32 // index of the parent span in the batch, -1 if none or not present
-	children []int32
-	valid    bool
-	timed    bool // usable start and end times: the span can shape its subtree even without a verdict
+	parent int32 // index of the parent span in the batch, -1 if none or not present
+	// The children of the span are scratch.kids[kidsFrom:kidsEnd], in index order.
+	kidsFrom, kidsEnd int32
+	valid             bool
+	timed             bool // usable start and end times: the span can shape its subtree even without a verdict
 	// context inherited top-down
 	detached  bool
 	bound     bool       // detached work bound to a root by a key or a deadline
@@ -18,6 +22,32 @@ type node struct {
 	deadline  int64 // earliest deadline on the span or its ancestors, 0 if none
 	done      bool
 	modelDesc bool // a descendant is a model call
+}
+
+// idChain lists the spans indexed under one span ID: scratch.next links them, head to tail, in
+// the order they were indexed.
+type idChain struct{ head, tail int32 }
+
+// scratch is Decide's working memory, reused across calls (through scratchPool) so that deciding
+// a trace allocates little beyond its verdicts.
+type scratch struct {
+	nodes  []node
+	canon  []int32
+	next   []int32
+	kids   []int32
+	state  []uint8
+	stack  []int32
+	isCall []bool
+	byID   map[SpanID]idChain
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{byID: map[SpanID]idChain{}} }}
+
+// grown returns b resized to n zeroed elements, reusing its memory when it can.
+func grown[T any](b []T, n int) []T {
+	b = slices.Grow(b[:0], n)[:n]
+	clear(b)
+	return b
 }
 
 // Decide computes the verdict of every span of one trace, in the order given. spans should be
@@ -29,34 +59,50 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 	if len(spans) == 0 {
 		return out, st
 	}
-	nodes := make([]node, len(spans))
+	sc := scratchPool.Get().(*scratch)
+	defer func() {
+		// Drop what the scratch points into (span strings, records) before it is reused.
+		clear(sc.nodes)
+		if len(sc.byID) > 1<<14 {
+			sc.byID = map[SpanID]idChain{} // do not keep a huge trace's table
+		} else {
+			clear(sc.byID)
+		}
+		scratchPool.Put(sc)
+	}()
+	sc.nodes = grown(sc.nodes, len(spans))
+	nodes := sc.nodes
 
 	// 1. Validity and the span-ID index. Zipkin's shared client/server halves have the same
 	// span ID and different kinds: both are kept; a second span with the same ID and kind is a
 	// duplicate (an upstream exporter that retried) and gets no verdict.
 	// Spans are indexed in a canonical order (span ID, kind, start, end, name) so that which of
 	// two duplicates is kept does not depend on arrival order.
-	canon := make([]int32, len(spans))
+	sc.canon = grown(sc.canon, len(spans))
+	canon := sc.canon
 	for i := range canon {
 		canon[i] = int32(i)
 	}
-	sort.Slice(canon, func(a, b int) bool {
-		sa, sb := &spans[canon[a]], &spans[canon[b]]
+	// slices.SortFunc runs the same pdqsort as sort.Slice did: equal spans keep their order.
+	slices.SortFunc(canon, func(a, b int32) int {
+		sa, sb := &spans[a], &spans[b]
 		if sa.SpanID != sb.SpanID {
-			return string(sa.SpanID[:]) < string(sb.SpanID[:])
+			return cmp.Compare(string(sa.SpanID[:]), string(sb.SpanID[:]))
 		}
 		if sa.Kind != sb.Kind {
-			return sa.Kind < sb.Kind
+			return cmp.Compare(sa.Kind, sb.Kind)
 		}
 		if sa.Start != sb.Start {
-			return sa.Start < sb.Start
+			return cmp.Compare(sa.Start, sb.Start)
 		}
 		if sa.End != sb.End {
-			return sa.End < sb.End
+			return cmp.Compare(sa.End, sb.End)
 		}
-		return sa.Name < sb.Name
+		return cmp.Compare(sa.Name, sb.Name)
 	})
-	byID := make(map[SpanID][]int32, len(spans))
+	byID := sc.byID
+	sc.next = grown(sc.next, len(spans))
+	next := sc.next
 	for _, ci := range canon {
 		i := int(ci)
 		s := &spans[i]
@@ -76,7 +122,8 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			continue
 		}
 		dup := false
-		for _, j := range byID[s.SpanID] {
+		chain, indexed := byID[s.SpanID]
+		for j := chain.head; indexed && j >= 0; j = next[j] {
 			if o := &spans[j]; o.Kind == s.Kind {
 				dup = true
 				// An exact copy (an upstream exporter that retried) leaves the first copy its
@@ -92,7 +139,13 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			}
 			continue
 		}
-		byID[s.SpanID] = append(byID[s.SpanID], int32(i))
+		next[i] = -1
+		if indexed {
+			next[chain.tail] = int32(i)
+			byID[s.SpanID] = idChain{chain.head, int32(i)}
+		} else {
+			byID[s.SpanID] = idChain{int32(i), int32(i)}
+		}
 	}
 
 	// 2. Parent links. Among spans sharing the parent's ID, prefer the one in the child's own
@@ -109,9 +162,9 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			}
 			continue
 		}
-		cands := byID[s.ParentID]
+		cands, indexed := byID[s.ParentID]
 		best := int32(-1)
-		for _, j := range cands {
+		for j := cands.head; indexed && j >= 0; j = next[j] {
 			if int(j) == i {
 				continue
 			}
@@ -124,8 +177,9 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 
 	// 3. Cycles: a parent chain that comes back to a span it passed. Every span on the cycle
 	// is malformed; spans hanging below a cycle are judged as if their parent were missing.
-	state := make([]uint8, len(spans)) // 0 new, 1 on stack, 2 done
-	var stack []int32
+	sc.state = grown(sc.state, len(spans)) // 0 new, 1 on stack, 2 done
+	state := sc.state
+	stack := sc.stack[:0]
 	for i := range spans {
 		if state[i] != 0 {
 			continue
@@ -156,9 +210,25 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			state[k] = 2
 		}
 	}
+	sc.stack = stack
+	// Children, grouped by parent in index order: count, place each group, fill.
 	for i := range spans {
 		if p := nodes[i].parent; p >= 0 {
-			nodes[p].children = append(nodes[p].children, int32(i))
+			nodes[p].kidsEnd++
+		}
+	}
+	from := int32(0)
+	for i := range nodes {
+		n := &nodes[i]
+		n.kidsFrom, from = from, from+n.kidsEnd
+		n.kidsEnd = n.kidsFrom
+	}
+	sc.kids = grown(sc.kids, int(from))
+	kids := sc.kids
+	for i := range spans {
+		if p := nodes[i].parent; p >= 0 {
+			kids[nodes[p].kidsEnd] = int32(i)
+			nodes[p].kidsEnd++
 		}
 		nodes[i].valid = out[i].Invalid == Valid
 		nodes[i].timed = out[i].Invalid == Valid || out[i].Invalid == InvalidDuplicate || out[i].Invalid == InvalidParentCycle
@@ -192,11 +262,14 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 	}
 	st.RootMissing = !haveRec
 	// Key bindings are resolved under the lock, once per key.
-	bindings := map[uint64]rootRecord{}
+	var bindings map[uint64]rootRecord // made when a key binds
 	for i := range spans {
 		if h := spans[i].KeyHash; h != 0 {
 			if _, done := bindings[h]; !done {
 				if rec, ok := c.lookupKeyLocked(h); ok {
+					if bindings == nil {
+						bindings = map[uint64]rootRecord{}
+					}
 					bindings[h] = rec
 				}
 			}
@@ -204,10 +277,13 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 	}
 	// Roots of the traces that span links point to: work reached through a link and bound by an
 	// idempotency key is judged against the root it came from (S7).
-	linkRecs := map[TraceID]rootRecord{}
+	var linkRecs map[TraceID]rootRecord // made when a link reaches a known root
 	for i := range spans {
 		for _, l := range spans[i].Links {
 			if rec, ok := c.roots[l.TraceID]; ok && !rec.detached && l.TraceID != spans[i].TraceID {
+				if linkRecs == nil {
+					linkRecs = map[TraceID]rootRecord{}
+				}
 				linkRecs[l.TraceID] = rec
 			}
 		}
@@ -265,7 +341,7 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			}
 		}
 		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = detached, bound, rec, hasRoot, deadline
-		for _, ch := range n.children {
+		for _, ch := range kids[n.kidsFrom:n.kidsEnd] {
 			visit(ch, detached, bound, rec, hasRoot, deadline, link)
 		}
 	}
@@ -346,7 +422,7 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 	}
 
 	// 8. Spend, then 9. runs.
-	c.decideSpend(spans, nodes, out, root, &st)
+	c.decideSpend(sc, spans, nodes, out, root, &st)
 	c.decideRuns(spans, nodes, out, root, &st)
 	return out, st
 }

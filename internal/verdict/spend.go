@@ -6,8 +6,9 @@ import "strings"
 // token usage or a model operation (gen_ai.operation.name chat, ...) none of whose descendants
 // is a model call: spans that repeat their children's usage (an agent or workflow span, the
 // Vercel AI SDK's ai.generateText around ai.generateText.doGenerate) are not counted twice.
-func (c *Correlator) decideSpend(spans []Span, nodes []node, out []Verdict, root int32, st *Stats) {
-	isCall := make([]bool, len(spans))
+func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []Verdict, root int32, st *Stats) {
+	sc.isCall = grown(sc.isCall, len(spans))
+	isCall := sc.isCall
 	for i := range spans {
 		if nodes[i].valid && c.rules.isModelCall(&spans[i]) {
 			isCall[i] = true
