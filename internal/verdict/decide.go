@@ -3,7 +3,6 @@ package verdict
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"sync"
 )
 
@@ -38,7 +37,10 @@ type scratch struct {
 	state  []uint8
 	stack  []int32
 	isCall []bool
-	byID   map[SpanID]idChain
+	// attempts and run are decideRuns' working memory.
+	attempts []attemptRef
+	run      []int32
+	byID     map[SpanID]idChain
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{byID: map[SpanID]idChain{}} }}
@@ -423,7 +425,7 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 
 	// 8. Spend, then 9. runs.
 	c.decideSpend(sc, spans, nodes, out, root, &st)
-	c.decideRuns(spans, nodes, out, root, &st)
+	c.decideRuns(sc, spans, nodes, out, root, &st)
 	return out, st
 }
 
@@ -441,17 +443,15 @@ func (c *Correlator) goneOf(n *node) (int64, bool) {
 	return 0, false
 }
 
-// sortByStart orders span indexes by start time, then span ID, so the result does not depend
-// on arrival order.
-func sortByStart(spans []Span, idx []int32) {
-	sort.Slice(idx, func(a, b int) bool {
-		sa, sb := &spans[idx[a]], &spans[idx[b]]
-		if sa.Start != sb.Start {
-			return sa.Start < sb.Start
-		}
-		if sa.SpanID != sb.SpanID {
-			return string(sa.SpanID[:]) < string(sb.SpanID[:])
-		}
-		return sa.Kind < sb.Kind
-	})
+// startOrder orders spans by start time, then span ID and kind, so that the order of a run's
+// attempts does not depend on arrival order.
+func startOrder(spans []Span, a, b int32) int {
+	sa, sb := &spans[a], &spans[b]
+	if sa.Start != sb.Start {
+		return cmp.Compare(sa.Start, sb.Start)
+	}
+	if sa.SpanID != sb.SpanID {
+		return cmp.Compare(string(sa.SpanID[:]), string(sb.SpanID[:]))
+	}
+	return cmp.Compare(sa.Kind, sb.Kind)
 }

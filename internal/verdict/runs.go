@@ -1,7 +1,8 @@
 package verdict
 
 import (
-	"hash/fnv"
+	"cmp"
+	"slices"
 )
 
 // runKey identifies the attempts of one logical operation: same parent span, same operation key.
@@ -15,11 +16,25 @@ func opKey(s *Span) uint64 {
 	if s.KeyHash != 0 {
 		return s.KeyHash
 	}
-	h := fnv.New64a()
-	h.Write([]byte(s.Name))
-	h.Write([]byte{0, byte(s.Kind), 0})
-	h.Write([]byte(s.Target))
-	return h.Sum64() | 1
+	// FNV-1a (hash/fnv's New64a) over name, {0, kind, 0} and target, without allocating.
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for i := 0; i < len(s.Name); i++ {
+		h = (h ^ uint64(s.Name[i])) * prime64
+	}
+	for _, b := range [3]byte{0, byte(s.Kind), 0} {
+		h = (h ^ uint64(b)) * prime64
+	}
+	for i := 0; i < len(s.Target); i++ {
+		h = (h ^ uint64(s.Target[i])) * prime64
+	}
+	return h | 1
+}
+
+// attemptRef is one attempt span and the key of the run it belongs to.
+type attemptRef struct {
+	key runKey
+	i   int32
 }
 
 // explicitRetry reports whether the span says itself that it repeats an earlier attempt.
@@ -27,38 +42,45 @@ func explicitRetry(s *Span) bool { return s.ResendCount >= 1 || s.Attempt >= 2 }
 
 // decideRuns groups attempt spans into runs and decides each run's outcome (DESIGN.md "Run
 // outcomes"; docs/verdicts.md "How attempts group into runs").
-func (c *Correlator) decideRuns(spans []Span, nodes []node, out []Verdict, root int32, st *Stats) {
-	groups := map[runKey][]int32{}
-	var order []runKey
+func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []Verdict, root int32, st *Stats) {
+	refs := sc.attempts[:0]
 	for i := range spans {
 		s := &spans[i]
 		if !nodes[i].valid || int32(i) == root || !c.rules.isAttempt(s) {
 			continue
 		}
-		k := runKey{parent: s.ParentID, op: opKey(s)}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], int32(i))
+		refs = append(refs, attemptRef{runKey{parent: s.ParentID, op: opKey(s)}, int32(i)})
 	}
-	for _, k := range order {
-		idx := groups[k]
-		sortByStart(spans, idx)
-		var run []int32
-		flush := func() {
-			if len(run) > 0 {
+	sc.attempts = refs
+	// Group the attempts by run key, each group in start order (startOrder). Groups share no
+	// span, so the order in which they are taken does not matter.
+	slices.SortFunc(refs, func(a, b attemptRef) int {
+		if a.key.parent != b.key.parent {
+			return cmp.Compare(string(a.key.parent[:]), string(b.key.parent[:]))
+		}
+		if a.key.op != b.key.op {
+			return cmp.Compare(a.key.op, b.key.op)
+		}
+		return startOrder(spans, a.i, b.i)
+	})
+	run := sc.run[:0]
+	for g := 0; g < len(refs); {
+		e := g + 1
+		for e < len(refs) && refs[e].key == refs[g].key {
+			e++
+		}
+		run = run[:0]
+		for _, r := range refs[g:e] {
+			if len(run) > 0 && c.startsNewRun(spans, run, r.i) {
 				c.closeRun(spans, nodes, out, run, st)
+				run = run[:0]
 			}
-			run = run[:0]
+			run = append(run, r.i)
 		}
-		for _, i := range idx {
-			if len(run) > 0 && c.startsNewRun(spans, run, i) {
-				flush()
-			}
-			run = append(run, i)
-		}
-		flush()
+		c.closeRun(spans, nodes, out, run, st)
+		g = e
 	}
+	sc.run = run
 }
 
 // startsNewRun decides whether attempt i begins a new run after the attempts in run.
