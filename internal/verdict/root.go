@@ -2,10 +2,11 @@ package verdict
 
 // rootRecord is what is kept of a root request after its spans have left: enough to judge
 // spans and traces that arrive later.
+// Its fields are ordered so that it takes 32 bytes (limits.max_root_records of them are kept).
 type rootRecord struct {
 	gone     int64 // unix ns: the earliest of the root's end and its deadline
-	reason   EndReason
 	service  string
+	reason   EndReason
 	detached bool // the trace's root is itself detached work (a CONSUMER, or linked)
 }
 

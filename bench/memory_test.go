@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// inFlight is how many traces the memory benchmarks hold (100,000 with -short).
+func inFlight() int {
+	if testing.Short() {
+		return 100_000
+	}
+	return 1_000_000
+}
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// feedTraces sends n one-span traces (root spans or leaf CLIENT spans, as the first span of a
+// trace to arrive usually is) to consume, 1,000 a batch, building each batch just before it is
+// sent, so that no input outlives its batch.
+func feedTraces(tb testing.TB, n int, root bool, consume func(ptrace.Traces) error) {
+	const per = 1000
+	for first := 0; first < n; first += per {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", "researcher")
+		decorateResources(td)
+		spans := rs.ScopeSpans().AppendEmpty().Spans()
+		spans.EnsureCapacity(per)
+		for t := first; t < min(first+per, n); t++ {
+			sp := spans.AppendEmpty()
+			sp.SetTraceID(TraceID(t, 0xffff))
+			sp.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, 8})
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(t) * time.Microsecond)
+			sp.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+			sp.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(200 * time.Millisecond)))
+			a := sp.Attributes()
+			a.PutStr("http.request.method", "GET")
+			if root {
+				sp.SetName("POST /ask")
+				sp.SetKind(ptrace.SpanKindServer)
+				a.PutStr("http.route", "/ask")
+				a.PutInt("http.response.status_code", 200)
+				continue
+			}
+			sp.SetName("GET")
+			sp.SetKind(ptrace.SpanKindClient)
+			sp.SetParentSpanID(pcommon.SpanID{8, 7, 6, 5, 4, 3, 2, 1})
+			a.PutStr("url.full", "http://search-tool:8080/search?q=agents")
+			a.PutStr("server.address", "search-tool")
+			a.PutInt("server.port", 8080)
+			a.PutInt("http.response.status_code", 200)
+		}
+		if err := consume(td); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMemory measures the processor's heap with 1,000,000 traces in flight: per tracked
+// trace (held, waiting for its decision: its first span, its resource, the processor's
+// bookkeeping) and per retained root record (what is kept of a root request after its trace
+// left, so that late spans and key-bound traces can be judged). Heap figures are deltas of
+// runtime.MemStats.HeapAlloc after full collections.
+func BenchmarkMemory(b *testing.B) {
+	n := inFlight()
+	b.Run("tracked-traces", func(b *testing.B) {
+		var per float64
+		for range b.N {
+			cfg := orphanConfig()
+			cfg.DecisionWait = time.Hour
+			cfg.Limits.MaxTraces = 2 * n
+			cfg.Limits.MaxRootRecords = 2 * n
+			before := heapInUse()
+			o := newOrphan(b, cfg, consumertest.NewNop())
+			feedTraces(b, n, false, func(td ptrace.Traces) error { return o.p.ConsumeTraces(context.Background(), td) })
+			held := heapInUse()
+			per = float64(held-before) / float64(n)
+			o.close(b) // decides and passes on every held trace
+			runtime.KeepAlive(o)
+		}
+		b.ReportMetric(0, "ns/op")
+		b.ReportMetric(per, "B/tracked-trace")
+	})
+	b.Run("root-records", func(b *testing.B) {
+		var per float64
+		for range b.N {
+			cfg := orphanConfig() // decision_wait 0: each trace leaves at once, its record stays
+			cfg.Limits.MaxRootRecords = 2 * n
+			before := heapInUse()
+			o := newOrphan(b, cfg, consumertest.NewNop())
+			feedTraces(b, n, true, func(td ptrace.Traces) error { return o.p.ConsumeTraces(context.Background(), td) })
+			after := heapInUse()
+			per = float64(after-before) / float64(n)
+			o.close(b)
+			runtime.KeepAlive(o)
+		}
+		b.ReportMetric(0, "ns/op")
+		b.ReportMetric(per, "B/root-record")
+	})
+	b.Run("held-mix", func(b *testing.B) {
+		// The whole mix held at once (decision_wait 1h): heap per held span of realistic traces,
+		// the spans themselves included.
+		m := getMix(b)
+		var per float64
+		for range b.N {
+			cfg := orphanConfig()
+			cfg.DecisionWait = time.Hour
+			in := Clone(m.Batches)
+			before := heapInUse()
+			o := newOrphan(b, cfg, consumertest.NewNop())
+			for i := range in {
+				if err := o.p.ConsumeTraces(context.Background(), in[i]); err != nil {
+					b.Fatal(err)
+				}
+				in[i] = ptrace.Traces{}
+			}
+			held := heapInUse()
+			per = (float64(held) - float64(before)) / float64(m.Spans)
+			o.close(b)
+			runtime.KeepAlive(o)
+		}
+		b.ReportMetric(0, "ns/op")
+		b.ReportMetric(per, "B/held-span-beyond-input")
+	})
+}
