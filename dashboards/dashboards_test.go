@@ -1,0 +1,336 @@
+package dashboards_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/orphanwatch/orphanwatch/dashboards"
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+)
+
+// The committed JSON files are exactly what the generator writes.
+func TestCommittedDashboardsAreGenerated(t *testing.T) {
+	for _, f := range dashboards.Files() {
+		want, err := dashboards.Render(f)
+		require.NoError(t, err)
+		got, err := os.ReadFile(f.Name)
+		require.NoError(t, err, "dashboards/%s is missing: run go run ./cmd/gendashboards", f.Name)
+		if !bytes.Equal(got, want) {
+			t.Errorf("dashboards/%s differs from the generator's output: run go run ./cmd/gendashboards", f.Name)
+		}
+	}
+}
+
+// vars stands in for what Grafana substitutes.
+var vars = map[string]string{
+	"__rate_interval": "1m", "__interval": "30s", "__range": "1h",
+	"service": ".*", "instance": ".*", "datasource": "prometheus",
+}
+
+func committed(t *testing.T) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, f := range dashboards.Files() {
+		b, err := os.ReadFile(f.Name)
+		require.NoError(t, err)
+		out[f.Name] = b
+	}
+	return out
+}
+
+// Every query parses as PromQL once Grafana's variables are substituted.
+func TestQueriesParse(t *testing.T) {
+	n := 0
+	for name, b := range committed(t) {
+		qs, err := dashboards.Queries(b)
+		require.NoError(t, err)
+		require.NotEmpty(t, qs, name)
+		for _, q := range qs {
+			n++
+			expanded := dashboards.Expand(q.Expr, vars)
+			assert.NotContains(t, expanded, "$", "%s: unexpanded variable in %q", q, expanded)
+			_, err := dashboards.Parse(expanded)
+			assert.NoError(t, err, "%s: %s", q, q.Expr)
+		}
+	}
+	t.Logf("%d queries parsed", n)
+}
+
+// Every query, and every variable query, names only metrics that orphanwatch serves.
+func TestQueriesNameServedMetrics(t *testing.T) {
+	served := servedMetrics(t)
+	used := map[string]bool{}
+	for name, b := range committed(t) {
+		qs, err := dashboards.Queries(b)
+		require.NoError(t, err)
+		for _, q := range qs {
+			names, err := dashboards.MetricNames(dashboards.Expand(q.Expr, vars))
+			require.NoError(t, err, "%s", q)
+			require.NotEmpty(t, names, "%s names no metric", q)
+			for _, m := range names {
+				used[m] = true
+				assert.True(t, served[m], "%s: %s is not served by the exporter, the processor or the collector", q, m)
+			}
+		}
+		vq, err := dashboards.VariableQueries(b)
+		require.NoError(t, err)
+		for v, q := range vq {
+			m, _, err := dashboards.LabelValuesMetric(q)
+			require.NoError(t, err, "%s: variable %s", name, v)
+			assert.True(t, served[m], "%s: variable %s: %s is not served", name, v, m)
+		}
+	}
+	// Every metric of the exporter's contract appears on some dashboard.
+	for _, m := range []string{
+		"orphanwatch_runs_total", "orphanwatch_attempts_total", "orphanwatch_roots_total",
+		"orphanwatch_spend_seconds_total", "orphanwatch_spend_tokens_total", "orphanwatch_spend_cost_usd_total",
+		"orphanwatch_model_calls_total", "orphanwatch_outlive_seconds_bucket", "orphanwatch_unpropagated_total",
+		"orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total",
+	} {
+		assert.True(t, used[m], "no dashboard shows %s", m)
+	}
+}
+
+// Panels are complete: a title, a description, unique ids, queries on the ${datasource}
+// variable; the propagation dashboard asks for exemplars.
+func TestPanels(t *testing.T) {
+	uids := map[string]bool{}
+	for _, f := range dashboards.Files() {
+		d, err := f.Build()
+		require.NoError(t, err)
+		require.NotNil(t, d.Uid)
+		assert.False(t, uids[*d.Uid], "duplicate uid %s", *d.Uid)
+		uids[*d.Uid] = true
+		assert.Contains(t, d.Tags, dashboards.Tag)
+
+		b, err := dashboards.Render(f)
+		require.NoError(t, err)
+		var raw struct {
+			Panels []struct {
+				Type        string `json:"type"`
+				ID          int    `json:"id"`
+				Title       string `json:"title"`
+				Description string `json:"description"`
+				Datasource  struct {
+					UID string `json:"uid"`
+				} `json:"datasource"`
+				Targets []struct {
+					RefID      string `json:"refId"`
+					Datasource struct {
+						UID string `json:"uid"`
+					} `json:"datasource"`
+				} `json:"targets"`
+				Panels []json.RawMessage `json:"panels"`
+			} `json:"panels"`
+		}
+		require.NoError(t, json.Unmarshal(b, &raw))
+		ids := map[int]bool{}
+		for _, p := range raw.Panels {
+			assert.False(t, ids[p.ID], "%s: duplicate panel id %d", f.Name, p.ID)
+			ids[p.ID] = true
+			assert.NotEmpty(t, p.Title, "%s: panel %d", f.Name, p.ID)
+			if p.Type == "row" {
+				assert.Empty(t, p.Panels, "%s: row %q is collapsed", f.Name, p.Title)
+				continue
+			}
+			assert.NotEmpty(t, p.Description, "%s: %s", f.Name, p.Title)
+			assert.Equal(t, "${datasource}", p.Datasource.UID, "%s: %s", f.Name, p.Title)
+			require.NotEmpty(t, p.Targets, "%s: %s has no query", f.Name, p.Title)
+			refs := map[string]bool{}
+			for _, tg := range p.Targets {
+				assert.False(t, refs[tg.RefID], "%s: %s: duplicate refId %s", f.Name, p.Title, tg.RefID)
+				refs[tg.RefID] = true
+				assert.Equal(t, "${datasource}", tg.Datasource.UID, "%s: %s", f.Name, p.Title)
+			}
+		}
+	}
+
+	b, err := os.ReadFile("cancellation-propagation.json")
+	require.NoError(t, err)
+	qs, err := dashboards.Queries(b)
+	require.NoError(t, err)
+	exemplars := 0
+	for _, q := range qs {
+		if q.Exemplar {
+			exemplars++
+		}
+	}
+	assert.GreaterOrEqual(t, exemplars, 3, "the propagation dashboard links to traces through exemplars")
+}
+
+func TestExpand(t *testing.T) {
+	assert.Equal(t, `rate(x{a=~".*"}[1m]) + y[1h] + z[30s]`,
+		dashboards.Expand(`rate(x{a=~"$service"}[$__rate_interval]) + y[${__range}] + z[[[__interval]]]`, vars))
+	m, l, err := dashboards.LabelValuesMetric("label_values(orphanwatch_runs_total, service_name)")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"orphanwatch_runs_total", "service_name"}, []string{m, l})
+	_, err = dashboards.MetricNames(`rate({job="x"}[1m])`)
+	assert.Error(t, err)
+}
+
+// servedMetrics is every series name the distribution serves: the exporter's (gathered from a
+// Recorder fed one span of each kind), the orphan processor's (read from its telemetry source,
+// named as the collector's Prometheus endpoint shows them: counters without _total, histograms
+// as _bucket/_sum/_count), and the collector's own receiver counters the health dashboard uses.
+// The end-to-end test in test/monitoring checks all of them against a running collector.
+func servedMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	served := map[string]bool{}
+
+	rec, err := orphanmetricsexporter.NewRecorder(orphanmetricsexporter.NewDefaultConfig())
+	require.NoError(t, err)
+	rec.Record(verdictTraces())
+	fams, err := rec.Gatherer().Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		addFamily(served, f.GetName(), f.GetType())
+	}
+	for _, m := range []string{"orphanwatch_runs_total", "orphanwatch_unpropagated_total", "orphanwatch_outlive_seconds_bucket", "orphanwatch_label_overflow_total"} {
+		require.True(t, served[m], "the exporter did not serve %s: the test's traces miss a verdict", m)
+	}
+
+	src, err := os.ReadFile("../processor/orphanprocessor/internal/metadata/generated_telemetry.go")
+	require.NoError(t, err)
+	re := regexp.MustCompile(`m\.(Int64Counter|Float64Counter|Int64UpDownCounter|Float64UpDownCounter|Float64Histogram|Int64Histogram|Int64ObservableGauge|Float64ObservableGauge|Int64Gauge|Float64Gauge)\("([a-z0-9_]+)"`)
+	matches := re.FindAllStringSubmatch(string(src), -1)
+	require.NotEmpty(t, matches)
+	for _, m := range matches {
+		kind, name := m[1], m[2]
+		switch {
+		case strings.HasSuffix(kind, "Histogram"):
+			addFamily(served, name, dto.MetricType_HISTOGRAM)
+		default:
+			served[name] = true // counters without _total on the collector's endpoint
+		}
+	}
+
+	for _, m := range []string{"otelcol_receiver_accepted_spans", "otelcol_receiver_refused_spans", "otelcol_receiver_failed_spans"} {
+		served[m] = true
+	}
+	names := make([]string, 0, len(served))
+	for n := range served {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	t.Logf("served: %s", strings.Join(names, " "))
+	return served
+}
+
+func addFamily(set map[string]bool, name string, typ dto.MetricType) {
+	if typ == dto.MetricType_HISTOGRAM {
+		for _, s := range []string{"_bucket", "_sum", "_count"} {
+			set[name+s] = true
+		}
+		return
+	}
+	set[name] = true
+}
+
+// verdictTraces is a root and an orphaned model call as the processor writes them: enough to
+// create every metric family of the exporter.
+func verdictTraces() ptrace.Traces {
+	td := ptrace.NewTraces()
+	now := time.Now()
+	ts := func(d time.Duration) pcommon.Timestamp { return pcommon.NewTimestampFromTime(now.Add(d)) }
+
+	gw := td.ResourceSpans().AppendEmpty()
+	gw.Resource().Attributes().PutStr("service.name", "gateway")
+	root := gw.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	root.SetTraceID(pcommon.TraceID{1})
+	root.SetSpanID(pcommon.SpanID{1})
+	root.SetName("POST /ask")
+	root.SetKind(ptrace.SpanKindServer)
+	root.SetStartTimestamp(ts(0))
+	root.SetEndTimestamp(ts(time.Second))
+	root.Attributes().PutStr("orphanwatch.liveness", "live")
+	root.Attributes().PutStr("orphanwatch.root.end_reason", "cancelled")
+
+	ag := td.ResourceSpans().AppendEmpty()
+	ag.Resource().Attributes().PutStr("service.name", "researcher")
+	call := ag.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	call.SetTraceID(pcommon.TraceID{1})
+	call.SetSpanID(pcommon.SpanID{2})
+	call.SetParentSpanID(pcommon.SpanID{1})
+	call.SetName("chat gpt-4o")
+	call.SetKind(ptrace.SpanKindClient)
+	call.SetStartTimestamp(ts(2 * time.Second))
+	call.SetEndTimestamp(ts(3 * time.Second))
+	a := call.Attributes()
+	a.PutStr("orphanwatch.liveness", "orphaned")
+	a.PutBool("orphanwatch.started_after_gone", true)
+	a.PutDouble("orphanwatch.after_gone", 2)
+	a.PutInt("orphanwatch.attempt", 1)
+	a.PutStr("orphanwatch.run.outcome", "delivered_to_nobody")
+	a.PutInt("orphanwatch.run.attempts", 1)
+	a.PutStr("orphanwatch.run.result", "ok")
+	a.PutStr("orphanwatch.caller.service", "gateway")
+	a.PutStr("orphanwatch.spend.model", "gpt-4o")
+	a.PutInt("orphanwatch.spend.input_tokens", 1000)
+	a.PutInt("orphanwatch.spend.output_tokens", 100)
+	a.PutDouble("orphanwatch.spend.cost", 0.0035)
+	return td
+}
+
+// The provisioning files load the dashboards from a folder and link exemplars' trace_id (the
+// label the exporter writes) to a tracing datasource.
+func TestProvisioning(t *testing.T) {
+	var prov struct {
+		APIVersion int `yaml:"apiVersion"`
+		Providers  []struct {
+			Type    string `yaml:"type"`
+			Options struct {
+				Path string `yaml:"path"`
+			} `yaml:"options"`
+		} `yaml:"providers"`
+	}
+	b, err := os.ReadFile("provisioning/dashboards.yaml")
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &prov))
+	assert.Equal(t, 1, prov.APIVersion)
+	require.Len(t, prov.Providers, 1)
+	assert.Equal(t, "file", prov.Providers[0].Type)
+	assert.NotEmpty(t, prov.Providers[0].Options.Path)
+
+	var ds struct {
+		APIVersion  int `yaml:"apiVersion"`
+		Datasources []struct {
+			UID      string `yaml:"uid"`
+			Type     string `yaml:"type"`
+			JSONData struct {
+				Exemplars []struct {
+					Name          string `yaml:"name"`
+					DatasourceUID string `yaml:"datasourceUid"`
+				} `yaml:"exemplarTraceIdDestinations"`
+			} `yaml:"jsonData"`
+		} `yaml:"datasources"`
+	}
+	b, err = os.ReadFile("provisioning/datasources.yaml")
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &ds))
+	uids := map[string]string{}
+	for _, d := range ds.Datasources {
+		uids[d.UID] = d.Type
+	}
+	linked := false
+	for _, d := range ds.Datasources {
+		for _, e := range d.JSONData.Exemplars {
+			assert.Equal(t, "trace_id", e.Name)
+			assert.Equal(t, "tempo", uids[e.DatasourceUID], "exemplar link to %s", e.DatasourceUID)
+			linked = d.Type == "prometheus"
+		}
+	}
+	assert.True(t, linked, "no Prometheus datasource links exemplars to traces")
+}

@@ -1,0 +1,87 @@
+package dashboards
+
+import (
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+)
+
+// Selector of the health dashboard's instance variable (the collector's telemetry endpoint).
+const inst = `instance=~"$instance"`
+
+// PipelineHealth is the processor's and exporter's own health: throughput, refused spans, state
+// held and evicted, decision wait, and why spans get no verdict.
+func PipelineHealth() (dashboard.Dashboard, error) {
+	var id ids
+	d := base("orphanwatch-pipeline", "orphanwatch / pipeline health",
+		"The orphan processor's and the orphanmetrics exporter's own health, from the collector's telemetry (otelcol_*) and the exporter.").
+		WithVariable(labelVariable("instance", "instance", "otelcol_processor_orphan_spans_processed", "Collector"))
+
+	section(d, &id, "Throughput",
+		graph(id.next(), "Spans per second",
+			"Spans accepted by the receivers, decided by the orphan processor, and judged orphaned.",
+			"short", 12, 8,
+			query("A", `sum(rate(otelcol_receiver_accepted_spans{`+inst+`}[$__rate_interval]))`, "accepted"),
+			query("B", `sum(rate(otelcol_processor_orphan_spans_processed{`+inst+`}[$__rate_interval]))`, "decided"),
+			query("C", `sum(rate(otelcol_processor_orphan_spans_orphaned{`+inst+`}[$__rate_interval]))`, "orphaned")),
+		graph(id.next(), "Spans refused or failed by the receivers (per second)",
+			"Spans the receivers refused (usually the memory_limiter pushing back) or failed. Anything above zero is data lost or delayed.",
+			"short", 12, 8,
+			query("A", `sum by (receiver) (rate(otelcol_receiver_refused_spans{`+inst+`}[$__rate_interval]))`, "refused {{receiver}}"),
+			query("B", `sum by (receiver) (rate(otelcol_receiver_failed_spans{`+inst+`}[$__rate_interval]))`, "failed {{receiver}}")),
+	)
+
+	section(d, &id, "State",
+		graph(id.next(), "Held while waiting for a decision",
+			"Traces and spans the processor holds for decision_wait before deciding their verdicts.",
+			"short", 8, 8,
+			query("A", `sum(otelcol_processor_orphan_traces_held{`+inst+`})`, "traces"),
+			query("B", `sum(otelcol_processor_orphan_spans_held{`+inst+`})`, "spans")),
+		graph(id.next(), "Cross-trace memory",
+			"Root records kept for late spans and key-bound traces, and idempotency-key hashes remembered.",
+			"short", 8, 8,
+			query("A", `sum(otelcol_processor_orphan_root_records{`+inst+`})`, "root records"),
+			query("B", `sum(otelcol_processor_orphan_idempotency_keys{`+inst+`})`, "idempotency keys")),
+		graph(id.next(), "Evictions per minute by state",
+			"State evicted to stay within limits: traces and spans_per_trace are decided early; root_records and idempotency_keys are forgotten. Above zero, verdicts degrade.",
+			"short", 8, 8,
+			query("A", `sum by (state) (rate(otelcol_processor_orphan_evictions{`+inst+`}[$__rate_interval])) * 60`, "{{state}}")).
+			NoValue("0"),
+		graph(id.next(), "Decision wait",
+			"Time from a trace's first span to its decision: decision_wait, shorter when a limit forces an early decision.",
+			"s", 12, 8,
+			query("A", `histogram_quantile(0.5, sum by (le) (rate(otelcol_processor_orphan_decision_wait_bucket{`+inst+`}[$__rate_interval])))`, "p50"),
+			query("B", `histogram_quantile(0.99, sum by (le) (rate(otelcol_processor_orphan_decision_wait_bucket{`+inst+`}[$__rate_interval])))`, "p99")),
+		graph(id.next(), "Late spans and missing roots (per minute)",
+			"Spans that arrived after their trace was decided (judged against the kept root record), traces decided without their root, and runs given unknown_root. Many of them: raise decision_wait, or keep whole traces together.",
+			"short", 12, 8,
+			query("A", `sum(rate(otelcol_processor_orphan_spans_late{`+inst+`}[$__rate_interval])) * 60`, "late spans"),
+			query("B", `sum(rate(otelcol_processor_orphan_traces_root_missing{`+inst+`}[$__rate_interval])) * 60`, "traces without root"),
+			query("C", `sum(rate(otelcol_processor_orphan_runs_unknown_root{`+inst+`}[$__rate_interval])) * 60`, "runs with unknown root")).
+			NoValue("0"),
+	)
+
+	section(d, &id, "Verdict quality",
+		stacked(graph(id.next(), "Spans without a verdict by reason (per minute)",
+			"Spans that got no verdict or only liveness unknown: root_missing, malformed IDs or times, duplicates, parent cycles.",
+			"short", 12, 8,
+			query("A", `sum by (reason) (rate(otelcol_processor_orphan_spans_without_verdict{`+inst+`}[$__rate_interval])) * 60`, "{{reason}}")).
+			NoValue("0")),
+		stacked(graph(id.next(), "Attribute values ignored by reason (per minute)",
+			"Attribute values present but unusable (wrong type, invalid token count, malformed deadline): ignored as if absent.",
+			"short", 12, 8,
+			query("A", `sum by (reason) (rate(otelcol_processor_orphan_attributes_ignored{`+inst+`}[$__rate_interval])) * 60`, "{{reason}}")).
+			NoValue("0")),
+	)
+
+	section(d, &id, "Exporter",
+		graph(id.next(), "Label values folded into other (per minute)",
+			"New label values beyond the exporter's label_limits, exported as \"other\". Above zero: fix the instrumentation or raise the limit.",
+			"short", 12, 8,
+			query("A", `sum by (label) (rate(orphanwatch_label_overflow_total[$__rate_interval])) * 60`, "{{label}}")),
+		graph(id.next(), "Spans skipped by the exporter (per minute)",
+			"Spans whose orphanwatch.* attributes or times were malformed, by reason; they are missing from the metrics that need them.",
+			"short", 12, 8,
+			query("A", `sum by (reason) (rate(orphanwatch_spans_skipped_total[$__rate_interval])) * 60`, "{{reason}}")),
+	)
+
+	return d.Build()
+}
