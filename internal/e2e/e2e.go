@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,7 +70,25 @@ func FreePort(t testing.TB) int {
 type Collector struct {
 	OTLPGRPC, OTLPHTTP, Zipkin, Metrics, Health, Telemetry int
 	cmd                                                    *exec.Cmd
-	log                                                    *bytes.Buffer
+	log                                                    *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's output goroutine and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Options tune the collector's config.
@@ -86,7 +105,7 @@ func StartCollector(t testing.TB, bin string, o Options) *Collector {
 	if o.DecisionWait == "" {
 		o.DecisionWait = "1s"
 	}
-	c := &Collector{OTLPGRPC: FreePort(t), OTLPHTTP: FreePort(t), Zipkin: FreePort(t), Metrics: FreePort(t), Health: FreePort(t), Telemetry: FreePort(t), log: &bytes.Buffer{}}
+	c := &Collector{OTLPGRPC: FreePort(t), OTLPHTTP: FreePort(t), Zipkin: FreePort(t), Metrics: FreePort(t), Health: FreePort(t), Telemetry: FreePort(t), log: &syncBuffer{}}
 	cfg := fmt.Sprintf(`receivers:
   otlp:
     protocols:
