@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
@@ -55,7 +56,25 @@ func run() error {
 			},
 		},
 	}
-	return otelcol.NewCommand(set).Execute()
+	cmd := otelcol.NewCommand(set)
+	// Without --config, the embedded default is passed as one, so that --set flags apply on
+	// top of it instead of replacing it.
+	args := os.Args[1:]
+	if !hasConfigFlag(args) && (len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "validate") {
+		args = append(args, "--config="+def)
+	}
+	cmd.SetArgs(args)
+	return cmd.Execute()
+}
+
+// hasConfigFlag reports whether the command line names a config.
+func hasConfigFlag(args []string) bool {
+	for _, a := range args {
+		if a == "--config" || strings.HasPrefix(a, "--config=") {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultConfigURI turns the embedded YAML into a one-line `yaml:` URI (JSON is YAML).

@@ -28,7 +28,7 @@ func loadConfig(t *testing.T, name string) *Config {
 func TestDefaultConfigIsValid(t *testing.T) {
 	cfg := loadConfig(t, "")
 	require.NoError(t, confmap.Validate(cfg))
-	assert.Equal(t, 5*time.Second, cfg.DecisionWait)
+	assert.Equal(t, 30*time.Second, cfg.DecisionWait)
 	assert.Equal(t, 250*time.Millisecond, cfg.ClockSkewTolerance)
 	assert.Contains(t, cfg.Attributes.IdempotencyKey, "http.request.header.idempotency-key")
 	assert.Equal(t, "gen_ai.usage.input_tokens", cfg.Attributes.InputTokens[0])

@@ -56,7 +56,7 @@ var (
 func createDefaultConfig() component.Config {
 	vc := verdict.DefaultConfig()
 	return &Config{
-		DecisionWait:       5 * time.Second,
+		DecisionWait:       30 * time.Second,
 		ClockSkewTolerance: vc.ClockSkew,
 		RunTimeout:         vc.RunTimeout,
 		MaxAttempts:        vc.MaxAttempts,

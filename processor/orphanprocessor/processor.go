@@ -47,17 +47,26 @@ type orphanProcessor struct {
 	started  bool
 }
 
-// heldTrace is one trace waiting for its decision: its spans copied out of the batches that
-// carried them (with their resource and scope), and what the correlator reads of each.
+// heldTrace is one trace waiting for its decision: its spans moved out of the batches that
+// carried them (with copies of their resource and scope). The correlator's view of each span
+// (verdict.Span) is read when the trace is decided, not kept while it waits.
 type heldTrace struct {
 	id      verdict.TraceID
 	first   time.Time
 	td      ptrace.Traces
-	spans   []verdict.Span
-	refs    []ptrace.Span
+	refs    []heldSpan // in order of arrival
 	decided bool
 	late    bool
 }
+
+// heldSpan is one held span and its resource (both in heldTrace.td).
+type heldSpan struct {
+	sp  ptrace.Span
+	res pcommon.Resource
+}
+
+// spanBufs recycles the verdict.Span buffers that decide reads a trace into.
+var spanBufs = sync.Pool{New: func() any { return new([]verdict.Span) }}
 
 func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
 	corr, err := verdict.New(cfg.verdictConfig())
@@ -178,9 +187,9 @@ func (p *orphanProcessor) due(now time.Time) []*heldTrace {
 func (p *orphanProcessor) takeLocked(h *heldTrace) *heldTrace {
 	h.decided = true
 	delete(p.held, h.id)
-	p.spansHeld -= len(h.spans)
+	p.spansHeld -= len(h.refs)
 	p.tel.ProcessorOrphanTracesHeld.Add(context.Background(), -1)
-	p.tel.ProcessorOrphanSpansHeld.Add(context.Background(), int64(-len(h.spans)))
+	p.tel.ProcessorOrphanSpansHeld.Add(context.Background(), int64(-len(h.refs)))
 	return h
 }
 
@@ -202,7 +211,11 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		h      *heldTrace
 		rs, ss int
 	}
-	dest := map[scopeKey]ptrace.ScopeSpans{}
+	type scopeDest struct {
+		ss  ptrace.ScopeSpans
+		res pcommon.Resource
+	}
+	dest := map[scopeKey]scopeDest{}
 	now := p.now()
 
 	p.mu.Lock()
@@ -226,10 +239,12 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 			spans := ss.Spans()
 			for k := range spans.Len() {
 				sp := spans.At(k)
-				var vs verdict.Span
-				p.reader.Read(rs.Resource(), sp, &vs, &rst)
-				if vs.TraceID.IsZero() {
-					// Cannot be grouped with its trace: passed on at once, unchanged.
+				traceID := verdict.TraceID(sp.TraceID())
+				if traceID.IsZero() {
+					// Cannot be grouped with its trace: passed on at once, unchanged (but read,
+					// so that its unusable attributes are counted).
+					var vs verdict.Span
+					p.reader.Read(rs.Resource(), sp, &vs, &rst)
 					if !hasPass {
 						passthrough, hasPass = ptrace.NewTraces(), true
 					}
@@ -237,45 +252,53 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					invalidIDs++
 					continue
 				}
-				h := p.held[vs.TraceID]
+				parentID := verdict.SpanID(sp.ParentSpanID())
+				// What this span tells other traces: a root's record, an idempotency key. The
+				// rest of what the correlator reads is read when the trace is decided.
+				switch {
+				case parentID.IsZero():
+					var vs verdict.Span
+					var counted spanread.Stats // counted when the trace is decided
+					p.reader.Read(rs.Resource(), sp, &vs, &counted)
+					observed = append(observed, vs)
+				default:
+					if kh := p.reader.KeyHash(sp); kh != 0 {
+						observed = append(observed, verdict.Span{TraceID: traceID, SpanID: verdict.SpanID(sp.SpanID()), ParentID: parentID, KeyHash: kh})
+					}
+				}
+				h := p.held[traceID]
 				if h == nil {
-					h = &heldTrace{id: vs.TraceID, first: now, td: ptrace.NewTraces()}
-					h.late = p.corr.Knows(vs.TraceID) && !vs.ParentID.IsZero()
-					p.held[vs.TraceID] = h
+					h = &heldTrace{id: traceID, first: now, td: ptrace.NewTraces()}
+					h.late = p.corr.Knows(traceID) && !parentID.IsZero()
+					p.held[traceID] = h
 					p.queue = append(p.queue, h)
 					newTraces++
 				}
 				key := scopeKey{h, ri, si}
-				dss, ok := dest[key]
+				d, ok := dest[key]
 				if !ok {
 					drs := h.td.ResourceSpans().AppendEmpty()
 					rs.Resource().CopyTo(drs.Resource())
 					drs.SetSchemaUrl(rs.SchemaUrl())
-					dss = drs.ScopeSpans().AppendEmpty()
+					dss := drs.ScopeSpans().AppendEmpty()
 					ss.Scope().CopyTo(dss.Scope())
 					dss.SetSchemaUrl(ss.SchemaUrl())
-					dest[key] = dss
+					d = scopeDest{dss, drs.Resource()}
+					dest[key] = d
 				}
 				// The processor owns td (MutatesData): the span is moved, not copied.
-				ref := dss.Spans().AppendEmpty()
+				ref := d.ss.Spans().AppendEmpty()
 				sp.MoveTo(ref)
-				if len(h.spans) == cap(h.spans) {
-					n := len(h.spans) + max(p.perTrace[vs.TraceID], 1)
-					h.spans = slices.Grow(h.spans, n-len(h.spans))
-					h.refs = slices.Grow(h.refs, n-len(h.refs))
+				if len(h.refs) == cap(h.refs) {
+					h.refs = slices.Grow(h.refs, max(p.perTrace[traceID], 1))
 				}
-				h.spans = append(h.spans, vs)
-				h.refs = append(h.refs, ref)
+				h.refs = append(h.refs, heldSpan{ref, d.res})
 				if h.late {
 					late++
 				}
 				p.spansHeld++
 				newSpans++
-				if vs.ParentID.IsZero() || vs.KeyHash != 0 {
-					// Only roots and spans with an idempotency key tell other traces anything.
-					observed = append(observed, vs)
-				}
-				if len(h.spans) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
+				if len(h.refs) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
 					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, metric.WithAttributes(attribute.String("state", "spans_per_trace")))
 					ready = append(ready, p.takeLocked(h))
 					// The next spans of this batch start a new holding for the trace.
@@ -358,9 +381,9 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 	for _, h := range ready {
 		p.decide(ctx, h)
 		p.tel.ProcessorOrphanDecisionWait.Record(ctx, now.Sub(h.first).Seconds())
-		n += len(h.spans)
+		n += len(h.refs)
 		h.td.ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
-		h.spans, h.refs = nil, nil
+		h.refs = nil
 	}
 	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n))
 	p.countCorrelatorEvictions(ctx)
@@ -374,10 +397,20 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 
 // decide asks the correlator for one trace's verdicts and writes them onto its spans.
 func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
-	verdicts, st := p.corr.Decide(h.spans)
+	buf := spanBufs.Get().(*[]verdict.Span)
+	spans := slices.Grow((*buf)[:0], len(h.refs))[:len(h.refs)]
+	var rst spanread.Stats
+	for i, r := range h.refs {
+		p.reader.Read(r.res, r.sp, &spans[i], &rst)
+	}
+	p.countReaderStats(ctx, &rst)
+	verdicts, st := p.corr.Decide(spans)
+	clear(spans) // drop the strings it points into before the buffer is reused
+	*buf = spans[:0]
+	spanBufs.Put(buf)
 	orphaned := int64(0)
 	for i := range verdicts {
-		writeVerdict(h.refs[i].Attributes(), &verdicts[i])
+		writeVerdict(h.refs[i].sp.Attributes(), &verdicts[i])
 		if verdicts[i].Liveness == verdict.LivenessOrphaned {
 			orphaned++
 		}
@@ -395,7 +428,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	}
 	if st.RootMissing {
 		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1)
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(len(h.spans)), metric.WithAttributes(attribute.String("reason", "root_missing")))
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(len(h.refs)), metric.WithAttributes(attribute.String("reason", "root_missing")))
 	}
 	if st.UnknownRootRuns > 0 {
 		p.tel.ProcessorOrphanRunsUnknownRoot.Add(ctx, int64(st.UnknownRootRuns))

@@ -288,6 +288,19 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 	}
 }
 
+// KeyHash returns the hash of sp's idempotency key as Read finds it (KeyHash of verdict.Span),
+// or 0 when it has none: all that the correlator needs of a span that is not a root when it
+// arrives.
+func (r *Reader) KeyHash(sp ptrace.Span) uint64 {
+	a := sp.Attributes()
+	for _, name := range r.o.IdempotencyKeys {
+		if k := strAttr(a, name); k != "" {
+			return HashKey(k)
+		}
+	}
+	return 0
+}
+
 // HashKey returns the 64-bit FNV-1a hash of an idempotency key, never zero. Only the hash is
 // kept, so keys never appear in clear in state, attributes, metrics or logs.
 func HashKey(k string) uint64 {

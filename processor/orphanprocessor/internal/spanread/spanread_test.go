@@ -173,6 +173,7 @@ func TestReadOnePassEqualsGet(t *testing.T) {
 	assert.Equal(t, "vectors.Search/Query", s1.Target)
 	assert.Equal(t, 1, s1.GRPCStatus)
 	assert.Equal(t, HashKey("K-2"), s1.KeyHash)
+	assert.Equal(t, s1.KeyHash, few.KeyHash(sp), "KeyHash finds the key Read finds")
 
 	// Two attributes with one key (hostile input): both read the first, as Get does.
 	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[
