@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,29 +37,11 @@ func RequireTool(t testing.TB, names ...string) string {
 	return ""
 }
 
-// lockedBuffer is a bytes.Buffer safe for a process writing while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Process is a server process started by a test and stopped by its PID when the test ends.
 type Process struct {
 	Name string
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *syncBuffer
 	done chan struct{}
 }
 
@@ -68,7 +49,7 @@ type Process struct {
 // when the test ends.
 func StartProcess(t testing.TB, name, bin string, args ...string) *Process {
 	t.Helper()
-	p := &Process{Name: name, log: &lockedBuffer{}, done: make(chan struct{})}
+	p := &Process{Name: name, log: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
