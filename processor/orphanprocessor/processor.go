@@ -43,6 +43,7 @@ type orphanProcessor struct {
 
 	stopOnce sync.Once
 	stop     chan struct{}
+	wake     chan struct{} // buffered 1: a trace arrived into an empty queue
 	done     chan struct{}
 	started  bool
 }
@@ -139,28 +140,38 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// tick is how often the loop looks for traces whose wait is over.
-func (p *orphanProcessor) tick() time.Duration {
-	t := p.cfg.DecisionWait / 10
-	return min(max(t, 5*time.Millisecond), 100*time.Millisecond)
-}
-
 func (p *orphanProcessor) loop() {
 	defer close(p.done)
 	if p.cfg.DecisionWait == 0 {
 		<-p.stop
 		return
 	}
-	t := time.NewTicker(p.tick())
+	// The timer is set to the moment the oldest held trace is due, so no span waits longer
+	// than decision_wait (plus the time to decide); an arrival into an empty queue wakes it.
+	t := time.NewTimer(p.cfg.DecisionWait)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
+		case <-p.wake:
 		case <-t.C:
 			_ = p.release(context.Background(), p.due(p.now()))
 		}
+		t.Reset(p.untilNextDue())
 	}
+}
+
+// untilNextDue is the time until the oldest held trace is due (decision_wait when none is held).
+func (p *orphanProcessor) untilNextDue() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, h := range p.queue {
+		if !h.decided {
+			return max(h.first.Add(p.cfg.DecisionWait).Sub(p.now()), 0)
+		}
+	}
+	return p.cfg.DecisionWait
 }
 
 // due takes the traces whose wait is over at now.
@@ -271,6 +282,12 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					h = &heldTrace{id: traceID, first: now, td: ptrace.NewTraces()}
 					h.late = p.corr.Knows(traceID) && !parentID.IsZero()
 					p.held[traceID] = h
+					if len(p.queue) == 0 {
+						select { // wake the loop: its timer is waiting for nothing
+						case p.wake <- struct{}{}:
+						default:
+						}
+					}
 					p.queue = append(p.queue, h)
 					newTraces++
 				}
