@@ -435,9 +435,9 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	if orphaned > 0 {
 		p.tel.ProcessorOrphanSpansOrphaned.Add(ctx, orphaned)
 	}
-	for _, r := range verdict.InvalidReasons() {
-		if n := st.Invalid[r]; n > 0 {
-			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", r.String())))
+	for r, n := range st.Invalid {
+		if r != int(verdict.Valid) && n > 0 {
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", verdict.Invalid(r).String())))
 		}
 	}
 	if st.NoDuration > 0 {

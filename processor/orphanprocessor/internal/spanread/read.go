@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -77,6 +78,8 @@ type Reader struct {
 	rpcMethod, rpcService, msgDest, serverAddr, serverPort, urlFull            int
 	peerService, requestModel                                                  int
 	attempt, keys, deadlines, models, inputTokens, outputTokens, costs         []int
+
+	lastHostPort atomic.Pointer[hostPort]
 }
 
 // maxSlots is how many names a view holds.
@@ -158,8 +161,11 @@ func (v *view) load(r *Reader, a pcommon.Map) {
 		if len(k) >= len(r.byLen) {
 			continue
 		}
+		last := k[len(k)-1]
 		for _, i := range r.byLen[len(k)] {
-			if r.names[i] == k {
+			// Names of one length often share a prefix (gen_ai., http.): the last byte tells
+			// most apart before a full comparison.
+			if n := r.names[i]; n[len(n)-1] == last && n == k {
 				if v.present&(1<<i) == 0 {
 					v.present |= 1 << i
 					v.vals[i] = val
@@ -299,6 +305,14 @@ func (r *Reader) KeyHash(sp ptrace.Span) uint64 {
 		}
 	}
 	return 0
+}
+
+// hostPort is a "server.address:server.port" target made once and reused while the spans read
+// keep calling the same server (most do): it saves two allocations a span.
+type hostPort struct {
+	host   string
+	port   int64
+	target string
 }
 
 // HashKey returns the 64-bit FNV-1a hash of an idempotency key, never zero. Only the hash is
@@ -442,7 +456,17 @@ func (r *Reader) target(a *view) string {
 		return d
 	}
 	if h := strValue(a.get(r.serverAddr)); h != "" {
-		if p := strValue(a.get(r.serverPort)); p != "" {
+		pv, ok := a.get(r.serverPort)
+		if ok && pv.Type() == pcommon.ValueTypeInt {
+			port := pv.Int()
+			if c := r.lastHostPort.Load(); c != nil && c.host == h && c.port == port {
+				return c.target
+			}
+			t := h + ":" + strconv.FormatInt(port, 10)
+			r.lastHostPort.Store(&hostPort{host: h, port: port, target: t})
+			return t
+		}
+		if p := strValue(pv, ok); p != "" {
 			return h + ":" + p
 		}
 		return h
