@@ -517,8 +517,8 @@ func S7() (ptrace.Traces, Expected) {
 	ta := b.NewTrace()
 	tb := b.NewTrace()
 	e := NewExpect("S7", b, "Work crosses a queue, bound by its idempotency key. Trace A: gateway POST /ask cancelled at "+
-		"1.00 (499); researcher publishes a job (PRODUCER 0.50-0.52) whose payload carries key K (the messaging spans do "+
-		"not record K). Trace B: CONSUMER (researcher's job worker) linked to that PRODUCER, detached itself; chat gpt-4o "+
+		"1.00 (499); researcher publishes a job (PRODUCER 0.50-0.52) carrying key K (the queue is reached over HTTP and "+
+		"the PRODUCER span captures its Idempotency-Key header). Trace B: CONSUMER (researcher's job worker) linked to that PRODUCER, detached itself; chat gpt-4o "+
 		"with Idempotency-Key K 2.00-2.50 -> 429, 3.50-5.50 -> 200 (2000/500). Both attempts bound by K to A's root: "+
 		"started_after_gone, run delivered_to_nobody (2 attempts), orphaned tokens 2000 + 500, orphaned cost 0.010 USD.")
 	e.Gone(ta, 1.00, Gateway)
@@ -526,13 +526,16 @@ func S7() (ptrace.Traces, Expected) {
 
 	root := ta.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 499)
 	call, srv := subAgentCall(root, Researcher, 0.01, 0.56, 0.02, 0.55, 202, 202)
-	pub := srv.Produce("kafka", "research-jobs", 0.50, 0.52)
+	const k = "5e1d7c3a-2b9f-4e6d-8a1c-s7researchjob"
+	// The job carries K; the PRODUCER span records it as the captured Idempotency-Key header of
+	// the queue's HTTP API. A key seen only in the consumer's trace would bind nothing: the
+	// consumer's own keys are its own business.
+	pub := srv.Produce("kafka", "research-jobs", 0.50, 0.52).IdempotencyKey(k)
 	e.Span(root, Live().Root(Cancelled))
 	e.Span(call, Live().Single(Success, ok))
 	e.Span(srv, Live())
 	e.Span(pub, Live().Single(Success, ok))
 
-	const k = "5e1d7c3a-2b9f-4e6d-8a1c-s7researchjob"
 	cons := tb.ConsumerRoot(Researcher, pub, 1.90, 5.60)
 	a1 := cons.Chat(GPT4o, 2.00, 2.50).HTTPError(429).IdempotencyKey(k)
 	a2 := cons.Chat(GPT4o, 3.50, 5.50).Usage(2000, 500).IdempotencyKey(k)
@@ -821,8 +824,9 @@ const InvalidUTF8 = "caf\xe9 \xff\xfe r\xc3sum\xe9"
 //  2. legacy-agent POST /legacy 0.00–1.00 (200), a good root, with three bad children:
 //     CLIENT GET with http.request.resend_count as the string "1"; chat gpt-4o-mini with
 //     gen_ai.usage.input_tokens -5 (output 10); CLIENT GET whose url.full and
-//     legacy.note attribute hold invalid UTF-8. The root gets its verdict; the children are
-//     malformed (wrong attribute type, wrong value, invalid UTF-8: DESIGN.md's list).
+//     legacy.note attribute hold invalid UTF-8. Each child is bad in one attribute only and
+//     gets the documented, counted fallback: the value is ignored (or read as the number it
+//     spells), and the span keeps its verdict.
 //  3. an all-zero trace ID (a gateway POST /ask SERVER span).
 //  4. end before start (gateway POST /ask, start 1.00, end 0.50).
 //  5. zero timestamps (gateway POST /ask, both 0).
@@ -837,9 +841,10 @@ const InvalidUTF8 = "caf\xe9 \xff\xfe r\xc3sum\xe9"
 func S13() (ptrace.Traces, Expected) {
 	b := NewBuilder(13)
 	e := NewExpect("S13", b, "Bad input mixed with good spans. Trace 1 is good (root cancelled at 1.00, planner orphaned) "+
-		"and trace 2 and 6 have good roots: these get exact verdicts. Malformed spans (attributes null) must carry no "+
-		"orphanwatch.* attribute except possibly orphanwatch.liveness=unknown: resend_count as a string, input tokens -5, "+
-		"invalid UTF-8, all-zero trace ID, end before start, zero timestamps, duplicate span ID, parent cycle. "+
+		"and trace 2 and 6 have good roots: these get exact verdicts, and so do trace 2's children, each bad in one attribute "+
+		"only (resend_count as a string, input tokens -5, invalid UTF-8): the bad value is ignored and counted. Malformed "+
+		"spans (attributes null) must carry no orphanwatch.* attribute except orphanwatch.liveness=unknown: all-zero trace ID, "+
+		"end before start, zero timestamps, duplicate span ID, parent cycle. "+
 		"Metrics: listed series are exact and no other series may exist, except series with liveness=\"unknown\" or "+
 		"outcome=\"unknown_root\", which are not checked. The 10,000-span trace is S13HugeTrace() in Go, not in this file.")
 

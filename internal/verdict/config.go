@@ -36,6 +36,9 @@ type Config struct {
 	RetryableGRPCStatus []int
 	// ModelOperations are gen_ai.operation.name values that make a span a model call.
 	ModelOperations []string
+	// CancellationGrace is how close to the gone time a recorded cancellation must be to count
+	// as the run noticing that its caller left (DESIGN.md: "at about the gone time").
+	CancellationGrace time.Duration
 	// MaxAttempts closes a run when reached (0: no limit).
 	MaxAttempts int
 	// RunTimeout: an attempt that starts longer than this after the previous one ended starts a
@@ -82,6 +85,7 @@ func DefaultConfig() Config {
 		RetryableHTTPStatus: retryHTTP,
 		RetryableGRPCStatus: []int{14, 8, 10},
 		ModelOperations:     []string{"chat", "text_completion", "generate_content", "embeddings", "completion"},
+		CancellationGrace:   time.Second,
 		MaxAttempts:         0,
 		RunTimeout:          5 * time.Minute,
 		Prices:              map[string]Price{},
@@ -98,6 +102,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.ClockSkew < 0 {
 		errs = append(errs, fmt.Errorf("clock_skew: must not be negative, got %s", c.ClockSkew))
+	}
+	if c.CancellationGrace < 0 {
+		errs = append(errs, fmt.Errorf("cancellation.grace: must not be negative, got %s", c.CancellationGrace))
 	}
 	if c.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("max_attempts: must not be negative, got %d", c.MaxAttempts))

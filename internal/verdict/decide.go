@@ -277,37 +277,18 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			}
 		}
 	}
-	// Roots of the traces that span links point to: work reached through a link and bound by an
-	// idempotency key is judged against the root it came from (S7).
-	var linkRecs map[TraceID]rootRecord // made when a link reaches a known root
-	for i := range spans {
-		for _, l := range spans[i].Links {
-			if rec, ok := c.roots[l.TraceID]; ok && !rec.detached && l.TraceID != spans[i].TraceID {
-				if linkRecs == nil {
-					linkRecs = map[TraceID]rootRecord{}
-				}
-				linkRecs[l.TraceID] = rec
-			}
-		}
-	}
 	c.mu.Unlock()
 
 	// 5. Context, top-down from every span whose parent is absent: detached or not, the root
 	// it is judged against, the earliest deadline above it.
-	var visit func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64, link TraceID)
-	visit = func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64, link TraceID) {
+	var visit func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64)
+	visit = func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64) {
 		s := &spans[i]
 		n := &nodes[i]
 		if n.done {
 			return
 		}
 		n.done = true
-		for _, l := range s.Links {
-			if _, ok := linkRecs[l.TraceID]; ok {
-				link = l.TraceID
-				break
-			}
-		}
 		if s.Deadline > 0 && (deadline == 0 || s.Deadline < deadline) {
 			deadline = s.Deadline
 		}
@@ -334,9 +315,10 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			}
 		}
 		if detached && !bound {
+			// Bound by an idempotency key that the request's own trace carried too (the job's
+			// key, S7); a key seen only in the detached work is its own business (a mailer's
+			// keys for its mail provider) and binds nothing.
 			if rec2, ok := bindings[s.KeyHash]; s.KeyHash != 0 && ok {
-				bound, rec, hasRoot = true, rec2, true
-			} else if rec2, ok := linkRecs[link]; s.KeyHash != 0 && ok {
 				bound, rec, hasRoot = true, rec2, true
 			} else if deadline > 0 {
 				bound = true
@@ -344,12 +326,12 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 		}
 		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = detached, bound, rec, hasRoot, deadline
 		for _, ch := range kids[n.kidsFrom:n.kidsEnd] {
-			visit(ch, detached, bound, rec, hasRoot, deadline, link)
+			visit(ch, detached, bound, rec, hasRoot, deadline)
 		}
 	}
 	if root >= 0 {
 		det := traceRec.detached
-		visit(root, det, false, traceRec, !det, 0, TraceID{})
+		visit(root, det, false, traceRec, !det, 0)
 	}
 	for i := range spans {
 		if nodes[i].parent < 0 && !nodes[i].done {
@@ -360,7 +342,7 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 			s := &spans[i]
 			det := haveRec && traceRec.detached ||
 				c.cfg.DetachLinkedRoots && s.ParentID.IsZero() && len(s.Links) > 0
-			visit(int32(i), det, false, traceRec, haveRec && !det, 0, TraceID{})
+			visit(int32(i), det, false, traceRec, haveRec && !det, 0)
 		}
 	}
 
@@ -368,9 +350,9 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 	for i := range spans {
 		s, n, v := &spans[i], &nodes[i], &out[i]
 		if !n.valid {
-			if out[i].Invalid == InvalidTimes || out[i].Invalid == InvalidEndBeforeStart {
-				v.Liveness = LivenessUnknown
-			}
+			// Seen but not judged: liveness unknown (never live or orphaned), so that nothing
+			// downstream mistakes the span for one the processor never saw.
+			v.Liveness = LivenessUnknown
 			st.Invalid[out[i].Invalid]++
 			continue
 		}

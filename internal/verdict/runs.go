@@ -134,11 +134,25 @@ func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last 
 		return OutcomeUnknownRoot
 	}
 	// The run noticed the cancellation: its final attempt says so, or the loop around it (the
-	// parent span) recorded a cancellation or a passed deadline when the last try had failed.
-	if res == resultCancelled {
-		return OutcomeCancelled
+	// parent span) recorded a cancellation or a passed deadline when the last try had failed,
+	// at about the gone time (within cancellation_grace of it). A cancellation or timeout far
+	// from the gone time is not the caller leaving: the attempt's own timeout, counted as a
+	// retryable failure.
+	gone, known := c.goneOf(&nodes[last])
+	noticedInTime := func(end int64) bool {
+		if !known {
+			return true
+		}
+		d := end - gone
+		return d <= int64(c.cfg.CancellationGrace) && -d <= int64(c.cfg.CancellationGrace)
 	}
-	if p := nodes[last].parent; res != resultOK && p >= 0 && (c.rules.cancelSignal(&spans[p]) || c.rules.deadlineSignal(&spans[p])) {
+	if res == resultCancelled {
+		if noticedInTime(s.End) {
+			return OutcomeCancelled
+		}
+		res = resultRetryable
+	}
+	if p := nodes[last].parent; res != resultOK && p >= 0 && (c.rules.cancelSignal(&spans[p]) || c.rules.deadlineSignal(&spans[p])) && noticedInTime(spans[p].End) {
 		return OutcomeCancelled
 	}
 	if v.Liveness == LivenessOrphaned {

@@ -168,3 +168,12 @@ type Stats struct {
 	RootMissing     bool            // the trace's root span was not among the spans nor retained
 	NoDuration      int             // spans with end equal to start: liveness unknown
 }
+
+// InvalidTotal is the number of malformed spans the Decide call saw.
+func (s *Stats) InvalidTotal() int {
+	n := 0
+	for _, c := range s.Invalid {
+		n += c
+	}
+	return n
+}

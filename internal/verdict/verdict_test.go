@@ -247,3 +247,40 @@ func TestConfigValidate(t *testing.T) {
 	_, err = New(cfg)
 	assert.Error(t, err)
 }
+
+// TestConsumerKeysOfItsOwnBindNothing: detached work with idempotency keys that the request's
+// trace never carried stays detached, link or not.
+func TestConsumerKeysOfItsOwnBindNothing(t *testing.T) {
+	c, err := New(DefaultConfig())
+	require.NoError(t, err)
+	a := sp(1, 0, "shop", KindServer, 0, 1)
+	prod := sp(2, 1, "shop", KindProducer, 0.5, 0.52)
+	b := sp(1, 0, "mailer", KindConsumer, 5, 6)
+	b.TraceID = TraceID{2}
+	b.Links = []Link{{TraceID: TraceID{1}, SpanID: SpanID{2}}}
+	call := sp(2, 1, "mailer", KindClient, 5, 5.5)
+	call.TraceID, call.KeyHash = TraceID{2}, 77
+	c.Observe([]Span{a, prod, b, call})
+	v, _ := c.Decide([]Span{b, call})
+	assert.True(t, v[1].Detached)
+	assert.Equal(t, LivenessNone, v[1].Liveness)
+	assert.Equal(t, OutcomeSuccess, v[1].Outcome)
+}
+
+// TestCancellationMustBeNoticedAboutTheGoneTime: a cancellation or timeout recorded far from
+// the gone time is the attempt's own timeout, not the run noticing its caller left.
+func TestCancellationMustBeNoticedAboutTheGoneTime(t *testing.T) {
+	run := func(start, end float64) Verdict {
+		root := sp(1, 0, "gw", KindServer, 0, 3)
+		root.HTTPStatus = 499
+		agent := sp(2, 1, "agent", KindServer, 0, 12)
+		call := sp(3, 2, "agent", KindClient, start, end)
+		call.ErrorType, call.Status = "context deadline exceeded", StatusError
+		return decide(t, DefaultConfig(), root, agent, call)[2]
+	}
+	assert.Equal(t, OutcomeCancelled, run(2, 3.2).Outcome, "noticed at about the gone time")
+	late := run(4, 9)
+	assert.Equal(t, OutcomeDeliveredToNobody, late.Outcome, "its own timeout, long after the caller left")
+	assert.False(t, late.RunOK)
+	assert.Equal(t, OutcomeRetryableFailure, run(0.1, 1).Outcome, "a timeout while the caller still waited")
+}

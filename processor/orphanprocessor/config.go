@@ -69,8 +69,11 @@ type DeadlineConfig struct {
 // rpc.status_code, and an HTTP CLIENT span ended with unset status and no response status code
 // are always recognised.
 type CancellationConfig struct {
-	ErrorTypes         []string `mapstructure:"error_types"`
-	DeadlineErrorTypes []string `mapstructure:"deadline_error_types"`
+	// Grace: a cancellation recorded within this of the gone time means the run noticed its
+	// caller left; one further away is the attempt's own timeout.
+	Grace              time.Duration `mapstructure:"grace"`
+	ErrorTypes         []string      `mapstructure:"error_types"`
+	DeadlineErrorTypes []string      `mapstructure:"deadline_error_types"`
 }
 
 // RetryableConfig says which failures are retryable.
@@ -161,6 +164,7 @@ func (c *Config) verdictConfig() verdict.Config {
 	vc.ClockSkew = c.ClockSkewTolerance
 	vc.RunTimeout = c.RunTimeout
 	vc.MaxAttempts = c.MaxAttempts
+	vc.CancellationGrace = c.Cancellation.Grace
 	vc.CancelErrorTypes = c.Cancellation.ErrorTypes
 	vc.DeadlineErrorTypes = c.Cancellation.DeadlineErrorTypes
 	vc.RetryableHTTPStatus = c.Retryable.HTTPStatusCodes

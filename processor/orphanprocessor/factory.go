@@ -31,7 +31,7 @@ func NewFactory() processor.Factory {
 var (
 	defaultIdempotencyKeys = []string{
 		"http.request.header.idempotency-key", "http.request.header.x-idempotency-key",
-		"rpc.grpc.request.metadata.idempotency-key", "messaging.message.idempotency_key",
+		"rpc.grpc.request.metadata.idempotency-key",
 	}
 	defaultDeadlines = []DeadlineConfig{
 		{Attribute: "http.request.header.x-deadline", Format: spanread.FormatUnixSeconds},
@@ -68,7 +68,7 @@ func createDefaultConfig() component.Config {
 			Model:          defaultModels,
 			Cost:           []string{"gen_ai.usage.cost"},
 		},
-		Cancellation: CancellationConfig{ErrorTypes: vc.CancelErrorTypes, DeadlineErrorTypes: vc.DeadlineErrorTypes},
+		Cancellation: CancellationConfig{Grace: vc.CancellationGrace, ErrorTypes: vc.CancelErrorTypes, DeadlineErrorTypes: vc.DeadlineErrorTypes},
 		Retryable: RetryableConfig{
 			HTTPStatusCodes: vc.RetryableHTTPStatus,
 			GRPCStatusCodes: vc.RetryableGRPCStatus,

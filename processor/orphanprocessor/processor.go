@@ -259,7 +259,9 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					if !hasPass {
 						passthrough, hasPass = ptrace.NewTraces(), true
 					}
-					moveSpan(passthrough, rs, ss, sp)
+					// liveness unknown marks it as seen, so the exporter does not count it
+					// as a span nobody judged.
+					moveSpan(passthrough, rs, ss, sp).Attributes().PutStr(verdict.AttrLiveness, verdict.LivenessUnknown.String())
 					invalidIDs++
 					continue
 				}
@@ -445,7 +447,9 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	}
 	if st.RootMissing {
 		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1)
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(len(h.refs)), metric.WithAttributes(attribute.String("reason", "root_missing")))
+		if n := len(h.refs) - st.InvalidTotal(); n > 0 { // malformed spans are counted by their own reason
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "root_missing")))
+		}
 	}
 	if st.UnknownRootRuns > 0 {
 		p.tel.ProcessorOrphanRunsUnknownRoot.Add(ctx, int64(st.UnknownRootRuns))
@@ -460,25 +464,18 @@ func (p *orphanProcessor) countReaderStats(ctx context.Context, st *spanread.Sta
 	}
 }
 
-// copySpan appends a copy of sp, with its resource and scope, to td.
-func copySpan(td ptrace.Traces, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, sp ptrace.Span) {
-	drs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().CopyTo(drs.Resource())
-	drs.SetSchemaUrl(rs.SchemaUrl())
-	dss := drs.ScopeSpans().AppendEmpty()
-	ss.Scope().CopyTo(dss.Scope())
-	sp.CopyTo(dss.Spans().AppendEmpty())
-}
-
 // moveSpan moves sp to td, with a copy of its resource and scope. The processor owns the
 // batches it is given (MutatesData), so spans need not be copied.
-func moveSpan(td ptrace.Traces, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, sp ptrace.Span) {
+func moveSpan(td ptrace.Traces, rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, sp ptrace.Span) ptrace.Span {
 	drs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().CopyTo(drs.Resource())
 	drs.SetSchemaUrl(rs.SchemaUrl())
 	dss := drs.ScopeSpans().AppendEmpty()
 	ss.Scope().CopyTo(dss.Scope())
-	sp.MoveTo(dss.Spans().AppendEmpty())
+	dss.SetSchemaUrl(ss.SchemaUrl())
+	moved := dss.Spans().AppendEmpty()
+	sp.MoveTo(moved)
+	return moved
 }
 
 // verdictAttrs is how many attributes writeVerdict writes for v.

@@ -199,6 +199,8 @@ func TestZeroTraceIDPassesThroughUnchanged(t *testing.T) {
 	sp.Attributes().PutStr("keep", "me")
 	want := ptrace.NewTraces()
 	td.CopyTo(want)
+	// Passed on at once, unchanged but for liveness unknown (seen, not judged).
+	want.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().PutStr(verdict.AttrLiveness, "unknown")
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	require.Equal(t, 1, sink.SpanCount())
 	assert.Equal(t, want, sink.AllTraces()[0])

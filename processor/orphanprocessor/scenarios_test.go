@@ -218,7 +218,7 @@ type flatSpan struct {
 }
 
 // appendTo appends a copy of the span, with its resource and scope, to td. The source stays
-// untouched (the processor's own copySpan may move spans: it owns its input).
+// untouched (the processor's own moveSpan moves spans: it owns its input).
 func (f flatSpan) appendTo(td ptrace.Traces) {
 	drs := td.ResourceSpans().AppendEmpty()
 	f.rs.Resource().CopyTo(drs.Resource())

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -42,6 +43,8 @@ const (
 	BadAttributeType
 	BadTokenCount
 	BadDeadline
+	BadOutOfRange
+	BadUTF8
 	NumBadReasons
 )
 
@@ -52,6 +55,10 @@ func (r BadReason) String() string {
 		return "wrong_attribute_type"
 	case BadTokenCount:
 		return "invalid_token_count"
+	case BadOutOfRange:
+		return "out_of_range"
+	case BadUTF8:
+		return "invalid_utf8"
 	case BadDeadline:
 		return "malformed_deadline"
 	}
@@ -79,6 +86,7 @@ type Reader struct {
 	peerService, requestModel                                                  int
 	attempt, keys, deadlines, models, inputTokens, outputTokens, costs         []int
 
+	keyLens      uint64 // bit n: an idempotency key name is n bytes long (n < 64)
 	lastHostPort atomic.Pointer[hostPort]
 }
 
@@ -123,6 +131,11 @@ func New(o Options) *Reader {
 	r.requestModel = slot("gen_ai.request.model")
 	r.attempt = slots(o.AttemptAttributes)
 	r.keys = slots(o.IdempotencyKeys)
+	for _, k := range o.IdempotencyKeys {
+		if len(k) < 64 {
+			r.keyLens |= 1 << len(k)
+		}
+	}
 	dl := make([]string, len(o.Deadlines))
 	for i, d := range o.Deadlines {
 		dl[i] = d.Attribute
@@ -212,6 +225,11 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 	if v, ok := res.Attributes().Get("service.name"); ok && v.Type() == pcommon.ValueTypeStr {
 		s.Service = v.Str()
 	}
+	// Invalid UTF-8 in the names the verdicts and metrics use: the span is still judged (the
+	// exporter repairs label values), and counted.
+	if !utf8.ValidString(s.Service) || !utf8.ValidString(s.Name) {
+		st[BadUTF8]++
+	}
 	if links := sp.Links(); links.Len() > 0 {
 		s.Links = make([]verdict.Link, links.Len())
 		for i := range links.Len() {
@@ -244,12 +262,17 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 			s.ExceptionTypes = append(s.ExceptionTypes, t)
 		}
 	}
-	if n := intAttr(&a, st, r.resend); n >= 0 {
-		s.ResendCount = int(min(n, math.MaxInt32))
+	// A resend count beyond maxResend is no retry count any client keeps: ignored, counted.
+	if n := intAttr(&a, st, r.resend); n > maxResend {
+		st[BadOutOfRange]++
+	} else if n >= 0 {
+		s.ResendCount = int(n)
 	}
 	for _, slot := range r.attempt {
-		if n := intAttr(&a, st, slot); n >= 1 {
-			s.Attempt = int(min(n, math.MaxInt32))
+		if n := intAttr(&a, st, slot); n > maxResend+1 {
+			st[BadOutOfRange]++
+		} else if n >= 1 {
+			s.Attempt = int(n)
 			break
 		}
 	}
@@ -276,7 +299,15 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 		}
 	}
 	for _, slot := range r.models {
-		if m := strValue(a.get(slot)); m != "" {
+		v, ok := a.get(slot)
+		if !ok {
+			continue
+		}
+		if v.Type() != pcommon.ValueTypeStr {
+			st[BadAttributeType]++ // a model is a name: a number here is a mistake, not a model
+			continue
+		}
+		if m := v.Str(); m != "" {
 			s.Model = m
 			break
 		}
@@ -299,6 +330,26 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 // arrives.
 func (r *Reader) KeyHash(sp ptrace.Span) uint64 {
 	a := sp.Attributes()
+	// Most spans carry none of the key attributes: one pass over their attribute names,
+	// comparing only those of a key name's length, tells.
+	found := false
+	for k := range a.All() {
+		if len(k) < 64 && r.keyLens&(1<<len(k)) == 0 {
+			continue
+		}
+		for _, name := range r.o.IdempotencyKeys {
+			if name == k {
+				found = true
+				break
+			}
+		}
+		if found {
+			break
+		}
+	}
+	if !found {
+		return 0
+	}
 	for _, name := range r.o.IdempotencyKeys {
 		if k := strAttr(a, name); k != "" {
 			return HashKey(k)
@@ -314,6 +365,9 @@ type hostPort struct {
 	port   int64
 	target string
 }
+
+// maxResend bounds http.request.resend_count and attempt numbers taken as real.
+const maxResend = 10_000
 
 // HashKey returns the 64-bit FNV-1a hash of an idempotency key, never zero. Only the hash is
 // kept, so keys never appear in clear in state, attributes, metrics or logs.
