@@ -79,36 +79,49 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 	// span ID and different kinds: both are kept; a second span with the same ID and kind is a
 	// duplicate (an upstream exporter that retried) and gets no verdict.
 	// Spans are indexed in a canonical order (span ID, kind, start, end, name) so that which of
-	// two duplicates is kept does not depend on arrival order.
+	// two duplicates is kept does not depend on arrival order. The order matters only where
+	// span IDs repeat: spans are indexed in the order given until a span ID repeats, and then
+	// all again in the canonical order.
 	sc.canon = grown(sc.canon, len(spans))
 	canon := sc.canon
 	for i := range canon {
 		canon[i] = int32(i)
 	}
-	// slices.SortFunc runs the same pdqsort as sort.Slice did: equal spans keep their order.
-	slices.SortFunc(canon, func(a, b int32) int {
-		sa, sb := &spans[a], &spans[b]
-		if sa.SpanID != sb.SpanID {
-			return cmp.Compare(string(sa.SpanID[:]), string(sb.SpanID[:]))
-		}
-		if sa.Kind != sb.Kind {
-			return cmp.Compare(sa.Kind, sb.Kind)
-		}
-		if sa.Start != sb.Start {
-			return cmp.Compare(sa.Start, sb.Start)
-		}
-		if sa.End != sb.End {
-			return cmp.Compare(sa.End, sb.End)
-		}
-		return cmp.Compare(sa.Name, sb.Name)
-	})
 	byID := sc.byID
 	sc.next = grown(sc.next, len(spans))
 	next := sc.next
+	canonical := false
+index:
 	for _, ci := range canon {
 		i := int(ci)
 		s := &spans[i]
 		n := &nodes[i]
+		if _, repeated := byID[s.SpanID]; repeated && !canonical && !s.SpanID.IsZero() {
+			clear(byID)
+			for j := range out {
+				out[j].Invalid = Valid
+			}
+			// slices.SortFunc runs the same pdqsort as sort.Slice did: equal spans keep their
+			// order.
+			slices.SortFunc(canon, func(a, b int32) int {
+				sa, sb := &spans[a], &spans[b]
+				if sa.SpanID != sb.SpanID {
+					return cmp.Compare(string(sa.SpanID[:]), string(sb.SpanID[:]))
+				}
+				if sa.Kind != sb.Kind {
+					return cmp.Compare(sa.Kind, sb.Kind)
+				}
+				if sa.Start != sb.Start {
+					return cmp.Compare(sa.Start, sb.Start)
+				}
+				if sa.End != sb.End {
+					return cmp.Compare(sa.End, sb.End)
+				}
+				return cmp.Compare(sa.Name, sb.Name)
+			})
+			canonical = true
+			goto index // start again, in the canonical order
+		}
 		n.parent = -1
 		switch {
 		case s.TraceID.IsZero():
