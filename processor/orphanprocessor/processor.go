@@ -232,16 +232,34 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	p.mu.Lock()
 	rss := td.ResourceSpans()
 	// Count each trace's spans first, so that its held spans grow once per batch, exactly.
+	// A trace's spans mostly come one after another: count runs, one map update a run.
 	clear(p.perTrace)
+	var runID verdict.TraceID
+	run := 0
 	for ri := range rss.Len() {
 		sss := rss.At(ri).ScopeSpans()
 		for si := range sss.Len() {
 			spans := sss.At(si).Spans()
 			for k := range spans.Len() {
-				p.perTrace[verdict.TraceID(spans.At(k).TraceID())]++
+				if id := verdict.TraceID(spans.At(k).TraceID()); id != runID || run == 0 {
+					if run > 0 {
+						p.perTrace[runID] += run
+					}
+					runID, run = id, 0
+				}
+				run++
 			}
 		}
 	}
+	if run > 0 {
+		p.perTrace[runID] += run
+	}
+	// The trace and destination of the previous span, for the next span of the same trace.
+	var (
+		lastH   *heldTrace
+		lastKey scopeKey
+		lastD   scopeDest
+	)
 	for ri := range rss.Len() {
 		rs := rss.At(ri)
 		sss := rs.ScopeSpans()
@@ -279,7 +297,10 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 						observed = append(observed, verdict.Span{TraceID: traceID, SpanID: verdict.SpanID(sp.SpanID()), ParentID: parentID, KeyHash: kh})
 					}
 				}
-				h := p.held[traceID]
+				h := lastH
+				if h == nil || h.id != traceID || h.decided {
+					h = p.held[traceID]
+				}
 				if h == nil {
 					h = &heldTrace{id: traceID, first: now, td: ptrace.NewTraces()}
 					h.late = p.corr.Knows(traceID) && !parentID.IsZero()
@@ -294,7 +315,10 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					newTraces++
 				}
 				key := scopeKey{h, ri, si}
-				d, ok := dest[key]
+				d, ok := lastD, lastH != nil && key == lastKey
+				if !ok {
+					d, ok = dest[key]
+				}
 				if !ok {
 					drs := h.td.ResourceSpans().AppendEmpty()
 					rs.Resource().CopyTo(drs.Resource())
@@ -305,6 +329,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					d = scopeDest{dss, drs.Resource()}
 					dest[key] = d
 				}
+				lastH, lastKey, lastD = h, key, d
 				// The processor owns td (MutatesData): the span is moved, not copied.
 				ref := d.ss.Spans().AppendEmpty()
 				sp.MoveTo(ref)
