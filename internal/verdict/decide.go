@@ -56,7 +56,13 @@ func grown[T any](b []T, n int) []T {
 // all the spans of the trace that are held (a late span may come alone: it is judged against
 // the retained root record). Decide never modifies spans. Call Observe for the spans first.
 func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
-	out := make([]Verdict, len(spans))
+	return c.DecideInto(nil, spans)
+}
+
+// DecideInto is Decide writing the verdicts into dst's memory when it is large enough (then the
+// result shares it; pass dst[:0] of a buffer reused across calls to save an allocation).
+func (c *Correlator) DecideInto(dst []Verdict, spans []Span) ([]Verdict, Stats) {
+	out := grown(dst, len(spans))
 	var st Stats
 	if len(spans) == 0 {
 		return out, st

@@ -69,6 +69,9 @@ type heldSpan struct {
 // spanBufs recycles the verdict.Span buffers that decide reads a trace into.
 var spanBufs = sync.Pool{New: func() any { return new([]verdict.Span) }}
 
+// verdictBufs recycles the buffers decide's verdicts are written into.
+var verdictBufs = sync.Pool{New: func() any { return new([]verdict.Verdict) }}
+
 func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
 	corr, err := verdict.New(cfg.verdictConfig())
 	if err != nil {
@@ -448,10 +451,16 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		p.reader.Read(r.res, r.sp, &spans[i], &rst)
 	}
 	p.countReaderStats(ctx, &rst)
-	verdicts, st := p.corr.Decide(spans)
+	vbuf := verdictBufs.Get().(*[]verdict.Verdict)
+	verdicts, st := p.corr.DecideInto(*vbuf, spans)
 	clear(spans) // drop the strings it points into before the buffer is reused
 	*buf = spans[:0]
 	spanBufs.Put(buf)
+	defer func() {
+		clear(verdicts)
+		*vbuf = verdicts[:0]
+		verdictBufs.Put(vbuf)
+	}()
 	orphaned := int64(0)
 	for i := range verdicts {
 		writeVerdict(h.refs[i].sp.Attributes(), &verdicts[i])
