@@ -48,22 +48,28 @@ type orphanProcessor struct {
 	started  bool
 }
 
-// heldTrace is one trace waiting for its decision: its spans moved out of the batches that
-// carried them (with copies of their resource and scope). The correlator's view of each span
-// (verdict.Span) is read when the trace is decided, not kept while it waits.
+// heldTrace is one trace waiting for its decision: where its spans are in the batches that
+// carried them. The correlator's view of each span (verdict.Span) is read when the trace is
+// decided, not kept while it waits.
 type heldTrace struct {
 	id      verdict.TraceID
 	first   time.Time
-	td      ptrace.Traces
 	refs    []heldSpan // in order of arrival
 	decided bool
 	late    bool
 }
 
-// heldSpan is one held span and its resource (both in heldTrace.td).
+// heldSpan is one held span. Held spans stay where they arrived, in the batches the processor
+// was given (and owns: MutatesData), until their trace is released.
 type heldSpan struct {
 	sp  ptrace.Span
-	res pcommon.Resource
+	src *heldScope
+}
+
+// heldScope is a ScopeSpans of a batch that held spans came in, with its ResourceSpans.
+type heldScope struct {
+	rs ptrace.ResourceSpans
+	ss ptrace.ScopeSpans
 }
 
 // spanBufs recycles the verdict.Span buffers that decide reads a trace into.
@@ -221,15 +227,6 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		newTraces   int64
 		newSpans    int64
 	)
-	type scopeKey struct {
-		h      *heldTrace
-		rs, ss int
-	}
-	type scopeDest struct {
-		ss  ptrace.ScopeSpans
-		res pcommon.Resource
-	}
-	dest := map[scopeKey]scopeDest{}
 	now := p.now()
 
 	p.mu.Lock()
@@ -238,9 +235,10 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	// A trace's spans mostly come one after another: count runs, one map update a run.
 	clear(p.perTrace)
 	var runID verdict.TraceID
-	run := 0
+	run, nScopes := 0, 0
 	for ri := range rss.Len() {
 		sss := rss.At(ri).ScopeSpans()
+		nScopes += sss.Len()
 		for si := range sss.Len() {
 			spans := sss.At(si).Spans()
 			for k := range spans.Len() {
@@ -257,17 +255,15 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	if run > 0 {
 		p.perTrace[runID] += run
 	}
-	// The trace and destination of the previous span, for the next span of the same trace.
-	var (
-		lastH   *heldTrace
-		lastKey scopeKey
-		lastD   scopeDest
-	)
+	scopes := make([]heldScope, 0, nScopes)
+	var lastH *heldTrace // the previous span's trace, for the next span of the same trace
 	for ri := range rss.Len() {
 		rs := rss.At(ri)
 		sss := rs.ScopeSpans()
 		for si := range sss.Len() {
 			ss := sss.At(si)
+			scopes = append(scopes, heldScope{rs, ss})
+			src := &scopes[len(scopes)-1]
 			spans := ss.Spans()
 			for k := range spans.Len() {
 				sp := spans.At(k)
@@ -305,7 +301,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					h = p.held[traceID]
 				}
 				if h == nil {
-					h = &heldTrace{id: traceID, first: now, td: ptrace.NewTraces()}
+					h = &heldTrace{id: traceID, first: now}
 					h.late = p.corr.Knows(traceID) && !parentID.IsZero()
 					p.held[traceID] = h
 					if len(p.queue) == 0 {
@@ -317,29 +313,11 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					p.queue = append(p.queue, h)
 					newTraces++
 				}
-				key := scopeKey{h, ri, si}
-				d, ok := lastD, lastH != nil && key == lastKey
-				if !ok {
-					d, ok = dest[key]
-				}
-				if !ok {
-					drs := h.td.ResourceSpans().AppendEmpty()
-					rs.Resource().CopyTo(drs.Resource())
-					drs.SetSchemaUrl(rs.SchemaUrl())
-					dss := drs.ScopeSpans().AppendEmpty()
-					ss.Scope().CopyTo(dss.Scope())
-					dss.SetSchemaUrl(ss.SchemaUrl())
-					d = scopeDest{dss, drs.Resource()}
-					dest[key] = d
-				}
-				lastH, lastKey, lastD = h, key, d
-				// The processor owns td (MutatesData): the span is moved, not copied.
-				ref := d.ss.Spans().AppendEmpty()
-				sp.MoveTo(ref)
 				if len(h.refs) == cap(h.refs) {
 					h.refs = slices.Grow(h.refs, max(p.perTrace[traceID], 1))
 				}
-				h.refs = append(h.refs, heldSpan{ref, d.res})
+				lastH = h
+				h.refs = append(h.refs, heldSpan{sp, src})
 				if h.late {
 					late++
 				}
@@ -347,13 +325,8 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 				newSpans++
 				if len(h.refs) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
 					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, metric.WithAttributes(attribute.String("state", "spans_per_trace")))
-					ready = append(ready, p.takeLocked(h))
 					// The next spans of this batch start a new holding for the trace.
-					for k := range dest {
-						if k.h == h {
-							delete(dest, k)
-						}
-					}
+					ready = append(ready, p.takeLocked(h))
 				}
 			}
 		}
@@ -422,15 +395,49 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 	if len(ready) == 0 {
 		return nil
 	}
-	out := ptrace.NewTraces()
 	now := p.now()
 	n := 0
+	// The spans leave grouped as they came: by the ScopeSpans they arrived in.
+	type group struct {
+		src   *heldScope
+		spans []ptrace.Span
+	}
+	var groups []group
+	index := map[*heldScope]int{}
 	for _, h := range ready {
 		p.decide(ctx, h)
 		p.tel.ProcessorOrphanDecisionWait.Record(ctx, now.Sub(h.first).Seconds())
 		n += len(h.refs)
-		h.td.ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
+		for _, r := range h.refs {
+			gi, ok := index[r.src]
+			if !ok {
+				gi = len(groups)
+				index[r.src] = gi
+				groups = append(groups, group{src: r.src})
+			}
+			groups[gi].spans = append(groups[gi].spans, r.sp)
+		}
 		h.refs = nil
+	}
+	out := ptrace.NewTraces()
+	outRS := make(map[ptrace.ResourceSpans]ptrace.ResourceSpans, len(groups))
+	for _, g := range groups {
+		drs, ok := outRS[g.src.rs]
+		if !ok {
+			drs = out.ResourceSpans().AppendEmpty()
+			g.src.rs.Resource().CopyTo(drs.Resource())
+			drs.SetSchemaUrl(g.src.rs.SchemaUrl())
+			outRS[g.src.rs] = drs
+		}
+		dss := drs.ScopeSpans().AppendEmpty()
+		g.src.ss.Scope().CopyTo(dss.Scope())
+		dss.SetSchemaUrl(g.src.ss.SchemaUrl())
+		// Each span moves into the output and leaves an empty span in its batch.
+		dst := dss.Spans()
+		dst.EnsureCapacity(len(g.spans))
+		for _, sp := range g.spans {
+			sp.MoveTo(dst.AppendEmpty())
+		}
 	}
 	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n))
 	p.countCorrelatorEvictions(ctx)
@@ -448,7 +455,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	spans := slices.Grow((*buf)[:0], len(h.refs))[:len(h.refs)]
 	var rst spanread.Stats
 	for i, r := range h.refs {
-		p.reader.Read(r.res, r.sp, &spans[i], &rst)
+		p.reader.Read(r.src.rs.Resource(), r.sp, &spans[i], &rst)
 	}
 	p.countReaderStats(ctx, &rst)
 	vbuf := verdictBufs.Get().(*[]verdict.Verdict)
