@@ -86,8 +86,11 @@ type Reader struct {
 	peerService, requestModel                                                  int
 	attempt, keys, deadlines, models, inputTokens, outputTokens, costs         []int
 
-	keyLens      uint64 // bit n: an idempotency key name is n bytes long (n < 64)
-	lastHostPort atomic.Pointer[hostPort]
+	keyLens uint64 // bit n: an idempotency key name is n bytes long (n < 64)
+	// Masks of the slots of each list, to skip a list none of whose names a span carries.
+	attemptMask, keyMask, deadlineMask, modelMask, inputMask, outputMask, costMask uint64
+	// hostPorts holds recent host:port targets, by host (see target).
+	hostPorts [4]atomic.Pointer[hostPort]
 }
 
 // maxSlots is how many names a view holds.
@@ -146,6 +149,16 @@ func New(o Options) *Reader {
 	r.outputTokens = slots(o.OutputTokens)
 	r.costs = slots(o.CostAttributes)
 	if len(r.names) <= maxSlots {
+		mask := func(slots []int) uint64 {
+			var m uint64
+			for _, i := range slots {
+				m |= 1 << i
+			}
+			return m
+		}
+		r.attemptMask, r.keyMask, r.deadlineMask = mask(r.attempt), mask(r.keys), mask(r.deadlines)
+		r.modelMask, r.inputMask, r.outputMask = mask(r.models), mask(r.inputTokens), mask(r.outputTokens)
+		r.costMask = mask(r.costs)
 		for i, n := range r.names {
 			for len(r.byLen) <= len(n) {
 				r.byLen = append(r.byLen, nil)
@@ -188,6 +201,9 @@ func (v *view) load(r *Reader, a pcommon.Map) {
 		}
 	}
 }
+
+// any reports whether the span may carry one of the names of mask (always true on the Get path).
+func (v *view) any(mask uint64) bool { return v.r.byLen == nil || v.present&mask != 0 }
 
 // get returns the value of a slot, as a.Get would.
 func (v *view) get(slot int) (pcommon.Value, bool) {
@@ -269,6 +285,9 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 		s.ResendCount = int(n)
 	}
 	for _, slot := range r.attempt {
+		if !a.any(r.attemptMask) {
+			break
+		}
 		if n := intAttr(&a, st, slot); n > maxResend+1 {
 			st[BadOutOfRange]++
 		} else if n >= 1 {
@@ -277,6 +296,9 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 		}
 	}
 	for _, slot := range r.keys {
+		if !a.any(r.keyMask) {
+			break
+		}
 		if k := strValue(a.get(slot)); k != "" {
 			s.KeyHash = HashKey(k)
 			break
@@ -285,6 +307,9 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 	s.Target = r.target(&a)
 	s.Operation = strValue(a.get(r.operation))
 	for di, d := range r.o.Deadlines {
+		if !a.any(r.deadlineMask) {
+			break
+		}
 		v := strValue(a.get(r.deadlines[di]))
 		if v == "" {
 			continue
@@ -299,6 +324,9 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 		}
 	}
 	for _, slot := range r.models {
+		if !a.any(r.modelMask) {
+			break
+		}
 		v, ok := a.get(slot)
 		if !ok {
 			continue
@@ -312,9 +340,16 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 			break
 		}
 	}
-	s.InputTokens = tokens(&a, st, r.inputTokens)
-	s.OutputTokens = tokens(&a, st, r.outputTokens)
+	if a.any(r.inputMask) {
+		s.InputTokens = tokens(&a, st, r.inputTokens)
+	}
+	if a.any(r.outputMask) {
+		s.OutputTokens = tokens(&a, st, r.outputTokens)
+	}
 	for _, slot := range r.costs {
+		if !a.any(r.costMask) {
+			break
+		}
 		if v, ok := a.get(slot); ok {
 			if f, ok := number(v); ok && f >= 0 && !math.IsInf(f, 0) {
 				s.Cost, s.HasCost = f, true
@@ -513,11 +548,12 @@ func (r *Reader) target(a *view) string {
 		pv, ok := a.get(r.serverPort)
 		if ok && pv.Type() == pcommon.ValueTypeInt {
 			port := pv.Int()
-			if c := r.lastHostPort.Load(); c != nil && c.host == h && c.port == port {
+			cache := &r.hostPorts[(len(h)^int(h[0]))%len(r.hostPorts)]
+			if c := cache.Load(); c != nil && c.host == h && c.port == port {
 				return c.target
 			}
 			t := h + ":" + strconv.FormatInt(port, 10)
-			r.lastHostPort.Store(&hostPort{host: h, port: port, target: t})
+			cache.Store(&hostPort{host: h, port: port, target: t})
 			return t
 		}
 		if p := strValue(pv, ok); p != "" {
