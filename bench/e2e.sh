@@ -10,20 +10,21 @@
 # then the ratios orphanwatch/baseline. Runs alternate (baseline, orphanwatch, baseline, ...)
 # ROUNDS times so that both see the same machine; the ratio is taken over the sums.
 #
-# Environment: WORKERS (2) x TRACES (12500) traces of 1 + CHILD_SPANS (39) spans = 1,000,000
-# spans a run, RATE (40000) spans/s per worker; ROUNDS (3); DECISION_WAIT (30s, the shipped default); PORT_BASE (24000);
+# Environment: WORKERS (20) x TRACES (1250) traces of 1 + CHILD_SPANS (39) spans = 1,000,000
+# spans a run, RATE (4000) spans/s per worker; ROUNDS (3); DECISION_WAIT (30s, the shipped default); PORT_BASE (24000);
 # TELEMETRYGEN (path; default: installed with go install at TELEMETRYGEN_VERSION, v0.161.0, the
 # newest the module proxy serves: v0.165.x is not published there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-WORKERS=${WORKERS:-2}
-TRACES=${TRACES:-12500}
+WORKERS=${WORKERS:-20}
+TRACES=${TRACES:-1250}
 CHILD_SPANS=${CHILD_SPANS:-39}
 ROUNDS=${ROUNDS:-3}
 # Spans per second per worker. Unthrottled, telemetrygen's SDK batch processor drops spans
-# (its queue holds 2,048) whenever the collector falls behind.
-RATE=${RATE:-40000}
+# (its queue holds 2,048) whenever the collector falls behind; one worker's limiter manages a
+# few thousand spans a second, hence many workers.
+RATE=${RATE:-4000}
 DECISION_WAIT=${DECISION_WAIT:-30s}
 PORT_BASE=${PORT_BASE:-24000}
 TELEMETRYGEN_VERSION=${TELEMETRYGEN_VERSION:-v0.161.0}
