@@ -86,7 +86,6 @@ type Reader struct {
 	peerService, requestModel                                                  int
 	attempt, keys, deadlines, models, inputTokens, outputTokens, costs         []int
 
-	keyLens uint64 // bit n: an idempotency key name is n bytes long (n < 64)
 	// Masks of the slots of each list, to skip a list none of whose names a span carries.
 	attemptMask, keyMask, deadlineMask, modelMask, inputMask, outputMask, costMask uint64
 	// hostPorts holds recent host:port targets, by host (see target).
@@ -134,11 +133,6 @@ func New(o Options) *Reader {
 	r.requestModel = slot("gen_ai.request.model")
 	r.attempt = slots(o.AttemptAttributes)
 	r.keys = slots(o.IdempotencyKeys)
-	for _, k := range o.IdempotencyKeys {
-		if len(k) < 64 {
-			r.keyLens |= 1 << len(k)
-		}
-	}
 	dl := make([]string, len(o.Deadlines))
 	for i, d := range o.Deadlines {
 		dl[i] = d.Attribute
@@ -365,26 +359,6 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 // arrives.
 func (r *Reader) KeyHash(sp ptrace.Span) uint64 {
 	a := sp.Attributes()
-	// Most spans carry none of the key attributes: one pass over their attribute names,
-	// comparing only those of a key name's length, tells.
-	found := false
-	for k := range a.All() {
-		if len(k) < 64 && r.keyLens&(1<<len(k)) == 0 {
-			continue
-		}
-		for _, name := range r.o.IdempotencyKeys {
-			if name == k {
-				found = true
-				break
-			}
-		}
-		if found {
-			break
-		}
-	}
-	if !found {
-		return 0
-	}
 	for _, name := range r.o.IdempotencyKeys {
 		if k := strAttr(a, name); k != "" {
 			return HashKey(k)
