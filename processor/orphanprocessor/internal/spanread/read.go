@@ -163,12 +163,18 @@ func New(o Options) *Reader {
 	return r
 }
 
+// maxFound is how many values a view keeps; a span with more of the names read (rare) has the
+// others looked up again.
+const maxFound = 16
+
 // view holds the values of a Reader's slots for one span.
 type view struct {
 	r       *Reader
 	a       pcommon.Map
 	present uint64
-	vals    [maxSlots]pcommon.Value
+	at      [maxSlots]uint8 // 1 + where found holds the slot's value; 0: not kept
+	found   [maxFound]pcommon.Value
+	n       uint8
 }
 
 // load finds every slot's value in one pass over a.
@@ -188,7 +194,11 @@ func (v *view) load(r *Reader, a pcommon.Map) {
 			if n := r.names[i]; n[len(n)-1] == last && n == k {
 				if v.present&(1<<i) == 0 {
 					v.present |= 1 << i
-					v.vals[i] = val
+					if v.n < maxFound {
+						v.found[v.n] = val
+						v.n++
+						v.at[i] = v.n
+					}
 				}
 				break
 			}
@@ -207,11 +217,28 @@ func (v *view) get(slot int) (pcommon.Value, bool) {
 	if v.present&(1<<slot) == 0 {
 		return pcommon.Value{}, false
 	}
-	return v.vals[slot], true
+	if v.at[slot] == 0 {
+		return v.a.Get(v.r.names[slot])
+	}
+	return v.found[v.at[slot]-1], true
+}
+
+// Service returns the service.name of a resource, "" when it has none (or not a string).
+func Service(res pcommon.Resource) string {
+	if v, ok := res.Attributes().Get("service.name"); ok && v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return ""
 }
 
 // Read fills s from one span and its resource. The span is not modified.
 func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st *Stats) {
+	r.ReadFor(Service(res), sp, s, st)
+}
+
+// ReadFor is Read for a span whose resource's Service is known (spans of one resource are
+// read one after another).
+func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *Stats) {
 	*s = verdict.Span{
 		TraceID:      verdict.TraceID(sp.TraceID()),
 		SpanID:       verdict.SpanID(sp.SpanID()),
@@ -232,9 +259,7 @@ func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st 
 	if s.Status > verdict.StatusError {
 		s.Status = verdict.StatusUnset
 	}
-	if v, ok := res.Attributes().Get("service.name"); ok && v.Type() == pcommon.ValueTypeStr {
-		s.Service = v.Str()
-	}
+	s.Service = service
 	// Invalid UTF-8 in the names the verdicts and metrics use: the span is still judged (the
 	// exporter repairs label values), and counted.
 	if !utf8.ValidString(s.Service) || !utf8.ValidString(s.Name) {

@@ -187,4 +187,17 @@ func TestReadOnePassEqualsGet(t *testing.T) {
 	many.Read(res, sp, &s2, &st2)
 	assert.Equal(t, "first", s1.ErrorType)
 	assert.Equal(t, s2, s1)
+
+	// A span carrying every name read (more than a view keeps): the rest are looked up again.
+	sp = ptrace.NewSpan()
+	sp.SetTraceID(pcommon.TraceID{1})
+	sp.SetSpanID(pcommon.SpanID{2})
+	for i, name := range few.names {
+		sp.Attributes().PutInt(name, int64(i+1))
+	}
+	require.Greater(t, len(few.names), maxFound)
+	few.Read(res, sp, &s1, &st1)
+	many.Read(res, sp, &s2, &st2)
+	assert.Equal(t, s2, s1)
+	assert.Equal(t, st2, st1)
 }
