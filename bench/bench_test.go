@@ -144,6 +144,7 @@ func BenchmarkMix(b *testing.B) {
 		b.Run(k.name, func(b *testing.B) {
 			c := k.make(b)
 			defer c.close(b)
+			pass(b, nil, k, c) // warm-up, not measured (see BenchmarkRatios)
 			var total cost
 			for range b.N {
 				total.add(pass(b, b, k, c))
