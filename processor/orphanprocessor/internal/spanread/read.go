@@ -184,8 +184,8 @@ func (v *view) load(r *Reader, a pcommon.Map) {
 		return
 	}
 	for k, val := range a.All() {
-		if len(k) >= len(r.byLen) {
-			continue
+		if len(k) == 0 || len(k) >= len(r.byLen) {
+			continue // an empty key (found by FuzzProcessorOTLPJSON) names nothing read
 		}
 		last := k[len(k)-1]
 		for _, i := range r.byLen[len(k)] {

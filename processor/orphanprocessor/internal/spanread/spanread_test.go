@@ -201,3 +201,14 @@ func TestReadOnePassEqualsGet(t *testing.T) {
 	assert.Equal(t, s2, s1)
 	assert.Equal(t, st2, st1)
 }
+
+// TestReadEmptyAttributeKey: an attribute with an empty key (found by the fuzzer) is ignored.
+func TestReadEmptyAttributeKey(t *testing.T) {
+	sp := ptrace.NewSpan()
+	sp.Attributes().PutStr("", "x")
+	sp.Attributes().PutInt("http.response.status_code", 503)
+	var s verdict.Span
+	var st Stats
+	testReader().Read(pcommon.NewResource(), sp, &s, &st)
+	assert.Equal(t, 503, s.HTTPStatus)
+}
