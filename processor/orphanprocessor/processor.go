@@ -214,8 +214,8 @@ func (p *orphanProcessor) takeLocked(h *heldTrace) *heldTrace {
 }
 
 // ConsumeTraces groups the batch's spans by trace (they stay in the batch, which the processor
-// now owns), holds each trace, and passes on the traces
-// that are due now (all of them when decision_wait is 0; the oldest when a limit is reached).
+// now owns), holds each trace, and passes on the traces that are due now (all of them when
+// decision_wait is 0; the oldest when a limit is reached).
 func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	var (
 		rst         spanread.Stats
