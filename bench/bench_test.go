@@ -194,4 +194,3 @@ func BenchmarkRatios(b *testing.B) {
 	b.ReportMetric(sA/oA, "spanmetrics/orphan-allocs")
 	b.ReportMetric(1e3/oNs, "orphan-Mspans/s")
 }
-

@@ -299,7 +299,9 @@ func (o *orphan) close(tb testing.TB) {
 // ---- the orphanmetrics exporter -------------------------------------------------------------
 
 // metrics runs the exporter's Recorder (what its ConsumeTraces calls) on annotated spans.
-type metrics struct{ r *orphanmetricsexporter.Recorder }
+type metrics struct {
+	r *orphanmetricsexporter.Recorder
+}
 
 func newMetrics(tb testing.TB) *metrics {
 	r, err := orphanmetricsexporter.NewRecorder(nil)
@@ -447,4 +449,3 @@ func (s *spanMetricsConn) close(tb testing.TB) {
 		tb.Fatal(err)
 	}
 }
-
