@@ -120,6 +120,23 @@ type Span struct {
 	StatusMsg  string
 	Attrs      []Attr
 	Links      []*Span
+	// Events are span events; only "exception" events (with exception.type) are used.
+	Events []Event
+}
+
+// Event is a span event at a time in seconds after T0.
+type Event struct {
+	Name  string
+	At    int64 // nanoseconds after T0
+	Attrs []Attr
+}
+
+// Exception records an exception event of the given type at the span's end, as OpenTelemetry
+// SDKs' RecordException does (semantic conventions: exceptions on spans), and sets the span
+// status to ERROR.
+func (s *Span) Exception(typ string) *Span {
+	s.Events = append(s.Events, Event{Name: "exception", At: s.End, Attrs: []Attr{{"exception.type", typ}}})
+	return s.Error(typ)
 }
 
 // Span adds a span without parent (a root) to the trace.
@@ -292,6 +309,16 @@ func (s *Span) CopyTo(dst ptrace.Span) {
 			sl := attrs.PutEmptySlice(a.Key)
 			for _, e := range v {
 				sl.AppendEmpty().SetStr(e)
+			}
+		}
+	}
+	for _, ev := range s.Events {
+		de := dst.Events().AppendEmpty()
+		de.SetName(ev.Name)
+		de.SetTimestamp(pcommon.Timestamp(T0Unix*int64(time.Second) + ev.At))
+		for _, a := range ev.Attrs {
+			if v, ok := a.Value.(string); ok {
+				de.Attributes().PutStr(a.Key, v)
 			}
 		}
 	}

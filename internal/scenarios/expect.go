@@ -62,6 +62,8 @@ type Expected struct {
 	// package's own consistency test uses them.
 	Gone        map[string]float64 `json:"-"`
 	RootService map[string]string  `json:"-"`
+	// Subtree gives, per span ID (hex) of a further root, its subtree's gone time and service.
+	Subtree map[string]SubtreeGone `json:"-"`
 }
 
 // ExpectedSpan lists the exact set of orphanwatch.* attributes the processor writes on one
@@ -159,12 +161,26 @@ type Expect struct {
 	// gone and rootService per trace, for the self-check in the tests (not exported to JSON).
 	gone        map[*Trace]float64
 	rootService map[*Trace]string
+	subtree     map[*Span]SubtreeGone
+}
+
+// SubtreeGone is the gone time and root service of one root's subtree, in a trace with
+// several roots.
+type SubtreeGone struct {
+	Gone    float64
+	Service string
 }
 
 // NewExpect starts the expectations of scenario id over the spans of b.
 func NewExpect(id string, b *Builder, desc string) *Expect {
 	return &Expect{id: id, desc: desc, b: b, verdicts: map[*Span]V{},
-		gone: map[*Trace]float64{}, rootService: map[*Trace]string{}}
+		gone: map[*Trace]float64{}, rootService: map[*Trace]string{}, subtree: map[*Span]SubtreeGone{}}
+}
+
+// GoneUnder declares the gone time and service of another root of a trace with several roots:
+// the spans below it are judged against it, not against the trace's Gone.
+func (e *Expect) GoneUnder(root *Span, gone float64, service string) {
+	e.subtree[root] = SubtreeGone{gone, service}
 }
 
 // Gone declares the gone time and root service that judge the spans of trace t (used only
@@ -259,7 +275,10 @@ func (e *Expect) Unpropagated(caller, callee string, n int) {
 // creation order, metrics sorted by name and labels.
 func (e *Expect) Build() Expected {
 	out := Expected{Scenario: e.id, Description: e.desc, Spans: []ExpectedSpan{}, Metrics: []ExpectedMetric{},
-		Gone: map[string]float64{}, RootService: map[string]string{}}
+		Gone: map[string]float64{}, RootService: map[string]string{}, Subtree: map[string]SubtreeGone{}}
+	for r, g := range e.subtree {
+		out.Subtree[hex.EncodeToString(r.ID[:])] = g
+	}
 	for t, g := range e.gone {
 		out.Gone[hex.EncodeToString(t.ID[:])] = g
 		out.RootService[hex.EncodeToString(t.ID[:])] = e.rootService[t]

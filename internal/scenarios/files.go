@@ -23,7 +23,7 @@ type Scenario struct {
 	Build func() (ptrace.Traces, Expected)
 }
 
-// All returns S1..S13 in order. S8 has no files (it is S2 shuffled: use S8Batches).
+// All returns S1..S19 in order. S8 has no files (it is S2 shuffled: use S8Batches).
 func All() []Scenario {
 	return []Scenario{
 		{"S1", "s01_happy_fanout", "happy fan-out", S1},
@@ -39,6 +39,12 @@ func All() []Scenario {
 		{"S11", "s11_detached", "work meant to outlive the request", S11},
 		{"S12", "s12_root_answered_early", "the root answered, the fan-out went on", S12},
 		{"S13", "s13_bad_input", "bad input", S13},
+		{"S14", "s14_parent_cancel_not_noticed", "a parent's cancellation is not the run noticing", S14},
+		{"S15", "s15_edges_late_unwind_inner_drop", "the edge that dropped the news must not vanish", S15},
+		{"S16", "s16_deadline_calls_kept_open", "a propagated deadline passes while the caller keeps its calls open", S16},
+		{"S17", "s17_late_entry", "late entry is not detachment", S17},
+		{"S18", "s18_several_roots", "every parentless span is a root", S18},
+		{"S19", "s19_languages_tool_calls", "cancellations of more languages, and an agent framework's tool call", S19},
 	}
 }
 

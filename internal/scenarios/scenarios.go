@@ -798,7 +798,8 @@ func S12() (ptrace.Traces, Expected) {
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 3.38) // 1.39 + 1.99
 	e.SpendSeconds(Researcher, LLive, 1.25)
-	e.SpendSeconds(Critic, LOrphaned, 2.50)
+	e.SpendSeconds(Critic, LLive, 0.50)     // 1.50-2.00, while the caller still waited
+	e.SpendSeconds(Critic, LOrphaned, 2.00) // the seconds after the gone time
 	e.Tokens(Researcher, GPT4oMini, LLive, 1200, 300)
 	e.Tokens(Critic, GPT4o, LOrphaned, 1000, 200)
 	e.Cost(Researcher, GPT4oMini, LLive, 0.00036)
@@ -932,7 +933,8 @@ func S13() (ptrace.Traces, Expected) {
 	e.Roots(Gateway, Completed, 1)
 	e.Roots(LegacyAgent, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 0.99)
-	e.SpendSeconds(Planner, LOrphaned, 1.85)
+	e.SpendSeconds(Planner, LLive, 0.95)     // the chat's seconds before the gone time
+	e.SpendSeconds(Planner, LOrphaned, 0.90) // after it
 	e.Tokens(Planner, GPT4oMini, LOrphaned, 1200, 300)
 	e.Cost(Planner, GPT4oMini, LOrphaned, 0.00036)
 	e.ModelCalls(Planner, GPT4oMini, LOrphaned, 1)

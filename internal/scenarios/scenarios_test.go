@@ -137,6 +137,28 @@ func TestExpectedCoversEverySpan(t *testing.T) {
 	}
 }
 
+// recordsCancel is this test's own reading of "recorded the cancellation": HTTP 499, or an
+// error.type or exception.type (attribute or event) that speaks of a cancellation.
+func recordsCancel(sp ptrace.Span) bool {
+	a := sp.Attributes()
+	if v, ok := a.Get(AttrHTTPStatus); ok && v.Int() == 499 {
+		return true
+	}
+	cancel := func(s string) bool {
+		s = strings.ToLower(s)
+		return strings.Contains(s, "cancel")
+	}
+	if v, ok := a.Get(AttrErrorType); ok && cancel(v.AsString()) {
+		return true
+	}
+	for i := range sp.Events().Len() {
+		if v, ok := sp.Events().At(i).Attributes().Get("exception.type"); ok && cancel(v.AsString()) {
+			return true
+		}
+	}
+	return false
+}
+
 func num(v any) float64 {
 	switch x := v.(type) {
 	case int:
@@ -162,19 +184,37 @@ func TestVerdictsFollowFromTimeline(t *testing.T) {
 			if !ok || (l != "live" && l != "orphaned") {
 				continue
 			}
+			if _, root := es.Attributes[VRootEndReason]; root {
+				continue // a root is live by definition (its end is the gone time or after it)
+			}
 			gone, ok := exp.Gone[es.TraceID]
+			rootService := exp.RootService[es.TraceID]
 			if !ok {
 				t.Errorf("%s: span %s judged but no gone time declared for its trace", sc.ID, es.SpanID)
 				continue
 			}
 			f := spans[es.TraceID+"/"+es.SpanID][0]
+			// Under another root of a trace with several: that root's gone time.
+			for p := &f; p != nil; {
+				if g, ok := exp.Subtree[p.span.SpanID().String()]; ok {
+					gone, rootService = g.Gone, g.Service
+					break
+				}
+				q := spans[es.TraceID+"/"+p.span.ParentSpanID().String()]
+				p = nil
+				if len(q) > 0 {
+					p = &q[0]
+				}
+			}
 			start := float64(int64(f.span.StartTimestamp())-T0Unix*1e9) / 1e9
 			end := float64(int64(f.span.EndTimestamp())-T0Unix*1e9) / 1e9
 			tol := 0.0
-			if f.service != exp.RootService[es.TraceID] {
+			if f.service != rootService {
 				tol = DefaultSkewSec
 			}
-			wantLive := end <= gone+tol+1e-12
+			// A span that recorded the cancellation itself and ended within the grace (1 s)
+			// noticed: live.
+			wantLive := end <= gone+tol+1e-12 || recordsCancel(f.span) && end <= gone+1+1e-12
 			if (l == "live") != wantLive {
 				t.Errorf("%s: span %s %s ends %.3f, gone %.3f, tol %.3f, but expected %s", sc.ID, es.SpanID, f.span.Name(), end, gone, tol, l)
 			}
@@ -209,7 +249,11 @@ func TestVerdictShape(t *testing.T) {
 			a := es.Attributes
 			kind := f.span.Kind()
 			_, genai := f.span.Attributes().Get(AttrGenAIOperation)
-			isAttempt := kind == Client || kind == Producer || genai
+			_, tokens := f.span.Attributes().Get(AttrGenAIInputTokens)
+			_, tool := f.span.Attributes().Get(attrToolName)
+			_, aiTool := f.span.Attributes().Get("ai.toolCall.name")
+			isRootSpan := f.span.ParentSpanID().IsEmpty()
+			isAttempt := !isRootSpan && (kind == Client || kind == Producer || genai || tokens || tool || aiTool)
 			if _, ok := a[VAttempt]; ok != isAttempt {
 				t.Errorf("%s: span %s %s: attempt attribute %v, attempt span %v", sc.ID, es.SpanID, es.Name, ok, isAttempt)
 			}
@@ -238,7 +282,7 @@ func TestVerdictShape(t *testing.T) {
 			if _, ok := a[VCallerService]; ok && (a[VLiveness] != "orphaned" || (kind != Server && kind != Consumer)) {
 				t.Errorf("%s: span %s: caller.service on a span that is not an orphaned SERVER/CONSUMER", sc.ID, es.SpanID)
 			}
-			if genai {
+			if op, _ := f.span.Attributes().Get(AttrGenAIOperation); genai && op.Str() == "chat" {
 				if _, ok := a[VSpendModel]; !ok {
 					t.Errorf("%s: model call %s without spend.model", sc.ID, es.SpanID)
 				}
@@ -282,8 +326,17 @@ func deriveMetrics(td ptrace.Traces, exp Expected) map[string]float64 {
 				}
 			}
 			add(MAttempts, 1, "service_name", svc, "operation", f.span.Name(), "liveness", al)
+			// Orphaned seconds are the seconds after the gone time; the rest are live.
 			d := float64(int64(f.span.EndTimestamp())-int64(f.span.StartTimestamp())) / 1e9
-			add(MSpendSeconds, d, "service_name", svc, "liveness", liveness)
+			if liveness == LOrphaned {
+				after := math.Min(d, num(a[VAfterGone]))
+				add(MSpendSeconds, after, "service_name", svc, "liveness", LOrphaned)
+				if d > after {
+					add(MSpendSeconds, d-after, "service_name", svc, "liveness", LLive)
+				}
+			} else {
+				add(MSpendSeconds, d, "service_name", svc, "liveness", liveness)
+			}
 		}
 		if r, ok := a[VRootEndReason]; ok {
 			add(MRoots, 1, "service_name", svc, "end_reason", r.(string))

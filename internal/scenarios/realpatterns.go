@@ -1,0 +1,485 @@
+package scenarios
+
+import "go.opentelemetry.io/collector/pdata/ptrace"
+
+// S14 to S19: patterns that real instrumentation produces every day (issue 10), each with the
+// verdicts DESIGN.md asks for. Services beyond SCENARIOS.md's: scheduler, web and ticket-triage.
+
+const (
+	Scheduler    = "scheduler"
+	Web          = "web"
+	TicketTriage = "ticket-triage"
+
+	attrExceptionType = "exception.type"
+	attrToolName      = "gen_ai.tool.name"
+)
+
+// ---------------------------------------------------------------------------------------
+// S14
+
+// S14: a parent's cancellation is not the run noticing.
+//
+// (a) An LLM gateway: the root (the request handler) answers 499 at 2.00 when the client
+// leaves; its upstream retry loop to the model provider, a child of the root, goes on: chat
+// gpt-4o attempts (one idempotency key, resend_count -,1,2,3,4) 0.10-1.00 429, 1.40-1.90 503,
+// 3.00-3.40 503, 6.00-6.40 503, 12.00-12.30 503. The final attempt ends 10.3 s after the gone
+// time: the loop did not notice; delivered_to_nobody (result error), whatever the root
+// recorded. (b) A Python retry decorator run in an executor thread: researcher's coroutine span
+// "research" records asyncio.CancelledError at 2.05, while the decorated search-tool calls under
+// it go on: 0.20-0.60, 1.20-1.60, 2.50-2.90, 4.00-4.30, all 503 (its four attempts are spent):
+// delivered_to_nobody (result error). The coroutine noticed (one hop down: reach 1); the
+// search-tool kept working two hops down.
+func S14() (ptrace.Traces, Expected) {
+	b := NewBuilder(14)
+	tr := b.NewTrace()
+	e := NewExpect("S14", b, "A parent's cancellation is not the run noticing. gateway POST /v1/chat/completions ends 2.00 "+
+		"with 499; its upstream chat gpt-4o retry loop (a child of the root) goes on: 0.10-1.00 429, 1.40-1.90 503, "+
+		"3.00-3.40 503, 6.00-6.40 503, 12.00-12.30 503 -> delivered_to_nobody (error), not cancelled. researcher's "+
+		"coroutine span records asyncio.CancelledError at 2.05 while its retry decorator's search-tool attempts go on "+
+		"(0.20-0.60, 1.20-1.60, 2.50-2.90, 4.00-4.30, all 503) -> delivered_to_nobody (error). Reach 1, orphaned depth 2.")
+	e.Gone(tr, 2.00, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/v1/chat/completions", 0.00, 2.00, 499)
+	e.Span(root, Live().Root(Cancelled).Reach(1, 2))
+
+	// (a) the gateway's upstream retry loop.
+	times := [5][3]float64{{0.10, 1.00, 429}, {1.40, 1.90, 503}, {3.00, 3.40, 503}, {6.00, 6.40, 503}, {12.00, 12.30, 503}}
+	for i, tm := range times {
+		a := root.Chat(GPT4o, tm[0], tm[1]).HTTPError(int(tm[2]))
+		a.IdempotencyKey("s14-upstream-0001")
+		if i > 0 {
+			a.ResendCount(i)
+		}
+		switch {
+		case i < 2:
+			e.Span(a, Live().Attempt(i+1).Model(GPT4o))
+		case i < 4:
+			e.Span(a, Orphaned(tm[1]-2.00, true).Attempt(i+1).Model(GPT4o))
+		default:
+			e.Span(a, Orphaned(10.30, true).Attempt(5).Run(DeliveredToNobody, 5, bad).Model(GPT4o))
+		}
+	}
+
+	// (b) researcher's retry decorator around a cancelled coroutine.
+	call, srv := subAgentCall(root, Researcher, 0.01, 2.00, 0.02, 4.35, 0, 200)
+	call.ErrorType("context canceled")
+	e.Span(call, Live().Single(Cancelled, bad))
+	e.Span(srv, Orphaned(2.35, false).Caller(Gateway))
+	research := srv.Child(Researcher, "research", Internal, 0.03, 2.05).Exception("asyncio.CancelledError")
+	e.Span(research, Live()) // 50 ms after the gone time, another service: within the tolerance
+	st := [4][2]float64{{0.20, 0.60}, {1.20, 1.60}, {2.50, 2.90}, {4.00, 4.30}}
+	for i, tm := range st {
+		get, tool := searchCall(research, tm[0], tm[1], 503)
+		get.IdempotencyKey("s14-search-0001")
+		if i > 0 {
+			get.ResendCount(i)
+		}
+		switch i {
+		case 0, 1:
+			e.Span(get, Live().Attempt(i+1))
+			e.Span(tool, Live())
+		case 2:
+			e.Span(get, Orphaned(0.90, true).Attempt(3))
+			e.Span(tool, Orphaned(0.89, true))
+		case 3:
+			e.Span(get, Orphaned(2.30, true).Attempt(4).Run(DeliveredToNobody, 4, bad))
+			e.Span(tool, Orphaned(2.29, true))
+		}
+	}
+
+	e.Roots(Gateway, Cancelled, 1)
+	e.Reach(Gateway, 1, 1, 2)
+	e.Runs(Gateway, "chat gpt-4o", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "chat gpt-4o", LLive, 2)
+	e.Attempts(Gateway, "chat gpt-4o", LStartedAfterGone, 3)
+	e.ModelCalls(Gateway, GPT4o, LLive, 2)
+	e.ModelCalls(Gateway, GPT4o, LOrphaned, 3)
+	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Attempts(Gateway, "POST", LLive, 1)
+	e.SpendSeconds(Gateway, LLive, 3.39)     // chat 0.90 + 0.50, POST 1.99
+	e.SpendSeconds(Gateway, LOrphaned, 1.10) // chat 0.40 + 0.40 + 0.30
+	e.Outlive(Gateway, 3, 16.10)             // 1.40 + 4.40 + 10.30
+	e.Runs(Researcher, "GET", DeliveredToNobody, 1)
+	e.Attempts(Researcher, "GET", LLive, 2)
+	e.Attempts(Researcher, "GET", LStartedAfterGone, 2)
+	e.SpendSeconds(Researcher, LLive, 0.80)
+	e.SpendSeconds(Researcher, LOrphaned, 0.70)
+	e.Outlive(Researcher, 3, 5.55) // 2.35 + 0.90 + 2.30
+	e.Outlive(SearchTool, 2, 3.18) // 0.89 + 2.29
+	e.Unpropagated(Gateway, Researcher, 1)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S15
+
+// S15: the edge that dropped the news must not vanish (the caller unwinds late; the news dropped
+// inside the root's own service).
+//
+// The root gateway POST /ask ends 3.00 with 499. (a) gateway's CLIENT call to planner records
+// "context canceled" and unwinds 4 ms after the handler answered (3.004: same service, compared
+// exactly): it noticed, so it is live and its seconds are not orphaned spend; planner never
+// heard: its SERVER span runs to 5.00 and its chat gpt-4o-mini 3.50-4.90 (1000/200) starts after
+// the gone time. The edge gateway -> planner is named on planner's SERVER span. (c) gateway's
+// supervisor agent acknowledges the cancel (CancelledError, ends 3.02) but its nested tool call
+// execute_tool web_search 2.50-6.00 goes on and calls search-tool (GET 2.60-5.90, SERVER
+// 2.61-5.89): the news stopped inside gateway, and the orphaned work then entered search-tool:
+// edge gateway -> search-tool. Reach 0 (only gateway knew), orphaned depth 1.
+func S15() (ptrace.Traces, Expected) {
+	b := NewBuilder(15)
+	tr := b.NewTrace()
+	e := NewExpect("S15", b, "The edge that dropped the news must not vanish. Root ends 3.00 with 499. gateway's CLIENT "+
+		"call to planner records 'context canceled' and unwinds at 3.004 (live: it noticed); planner's SERVER runs to "+
+		"5.00 with a chat 3.50-4.90: edge gateway->planner. gateway's agent acknowledges the cancel at 3.02 but its "+
+		"execute_tool 2.50-6.00 calls search-tool (GET 2.60-5.90): edge gateway->search-tool. Reach 0, depth 1.")
+	e.Gone(tr, 3.00, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
+	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
+
+	// (a) the caller's span unwinds a few milliseconds late.
+	callP, srvP := subAgentCall(root, Planner, 0.01, 3.004, 0.02, 5.00, 0, 200)
+	callP.ErrorType("context canceled")
+	e.Span(callP, Live().Single(Cancelled, bad))
+	e.Span(srvP, Orphaned(2.00, false).Caller(Gateway))
+	chat := srvP.Chat(GPT4oMini, 3.50, 4.90).Usage(1000, 200)
+	// 1000 * 0.15e-6 + 200 * 0.60e-6
+	e.Span(chat, Orphaned(1.90, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 1000, 200, 0.00027))
+
+	// (c) dropped inside the root's own service.
+	agent := root.Child(Gateway, "supervisor.run", Internal, 0.05, 3.02).Exception("CancelledError")
+	e.Span(agent, Live())
+	tool := agent.Child(Gateway, "execute_tool web_search", Internal, 2.50, 6.00).
+		Set(AttrGenAIOperation, "execute_tool").Set(attrToolName, "web_search")
+	e.Span(tool, Orphaned(3.00, false).Single(DeliveredToNobody, ok))
+	get := tool.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 2.60, 5.90, 200)
+	e.Span(get, Orphaned(2.90, false).Single(DeliveredToNobody, ok))
+	srvT := get.HTTPServer(SearchTool, "/search", 2.61, 5.89, 200)
+	e.Span(srvT, Orphaned(2.89, false).Caller(Gateway))
+
+	e.Roots(Gateway, Cancelled, 1)
+	e.Reach(Gateway, 1, 0, 1)
+	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Runs(Gateway, "execute_tool web_search", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "execute_tool web_search", LOutlivedRoot, 1)
+	e.Runs(Gateway, "GET", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "GET", LOutlivedRoot, 1)
+	e.SpendSeconds(Gateway, LLive, 3.894)   // POST 2.994 (noticed: all live) + tool 0.50 + GET 0.40 before gone
+	e.SpendSeconds(Gateway, LOrphaned, 5.9) // tool 3.00 + GET 2.90 after gone
+	e.Outlive(Gateway, 2, 5.90)
+	e.Runs(Planner, "chat gpt-4o-mini", DeliveredToNobody, 1)
+	e.Attempts(Planner, "chat gpt-4o-mini", LStartedAfterGone, 1)
+	e.SpendSeconds(Planner, LOrphaned, 1.40)
+	e.Tokens(Planner, GPT4oMini, LOrphaned, 1000, 200)
+	e.Cost(Planner, GPT4oMini, LOrphaned, 0.00027)
+	e.ModelCalls(Planner, GPT4oMini, LOrphaned, 1)
+	e.Outlive(Planner, 2, 3.90) // 2.00 + 1.90
+	e.Outlive(SearchTool, 1, 2.89)
+	e.Unpropagated(Gateway, Planner, 1)
+	e.Unpropagated(Gateway, SearchTool, 1)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S16
+
+// S16: a propagated deadline passes while the caller keeps its calls open (an Envoy route
+// timeout). The root gateway POST /ask carries x-envoy-expected-rq-timeout-ms 2000; Envoy
+// answered the client 504 at 2.00, but the gateway's handler goes on to 5.00 (200) and keeps
+// its call to coder open (0.01-4.80, 200); coder's SERVER span (0.02-4.79) and its chat gpt-4o
+// 0.50-4.50 (1500/300) go on working. The root is deadline_exceeded, gone at 2.00. gateway's
+// CLIENT span is orphaned itself, and the edge gateway -> coder is still named on coder's
+// SERVER span: the first span of the orphaned path that entered another service.
+func S16() (ptrace.Traces, Expected) {
+	b := NewBuilder(16)
+	tr := b.NewTrace()
+	e := NewExpect("S16", b, "A propagated deadline passes while the caller keeps its calls open. Root gateway POST /ask "+
+		"0.00-5.00 (200) with x-envoy-expected-rq-timeout-ms 2000: deadline_exceeded, gone 2.00. gateway's call to coder "+
+		"0.01-4.80 stays open; coder's SERVER 0.02-4.79 and chat gpt-4o 0.50-4.50 (1500/300) go on. Edge gateway->coder "+
+		"named on coder's SERVER span though the caller's span is orphaned too. Reach 0, depth 1.")
+	e.Gone(tr, 2.00, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 5.00, 200).
+		Set("http.request.header.x-envoy-expected-rq-timeout-ms", []string{"2000"})
+	e.Span(root, Live().Root(DeadlineExceeded).Reach(0, 1))
+	call, srv := subAgentCall(root, Coder, 0.01, 4.80, 0.02, 4.79, 200, 200)
+	e.Span(call, Orphaned(2.80, false).Single(DeliveredToNobody, ok))
+	e.Span(srv, Orphaned(2.79, false).Caller(Gateway))
+	chat := srv.Chat(GPT4o, 0.50, 4.50).Usage(1500, 300)
+	// 1500 * 2.5e-6 + 300 * 10e-6
+	e.Span(chat, Orphaned(2.50, false).Single(DeliveredToNobody, ok).Spend(GPT4o, 1500, 300, 0.00675))
+
+	e.Roots(Gateway, DeadlineExceeded, 1)
+	e.Reach(Gateway, 1, 0, 1)
+	e.Runs(Gateway, "POST", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "POST", LOutlivedRoot, 1)
+	e.SpendSeconds(Gateway, LLive, 1.99)
+	e.SpendSeconds(Gateway, LOrphaned, 2.80)
+	e.Outlive(Gateway, 1, 2.80)
+	e.Runs(Coder, "chat gpt-4o", DeliveredToNobody, 1)
+	e.Attempts(Coder, "chat gpt-4o", LOutlivedRoot, 1)
+	e.SpendSeconds(Coder, LLive, 1.50)
+	e.SpendSeconds(Coder, LOrphaned, 2.50)
+	e.Tokens(Coder, GPT4o, LOrphaned, 1500, 300)
+	e.Cost(Coder, GPT4o, LOrphaned, 0.00675)
+	e.ModelCalls(Coder, GPT4o, LOrphaned, 1)
+	e.Outlive(Coder, 2, 5.29) // 2.79 + 2.50
+	e.Unpropagated(Gateway, Coder, 1)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S17
+
+// S17: late entry is not detachment.
+//
+// Trace 1, a workflow engine: the user's request (gateway POST /ask) is cancelled at 2.00. The
+// workflow's tracing interceptor ended "StartActivity:Summarize" (a CLIENT span, 0.10-0.12)
+// when it scheduled the activity; the worker (coder) starts "RunActivity:Summarize" at 2.50 and
+// calls gpt-4o 2.60-5.90 (4000/900) for nobody: judged, orphaned, edge gateway -> coder.
+// Trace 2, a server that picks up a request after its client gave up: gateway's call to critic
+// times out at 1.10 (error.type timeout); critic starts at 1.50 and works until 4.00 (chat
+// gpt-4o-mini 1.60-3.90, 800/100) while the root answered at 2.00 (200, degraded): judged,
+// orphaned. The control: gateway's call to planner 1.80-1.90 (200) is answered; planner picks
+// the follow-up up at 2.50 after the root completed (a request sent after an answer, like a
+// browser following a redirect): detached, nothing orphaned.
+func S17() (ptrace.Traces, Expected) {
+	b := NewBuilder(17)
+	tr1 := b.NewTrace()
+	tr2 := b.NewTrace()
+	e := NewExpect("S17", b, "Late entry is not detachment. Trace 1: the request is cancelled at 2.00; StartActivity "+
+		"0.10-0.12 schedules the activity; RunActivity (coder) starts 2.50 and calls gpt-4o 2.60-5.90 (4000/900): "+
+		"orphaned, dispatched for nobody. Trace 2: the root completes at 2.00; gateway's call to critic timed out at "+
+		"1.10; critic works 1.50-4.00 (chat 1.60-3.90, 800/100): orphaned. planner's follow-up 2.50-3.20 after a clean "+
+		"call 1.80-1.90 under a completed root: detached.")
+	e.Gone(tr1, 2.00, Gateway)
+	e.Gone(tr2, 2.00, Gateway)
+
+	root1 := tr1.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 499)
+	e.Span(root1, Live().Root(Cancelled).Reach(0, 1))
+	start := root1.Child(Gateway, "StartActivity:Summarize", Client, 0.10, 0.12)
+	e.Span(start, Live().Single(Success, ok))
+	run := start.Child(Coder, "RunActivity:Summarize", Server, 2.50, 6.00)
+	e.Span(run, Orphaned(4.00, true).Caller(Gateway))
+	chat1 := run.Chat(GPT4o, 2.60, 5.90).Usage(4000, 900)
+	// 4000 * 2.5e-6 + 900 * 10e-6
+	e.Span(chat1, Orphaned(3.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 4000, 900, 0.019))
+
+	root2 := tr2.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
+	e.Span(root2, Live().Root(Completed))
+	callC := root2.HTTPClient("POST", Critic, HTTPPort, "/run", 0.10, 1.10, 0).ErrorType("timeout")
+	e.Span(callC, Live().Single(RetryableFailure, bad))
+	srvC := callC.HTTPServer(Critic, "/run", 1.50, 4.00, 200)
+	e.Span(srvC, Orphaned(2.00, false).Caller(Gateway))
+	chatC := srvC.Chat(GPT4oMini, 1.60, 3.90).Usage(800, 100)
+	// 800 * 0.15e-6 + 100 * 0.60e-6
+	e.Span(chatC, Orphaned(1.90, false).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 800, 100, 0.00018))
+	callP := root2.HTTPClient("POST", Planner, HTTPPort, "/run", 1.80, 1.90, 200)
+	e.Span(callP, Live().Single(Success, ok))
+	srvP := callP.HTTPServer(Planner, "/run", 2.50, 3.20, 200)
+	e.Span(srvP, Detached())
+	chatP := srvP.Chat(GPT4oMini, 2.60, 3.10).Usage(500, 50)
+	// 500 * 0.15e-6 + 50 * 0.60e-6
+	e.Span(chatP, Detached().Single(Success, ok).Spend(GPT4oMini, 500, 50, 0.000105))
+
+	e.Roots(Gateway, Cancelled, 1)
+	e.Roots(Gateway, Completed, 1)
+	e.Reach(Gateway, 1, 0, 1)
+	e.Runs(Gateway, "StartActivity:Summarize", Success, 1)
+	e.Attempts(Gateway, "StartActivity:Summarize", LLive, 1)
+	e.Runs(Gateway, "POST", RetryableFailure, 1)
+	e.Runs(Gateway, "POST", Success, 1)
+	e.Attempts(Gateway, "POST", LLive, 2)
+	e.SpendSeconds(Gateway, LLive, 1.12) // 0.02 + 1.00 + 0.10
+	e.Runs(Coder, "chat gpt-4o", DeliveredToNobody, 1)
+	e.Attempts(Coder, "chat gpt-4o", LStartedAfterGone, 1)
+	e.SpendSeconds(Coder, LOrphaned, 3.30)
+	e.Tokens(Coder, GPT4o, LOrphaned, 4000, 900)
+	e.Cost(Coder, GPT4o, LOrphaned, 0.019)
+	e.ModelCalls(Coder, GPT4o, LOrphaned, 1)
+	e.Outlive(Coder, 2, 7.90) // 4.00 + 3.90
+	e.Runs(Critic, "chat gpt-4o-mini", DeliveredToNobody, 1)
+	e.Attempts(Critic, "chat gpt-4o-mini", LOutlivedRoot, 1)
+	e.SpendSeconds(Critic, LLive, 0.40)     // 1.60-2.00
+	e.SpendSeconds(Critic, LOrphaned, 1.90) // 2.00-3.90
+	e.Tokens(Critic, GPT4oMini, LOrphaned, 800, 100)
+	e.Cost(Critic, GPT4oMini, LOrphaned, 0.00018)
+	e.ModelCalls(Critic, GPT4oMini, LOrphaned, 1)
+	e.Outlive(Critic, 2, 3.90) // 2.00 + 1.90
+	e.Runs(Planner, "chat gpt-4o-mini", Success, 1)
+	e.Attempts(Planner, "chat gpt-4o-mini", LDetached, 1)
+	e.SpendSeconds(Planner, LDetached, 0.50)
+	e.Tokens(Planner, GPT4oMini, LDetached, 500, 50)
+	e.Cost(Planner, GPT4oMini, LDetached, 0.000105)
+	e.ModelCalls(Planner, GPT4oMini, LDetached, 1)
+	e.Unpropagated(Gateway, Coder, 1)
+	e.Unpropagated(Gateway, Critic, 1)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S18
+
+// S18: every parentless span is a root.
+//
+// One trace holds three spans without a parent: a browser session span (web "session",
+// 0.00-60.00) that starts before the request and outlasts it, a scheduler's batch span
+// (scheduler "nightly-digest", 0.50-8.00, whose chat gpt-4o-mini 4.00-7.50 (2000/300) is its
+// own live work), and the request (gateway POST /ask 1.00-3.00, 499). Each is a root with its
+// end reason and judges its own subtree: the request's researcher goes on to 5.00 and its chat
+// gpt-4o 3.50-4.90 (1000/200) is orphaned; the scheduler's chat, which ends after the
+// request's gone time, is live. A planner call whose parent span never arrives cannot be told
+// apart: its root is ambiguous, its liveness unknown, its run unknown_root (counted by the
+// processor as spans without verdict, reason ambiguous_root).
+func S18() (ptrace.Traces, Expected) {
+	b := NewBuilder(18)
+	tr := b.NewTrace()
+	e := NewExpect("S18", b, "Every parentless span is a root. web session 0.00-60.00, scheduler nightly-digest 0.50-8.00 "+
+		"(chat gpt-4o-mini 4.00-7.50, 2000/300, live) and the request gateway POST /ask 1.00-3.00 (499, cancelled; "+
+		"researcher to 5.00, chat gpt-4o 3.50-4.90 1000/200 orphaned) in one trace: each judged against its own root, "+
+		"each root counted. A planner GET whose parent never arrives: unknown, unknown_root.")
+	e.Gone(tr, 3.00, Gateway)
+	session := tr.Span(Web, "session", Internal, 0.00, 60.00)
+	e.Span(session, Live().Root(Completed))
+	sched := tr.Span(Scheduler, "nightly-digest", Internal, 0.50, 8.00)
+	e.Span(sched, Live().Root(Completed))
+	e.GoneUnder(sched, 8.00, Scheduler)
+	chatS := sched.Chat(GPT4oMini, 4.00, 7.50).Usage(2000, 300)
+	// 2000 * 0.15e-6 + 300 * 0.60e-6
+	e.Span(chatS, Live().Single(Success, ok).Spend(GPT4oMini, 2000, 300, 0.00048))
+
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 1.00, 3.00, 499)
+	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
+	call, srv := subAgentCall(root, Researcher, 1.01, 3.00, 1.02, 5.00, 0, 200)
+	call.ErrorType("context canceled")
+	e.Span(call, Live().Single(Cancelled, bad))
+	e.Span(srv, Orphaned(2.00, false).Caller(Gateway))
+	chatR := srv.Chat(GPT4o, 3.50, 4.90).Usage(1000, 200)
+	// 1000 * 2.5e-6 + 200 * 10e-6
+	e.Span(chatR, Orphaned(1.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
+
+	ghost := root.Child(Planner, "plan", Internal, 1.50, 2.60) // never arrives
+	lost := ghost.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 2.00, 2.50, 200)
+	b.Remove(ghost)
+	e.Span(lost, Unknown().Single(UnknownRoot, ok))
+
+	e.Roots(Web, Completed, 1)
+	e.Roots(Scheduler, Completed, 1)
+	e.Roots(Gateway, Cancelled, 1)
+	e.Reach(Gateway, 1, 0, 1)
+	e.Runs(Scheduler, "chat gpt-4o-mini", Success, 1)
+	e.Attempts(Scheduler, "chat gpt-4o-mini", LLive, 1)
+	e.SpendSeconds(Scheduler, LLive, 3.50)
+	e.Tokens(Scheduler, GPT4oMini, LLive, 2000, 300)
+	e.Cost(Scheduler, GPT4oMini, LLive, 0.00048)
+	e.ModelCalls(Scheduler, GPT4oMini, LLive, 1)
+	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Attempts(Gateway, "POST", LLive, 1)
+	e.SpendSeconds(Gateway, LLive, 1.99)
+	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
+	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 1)
+	e.SpendSeconds(Researcher, LOrphaned, 1.40)
+	e.Tokens(Researcher, GPT4o, LOrphaned, 1000, 200)
+	e.Cost(Researcher, GPT4o, LOrphaned, 0.0045)
+	e.ModelCalls(Researcher, GPT4o, LOrphaned, 1)
+	e.Outlive(Researcher, 2, 3.90) // 2.00 + 1.90
+	e.Unpropagated(Gateway, Researcher, 1)
+	e.Runs(Planner, "GET", UnknownRoot, 1)
+	e.Attempts(Planner, "GET", LUnknown, 1)
+	e.SpendSeconds(Planner, LUnknown, 0.50)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S19
+
+// S19: cancellations of more languages, and an agent framework's tool call.
+//
+// Trace 1: the root is cancelled at 2.00 (499). planner (Kotlin), coder (Swift) and critic
+// (Rust/tokio) each stop their search retry loop (0.10-0.30 503, 0.80-1.00 503) and record the
+// cancellation in their own language when their SERVER span ends at 2.60 (600 ms after the
+// gone time: beyond the clock-skew tolerance, within cancellation.grace):
+// kotlinx.coroutines.JobCancellationException and Swift.CancellationError as exception events,
+// tokio's "task 7 was cancelled" as error.type. Each noticed: live, and each search run
+// cancelled; the news reached one hop.
+// Trace 2, the Vercel AI SDK: ai.generateText (0.00-1.00) repeats the usage of its
+// ai.generateText.doGenerate child (412/27, gpt-4o-mini-2024-07-18) under the ai.usage.* names:
+// counted once, on the child, and the root says so (spend.repeated). Its ai.toolCall (INTERNAL,
+// 1.01-1.18) starts after the root ended: work like any call, orphaned, 0.17 orphaned seconds.
+func S19() (ptrace.Traces, Expected) {
+	b := NewBuilder(19)
+	tr1 := b.NewTrace()
+	tr2 := b.NewTrace()
+	e := NewExpect("S19", b, "Cancellations of more languages, and a tool call. Trace 1: root cancelled at 2.00; planner "+
+		"(kotlinx JobCancellationException), coder (Swift CancellationError) and critic (tokio 'task 7 was cancelled') "+
+		"stop their search loops and end at 2.60: live, runs cancelled, reach 1. Trace 2: Vercel AI SDK "+
+		"ai.generateText repeats doGenerate's 412/27 (counted once; spend.repeated on the root); ai.toolCall 1.01-1.18 "+
+		"after the root's end at 1.00: orphaned work, 0.17 s.")
+	e.Gone(tr1, 2.00, Gateway)
+	e.Gone(tr2, 1.00, TicketTriage)
+
+	root := tr1.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 499)
+	e.Span(root, Live().Root(Cancelled).Reach(1, 0))
+	for _, c := range []struct {
+		agent, typ string
+		event      bool
+	}{
+		{Planner, "kotlinx.coroutines.JobCancellationException", true},
+		{Coder, "Swift.CancellationError", true},
+		{Critic, "task 7 was cancelled", false},
+	} {
+		call, srv := subAgentCall(root, c.agent, 0.01, 2.00, 0.02, 2.60, 0, 0)
+		call.ErrorType("context canceled")
+		if c.event {
+			srv.Exception(c.typ)
+		} else {
+			srv.ErrorType(c.typ)
+		}
+		e.Span(call, Live().Single(Cancelled, bad))
+		e.Span(srv, Live())
+		for i, tm := range [2][2]float64{{0.10, 0.30}, {0.80, 1.00}} {
+			get, tool := searchCall(srv, tm[0], tm[1], 503)
+			get.IdempotencyKey("s19-search-" + c.agent)
+			if i == 0 {
+				e.Span(get, Live().Attempt(1))
+			} else {
+				get.ResendCount(1)
+				e.Span(get, Live().Attempt(2).Run(Cancelled, 2, bad))
+			}
+			e.Span(tool, Live())
+		}
+		e.Runs(c.agent, "GET", Cancelled, 1)
+		e.Attempts(c.agent, "GET", LLive, 2)
+		e.SpendSeconds(c.agent, LLive, 0.40)
+	}
+	e.Roots(Gateway, Cancelled, 1)
+	e.Reach(Gateway, 1, 1, 0)
+	e.Runs(Gateway, "POST", Cancelled, 3)
+	e.Attempts(Gateway, "POST", LLive, 3)
+	e.SpendSeconds(Gateway, LLive, 5.97) // 3 x 1.99
+
+	const model = "gpt-4o-mini-2024-07-18"
+	gen := tr2.Span(TicketTriage, "ai.generateText", Internal, 0.00, 1.00).
+		Set("ai.model.id", GPT4oMini).Set("ai.usage.promptTokens", 412).Set("ai.usage.completionTokens", 27).
+		Set("ai.settings.maxRetries", 2)
+	e.Span(gen, Live().Root(Completed).Repeated())
+	do := gen.Child(TicketTriage, "ai.generateText.doGenerate", Internal, 0.05, 0.90).
+		Set("gen_ai.system", "openai").Set(AttrGenAIRequestModel, GPT4oMini).Set(AttrGenAIRespModel, model).
+		Set(AttrGenAIInputTokens, 412).Set(AttrGenAIOutputTokens, 27)
+	// 412 * 0.15e-6 + 27 * 0.60e-6 (gpt-4o-mini-2024-07-18 priced as gpt-4o-mini)
+	e.Span(do, Live().Single(Success, ok).Spend(model, 412, 27, 0.000078))
+	tool := gen.Child(TicketTriage, "ai.toolCall", Internal, 1.01, 1.18).
+		Set("ai.toolCall.name", "lookupTicket").Set("ai.toolCall.id", "call_s19_1")
+	e.Span(tool, Orphaned(0.18, true).Single(DeliveredToNobody, ok))
+
+	e.Roots(TicketTriage, Completed, 1)
+	e.Runs(TicketTriage, "ai.generateText.doGenerate", Success, 1)
+	e.Attempts(TicketTriage, "ai.generateText.doGenerate", LLive, 1)
+	e.Runs(TicketTriage, "ai.toolCall", DeliveredToNobody, 1)
+	e.Attempts(TicketTriage, "ai.toolCall", LStartedAfterGone, 1)
+	e.SpendSeconds(TicketTriage, LLive, 0.85)
+	e.SpendSeconds(TicketTriage, LOrphaned, 0.17)
+	e.Tokens(TicketTriage, model, LLive, 412, 27)
+	e.Cost(TicketTriage, model, LLive, 0.000078)
+	e.ModelCalls(TicketTriage, model, LLive, 1)
+	e.Outlive(TicketTriage, 1, 0.18)
+	return b.Traces(), e.Build()
+}
