@@ -20,10 +20,11 @@ type node struct {
 	hasRoot   bool
 	deadline  int64 // earliest deadline on the span or its ancestors, 0 if none
 	done      bool
-	modelDesc bool  // a descendant is a model call
-	isRoot    bool  // a valid span without a parent
-	root      int32 // index of the span's root among the decision's roots, -1 if not one
-	hop       int32 // service hops from the root (isEntry), counted along present parents
+	modelDesc bool   // a descendant is a model call
+	isRoot    bool   // a valid span without a parent
+	root      int32  // index of the span's root among the decision's roots, -1 if not one
+	rootID    SpanID // the span ID of the span's root, when known
+	hop       int32  // service hops from the root (isEntry), counted along present parents
 	// orphanedEntryAbove: an orphaned span entering a service stands above this one (the
 	// edge was already named there).
 	orphanedEntryAbove bool
@@ -335,13 +336,13 @@ index:
 			// key, S7); a key seen only in the detached work is its own business (a mailer's
 			// keys for its mail provider) and binds nothing.
 			if rec2, ok := bindings[s.KeyHash]; s.KeyHash != 0 && ok {
-				ctx.bound, ctx.rec, ctx.hasRoot, ctx.root = true, rec2, true, -1
+				ctx.bound, ctx.rec, ctx.hasRoot, ctx.root, ctx.rootID = true, rec2, true, -1, SpanID{}
 			} else if ctx.deadline > 0 {
 				ctx.bound = true
 			}
 		}
 		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = ctx.detached, ctx.bound, ctx.rec, ctx.hasRoot, ctx.deadline
-		n.root, n.hop = ctx.root, ctx.hop
+		n.root, n.rootID, n.hop = ctx.root, ctx.rootID, ctx.hop
 		for _, ch := range kids[n.kidsFrom:n.kidsEnd] {
 			visit(ch, ctx)
 		}
@@ -349,14 +350,15 @@ index:
 	sc.order = sc.order[:0]
 	for k, r := range roots {
 		det := recs[k].detached
-		visit(r, spanContext{detached: det, rec: recs[k], hasRoot: !det, root: int32(k)})
+		visit(r, spanContext{detached: det, rec: recs[k], hasRoot: !det, root: int32(k), rootID: spans[r].SpanID})
 	}
 	for i := range spans {
 		if nodes[i].parent < 0 && !nodes[i].done {
 			if above[i].ambiguous {
 				st.AmbiguousRoot++
 			}
-			visit(int32(i), spanContext{detached: above[i].detached, rec: above[i].rec, hasRoot: above[i].ok && !above[i].detached, root: -1})
+			a := &above[i]
+			visit(int32(i), spanContext{detached: a.detached, rec: a.rec, hasRoot: a.ok && !a.detached, root: -1, rootID: a.id})
 		}
 	}
 
@@ -407,9 +409,10 @@ type spanContext struct {
 	detached, bound bool
 	rec             rootRecord // the root the span is judged against, when hasRoot
 	hasRoot         bool
-	root            int32 // index of that root among the decision's roots; -1 when not one of them
-	deadline        int64 // earliest deadline on the span or above it, 0 if none
-	hop             int32 // service hops from the root (isEntry)
+	root            int32  // index of that root among the decision's roots; -1 when not one of them
+	rootID          SpanID // that root's span ID, when known
+	deadline        int64  // earliest deadline on the span or above it, 0 if none
+	hop             int32  // service hops from the root (isEntry)
 }
 
 // isEntry reports whether s enters another service from its parent p: a SERVER or CONSUMER span

@@ -27,9 +27,19 @@ type Correlator struct {
 	evictedRoots, evictedKeys, evictedIndexed uint64
 }
 
+// position returns the index of root id in m.roots, -1 if it is not there.
+func (m *multiRoot) position(id SpanID) int {
+	for q, e := range m.roots {
+		if e.id == id {
+			return q
+		}
+	}
+	return -1
+}
+
 // multiRoot is what is kept of a trace with several roots.
 type multiRoot struct {
-	roots    []rootEntry       // at most 255
+	roots    []rootEntry      // at most 255
 	spanRoot map[SpanID]uint8 // a decided span's root, by position in roots
 }
 
@@ -156,6 +166,7 @@ func (c *Correlator) lookupKeyLocked(h uint64) (rootRecord, bool) {
 type knownRoots struct {
 	n        int        // distinct roots that are not detached work
 	single   rootRecord // the root, when n == 1
+	singleID SpanID     // its span ID, when known (zero for a record kept from an earlier decision)
 	detached bool       // no root but detached ones is known: work below is detached
 	detRec   rootRecord
 	multi    *multiRoot // the trace's index, if it has one
@@ -171,7 +182,7 @@ func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, re
 			continue
 		}
 		k.n++
-		k.single = recs[j]
+		k.single, k.singleID = recs[j], spans[roots[j]].SpanID
 	}
 	if k.multi != nil {
 	next:
@@ -186,16 +197,16 @@ func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, re
 				continue
 			}
 			k.n++
-			k.single = e.rec
+			k.single, k.singleID = e.rec, e.id
 		}
 	}
 	if rec, ok := c.roots[t]; ok {
 		if rec.detached {
 			k.detached, k.detRec = true, rec
 		} else if int(rec.nroots) > k.n {
-			k.n, k.single = int(rec.nroots), rec
+			k.n, k.single, k.singleID = int(rec.nroots), rec, SpanID{}
 		} else if k.n == 0 {
-			k.n, k.single = 1, rec
+			k.n, k.single, k.singleID = 1, rec, SpanID{}
 		}
 	}
 	if k.n > 0 {
@@ -207,9 +218,10 @@ func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, re
 // absentParentRoot is the root a span whose parent is absent is judged against.
 type absentParentRoot struct {
 	rec       rootRecord
-	ok        bool // a root was found
-	detached  bool // the work is detached (the only roots known are detached work)
-	ambiguous bool // several roots, and the trace's index does not know the parent
+	id        SpanID // the root's span ID, when known
+	ok        bool   // a root was found
+	detached  bool   // the work is detached (the only roots known are detached work)
+	ambiguous bool   // several roots, and the trace's index does not know the parent
 }
 
 // rootOfAbsentParentLocked decides the root of a span whose parent is absent from the decision
@@ -219,13 +231,13 @@ type absentParentRoot struct {
 func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *knownRoots) absentParentRoot {
 	if k.multi != nil && !s.ParentID.IsZero() {
 		if j, ok := k.multi.spanRoot[s.ParentID]; ok {
-			rec := k.multi.roots[j].rec
-			return absentParentRoot{rec: rec, ok: true, detached: rec.detached}
+			e := k.multi.roots[j]
+			return absentParentRoot{rec: e.rec, id: e.id, ok: true, detached: e.rec.detached}
 		}
 	}
 	switch {
 	case k.n == 1:
-		return absentParentRoot{rec: k.single, ok: true}
+		return absentParentRoot{rec: k.single, id: k.singleID, ok: true}
 	case k.n >= 2:
 		return absentParentRoot{ambiguous: true}
 	case k.detached:
@@ -244,26 +256,22 @@ func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32,
 		c.multi[t] = m
 		c.multiOrder.push(t)
 	}
-	pos := make([]int, len(roots)) // position in m.roots of each of the decision's roots, -1 if full
 	for j, r := range roots {
-		pos[j] = -1
-		for q, e := range m.roots {
-			if e.id == spans[r].SpanID {
-				pos[j] = q
-			}
-		}
-		if pos[j] < 0 && len(m.roots) < 255 {
-			pos[j] = len(m.roots)
+		if m.position(spans[r].SpanID) < 0 && len(m.roots) < 255 {
 			m.roots = append(m.roots, rootEntry{id: spans[r].SpanID, rec: recs[j]})
 		}
 	}
 	for i := range spans {
 		n := &nodes[i]
-		if !n.valid || n.root < 0 || pos[n.root] < 0 {
+		if !n.valid || n.rootID.IsZero() {
 			continue
 		}
+		q := m.position(n.rootID)
+		if q < 0 {
+			continue // more than 255 roots: not indexed
+		}
 		if _, dup := m.spanRoot[spans[i].SpanID]; !dup {
-			m.spanRoot[spans[i].SpanID] = uint8(pos[n.root])
+			m.spanRoot[spans[i].SpanID] = uint8(q)
 			c.indexed++
 		}
 	}

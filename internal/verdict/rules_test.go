@@ -1,0 +1,220 @@
+package verdict
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Rules of issue 10, each on the smallest trace that shows it.
+
+func TestCancellationTypesOfMoreLanguages(t *testing.T) {
+	r := compileRules(DefaultConfig())
+	for _, c := range []struct {
+		typ  string
+		want typeClass
+	}{
+		{"kotlinx.coroutines.JobCancellationException", typeCancel},
+		{"kotlin.coroutines.cancellation.CancellationException", typeCancel},
+		{"kotlinx.coroutines.StandaloneCoroutineCancellationException", typeCancel}, // a subclass by name
+		{"kotlinx.coroutines.TimeoutCancellationException", typeDeadline},           // listed exactly: a deadline
+		{"Swift.CancellationError", typeCancel},
+		{"CancellationError", typeCancel},
+		{"JoinError::Cancelled", typeCancel},
+		{"task 12 was cancelled", typeCancel},
+		{"tokio::task::JoinError", typeOther}, // a panic or a cancellation: the type alone does not say
+		{"asyncio.CancelledError", typeCancel},
+		{"System.OperationCanceledException", typeCancel},
+		{"context deadline exceeded", typeDeadline},
+		{"java.lang.IllegalStateException", typeOther},
+		{"ConnectionError", typeOther},
+		{"", typeOther},
+	} {
+		assert.Equal(t, c.want, r.classify(c.typ), c.typ)
+	}
+	root := sp(1, 0, "gw", KindServer, 0, 3)
+	root.ExceptionTypes = []string{"kotlinx.coroutines.TimeoutCancellationException"}
+	assert.Equal(t, EndReasonDeadlineExceeded, decide(t, DefaultConfig(), root)[0].EndReason)
+}
+
+func TestParentCancellationIsNotTheRunNoticing(t *testing.T) {
+	mk := func(lastStart, lastEnd float64) Verdict {
+		root := sp(1, 0, "gw", KindServer, 0, 2)
+		root.HTTPStatus = 499
+		a1 := sp(2, 1, "gw", KindClient, 0.1, 0.5)
+		a1.IsHTTP, a1.HTTPStatus, a1.Status = true, 503, StatusError
+		a2 := sp(3, 1, "gw", KindClient, lastStart, lastEnd)
+		a2.IsHTTP, a2.HTTPStatus, a2.Status, a2.ResendCount = true, 503, StatusError, 1
+		return decide(t, DefaultConfig(), root, a1, a2)[2]
+	}
+	assert.Equal(t, OutcomeCancelled, mk(1.0, 1.5).Outcome, "stopped before the gone time, the loop recorded it")
+	assert.Equal(t, OutcomeCancelled, mk(1.8, 2.4).Outcome, "the last try failed within the grace")
+	v := mk(5, 9)
+	assert.Equal(t, OutcomeDeliveredToNobody, v.Outcome, "the loop went on long after its parent recorded the cancellation")
+	assert.False(t, v.RunOK)
+}
+
+func TestNoticedSpansAreLive(t *testing.T) {
+	root := sp(1, 0, "gw", KindServer, 0, 3)
+	root.HTTPStatus = 499
+	unwind := sp(2, 1, "gw", KindClient, 0.1, 3.004) // same service: compared exactly
+	unwind.ErrorType = "context canceled"
+	callee := sp(3, 2, "agent", KindServer, 0.2, 5)
+	late := sp(4, 1, "gw", KindInternal, 0.1, 4.5) // recorded it, but 1.5 s late: orphaned
+	late.ErrorType = "context canceled"
+	v := decide(t, DefaultConfig(), root, unwind, callee, late)
+	assert.Equal(t, LivenessLive, v[1].Liveness)
+	assert.Equal(t, OutcomeCancelled, v[1].Outcome)
+	assert.Equal(t, LivenessOrphaned, v[2].Liveness)
+	assert.Equal(t, "gw", v[2].CallerService, "the edge is named though the caller's span ended after the gone time")
+	assert.Equal(t, LivenessOrphaned, v[3].Liveness)
+}
+
+func TestEdgesOnTheFirstOrphanedEntryOnly(t *testing.T) {
+	root := sp(1, 0, "gw", KindServer, 0, 2)
+	root.Deadline = t0 + 2*sec
+	open := sp(2, 1, "gw", KindClient, 0.1, 5) // kept open past the deadline: orphaned itself
+	a := sp(3, 2, "agent", KindServer, 0.2, 4.9)
+	aCall := sp(4, 3, "agent", KindClient, 3, 4)
+	b := sp(5, 4, "tool", KindServer, 3.1, 3.9) // below an orphaned entry: not an edge of its own
+	v := decide(t, DefaultConfig(), root, open, a, aCall, b)
+	assert.Equal(t, EndReasonDeadlineExceeded, v[0].EndReason)
+	assert.Equal(t, LivenessOrphaned, v[1].Liveness)
+	assert.Equal(t, "gw", v[2].CallerService)
+	assert.Equal(t, LivenessOrphaned, v[4].Liveness)
+	assert.Empty(t, v[4].CallerService)
+	assert.True(t, v[0].HasReach)
+	assert.Equal(t, 0, v[0].ReachHops)
+	assert.Equal(t, 2, v[0].OrphanedDepthHops)
+}
+
+func TestLateEntryIsAFollowUpOnlyAfterACompletedRootAndACleanParent(t *testing.T) {
+	mk := func(rootStatus int, parentErr string) Verdict {
+		root := sp(1, 0, "gw", KindServer, 0, 2)
+		root.HTTPStatus = rootStatus
+		call := sp(2, 1, "gw", KindClient, 0.1, 0.5)
+		call.IsHTTP, call.HTTPStatus, call.ErrorType = true, 200, parentErr
+		if parentErr != "" {
+			call.HTTPStatus, call.Status = 0, StatusError
+		}
+		srv := sp(3, 2, "worker", KindServer, 2.5, 4) // starts after its parent ended
+		return decide(t, DefaultConfig(), root, call, srv)[2]
+	}
+	assert.True(t, mk(200, "").Detached, "a follow-up after a completed request")
+	v := mk(499, "")
+	assert.False(t, v.Detached, "the request was cancelled: its own work, picked up late")
+	assert.Equal(t, LivenessOrphaned, v.Liveness)
+	assert.True(t, v.StartedAfterGone)
+	v = mk(200, "timeout")
+	assert.False(t, v.Detached, "the caller gave up on this call")
+	assert.Equal(t, LivenessOrphaned, v.Liveness)
+}
+
+func TestEveryRootJudgesItsOwnSubtree(t *testing.T) {
+	sched := sp(1, 0, "scheduler", KindInternal, 0, 10)
+	schedCall := sp(2, 1, "scheduler", KindClient, 4, 9)
+	req := sp(3, 0, "gw", KindServer, 1, 3)
+	req.HTTPStatus = 499
+	reqWork := sp(4, 3, "agent", KindServer, 1.1, 6)
+	lost := sp(5, 9, "agent", KindClient, 2, 2.5) // its parent (9) never arrives
+	c, err := New(DefaultConfig())
+	require.NoError(t, err)
+	spans := []Span{sched, schedCall, req, reqWork, lost}
+	c.Observe(spans)
+	v, st := c.Decide(spans)
+	assert.Equal(t, EndReasonCompleted, v[0].EndReason)
+	assert.Equal(t, LivenessLive, v[1].Liveness, "judged against the scheduler, not the cancelled request")
+	assert.Equal(t, EndReasonCancelled, v[2].EndReason)
+	assert.Equal(t, LivenessOrphaned, v[3].Liveness)
+	assert.Equal(t, LivenessUnknown, v[4].Liveness)
+	assert.Equal(t, OutcomeUnknownRoot, v[4].Outcome)
+	assert.Equal(t, 1, st.AmbiguousRoot)
+	assert.False(t, st.RootMissing)
+
+	// A late span finds the root its siblings had: under the request's agent, orphaned; under
+	// the scheduler's call, live.
+	lateA := sp(6, 4, "agent", KindClient, 5, 5.5)
+	lateS := sp(7, 2, "scheduler", KindInternal, 5, 5.5)
+	lateS.Operation = "chat"
+	late := []Span{lateA, lateS}
+	c.Observe(late)
+	v, st = c.Decide(late)
+	assert.Equal(t, LivenessOrphaned, v[0].Liveness)
+	assert.True(t, v[0].StartedAfterGone)
+	assert.Equal(t, LivenessLive, v[1].Liveness)
+	assert.Zero(t, st.AmbiguousRoot)
+	assert.Equal(t, 6, c.HeldIndexed(), "four from the first decision, the two late spans too")
+}
+
+func TestRootIndexIsBounded(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxIndexedSpans = 10
+	c, err := New(cfg)
+	require.NoError(t, err)
+	for tr := byte(1); tr <= 20; tr++ {
+		a := sp(1, 0, "a", KindServer, 0, 1)
+		b := sp(2, 0, "b", KindServer, 0, 1)
+		kid := sp(3, 1, "a", KindClient, 0.1, 0.2)
+		spans := []Span{a, b, kid}
+		for i := range spans {
+			spans[i].TraceID = TraceID{tr}
+		}
+		c.Observe(spans)
+		c.Decide(spans)
+		assert.LessOrEqual(t, c.HeldIndexed(), 10)
+	}
+	assert.Equal(t, uint64(20*3-9), c.EvictedIndexed())
+}
+
+func TestRunLimitsCloseRunsEvenForExplicitRetries(t *testing.T) {
+	mk := func(cfg Config, starts ...float64) []Verdict {
+		root := sp(1, 0, "gw", KindServer, 0, 1000)
+		spans := []Span{root}
+		for i, s := range starts {
+			a := sp(byte(2+i), 1, "gw", KindClient, s, s+0.1)
+			a.IsHTTP, a.HTTPStatus, a.Status = true, 503, StatusError
+			if i > 0 {
+				a.ResendCount = i
+			}
+			spans = append(spans, a)
+		}
+		return decide(t, cfg, spans...)[1:]
+	}
+	cfg := DefaultConfig()
+	cfg.MaxAttempts = 2
+	v := mk(cfg, 1, 2, 3)
+	assert.Equal(t, []int{1, 2, 1}, []int{v[0].Attempt, v[1].Attempt, v[2].Attempt})
+	assert.Equal(t, 2, v[1].RunAttempts)
+	assert.Equal(t, 1, v[2].RunAttempts, "a third try is attempt 1 of a new run: attempt and run agree")
+
+	cfg = DefaultConfig()
+	cfg.RunTimeout = 10 * 1e9
+	v = mk(cfg, 1, 2, 60)
+	assert.Equal(t, 2, v[1].RunAttempts)
+	assert.Equal(t, OutcomeRetryableFailure, v[1].Outcome)
+	assert.Equal(t, 1, v[2].Attempt, "run_timeout applies to an explicit retry too")
+	assert.Equal(t, 1, v[2].RunAttempts)
+}
+
+func TestSpendRepeatedOnSpansThatRepeatTheirCallsUsage(t *testing.T) {
+	root := sp(1, 0, "app", KindInternal, 0, 2)
+	root.Model, root.InputTokens, root.OutputTokens = "m", 412, 27
+	call := sp(2, 1, "app", KindInternal, 0.1, 1.9)
+	call.Model, call.InputTokens, call.OutputTokens = "m", 412, 27
+	v := decide(t, DefaultConfig(), root, call)
+	assert.True(t, v[0].SpendRepeated)
+	assert.Empty(t, v[0].Model)
+	assert.False(t, v[1].SpendRepeated)
+	assert.Equal(t, "m", v[1].Model)
+}
+
+func TestToolCallsAreAttempts(t *testing.T) {
+	root := sp(1, 0, "app", KindInternal, 0, 1)
+	tool := sp(2, 1, "app", KindInternal, 1.01, 1.18)
+	tool.ToolCall = true
+	v := decide(t, DefaultConfig(), root, tool)
+	assert.Equal(t, 1, v[1].Attempt)
+	assert.Equal(t, OutcomeDeliveredToNobody, v[1].Outcome)
+	assert.Equal(t, LivenessOrphaned, v[1].Liveness)
+}
