@@ -36,7 +36,10 @@ type TraceReport struct {
 	Files   []string `json:"files"`
 	Spans   int      `json:"spans"`
 	// Root is the trace's root request; nil when no span without a parent was in the input.
-	Root *RootReport `json:"root"`
+	// With several roots, the first abandoned one (cancelled, deadline_exceeded), else the
+	// first; the others are in OtherRoots.
+	Root       *RootReport  `json:"root"`
+	OtherRoots []RootReport `json:"other_roots,omitempty"`
 	// Liveness counts spans by verdict: live, orphaned, unknown, detached, and none (no
 	// verdict: malformed spans).
 	Liveness Liveness `json:"liveness"`
@@ -75,6 +78,13 @@ type RootReport struct {
 	// processor decided it; GoneAfterStart is it in seconds after the root's start.
 	Gone           *time.Time `json:"gone,omitempty"`
 	GoneAfterStart *float64   `json:"gone_after_start_s,omitempty"`
+	// CancelReachHops and OrphanedDepthHops are the root's cancellation reach
+	// (orphanwatch.cancel.reach_hops: how many service hops down the news travelled before
+	// something noticed) and orphaned depth (orphanwatch.orphaned.depth_hops: the deepest hop
+	// still working after the gone time); nil unless the root was cancelled or passed its
+	// deadline.
+	CancelReachHops   *int64 `json:"cancel_reach_hops,omitempty"`
+	OrphanedDepthHops *int64 `json:"orphaned_depth_hops,omitempty"`
 }
 
 // Liveness counts spans by verdict.
@@ -280,7 +290,7 @@ func kindName(k ptrace.SpanKind) string {
 	return "UNSPECIFIED"
 }
 
-func buildReport(out []ptrace.Traces, files []FileReport, traceFiles map[pcommon.TraceID][]int, gone map[pcommon.TraceID]int64) *Report {
+func buildReport(out []ptrace.Traces, files []FileReport, traceFiles map[pcommon.TraceID][]int, gone map[goneKey]int64) *Report {
 	byTrace := map[pcommon.TraceID][]*span{}
 	var order []pcommon.TraceID
 	zeroTrace := 0
@@ -355,7 +365,7 @@ func traceStart(t *TraceReport) int64 {
 	return first
 }
 
-func buildTrace(id pcommon.TraceID, spans []*span, files []string, gone map[pcommon.TraceID]int64) TraceReport {
+func buildTrace(id pcommon.TraceID, spans []*span, files []string, gone map[goneKey]int64) TraceReport {
 	t := TraceReport{
 		TraceID: id.String(), Files: files, Spans: len(spans),
 		Runs: map[string]int{}, NotableRuns: []RunReport{}, Orphaned: []SpanReport{},
@@ -367,7 +377,7 @@ func buildTrace(id pcommon.TraceID, spans []*span, files []string, gone map[pcom
 		}
 		return spans[i].end > spans[j].end
 	})
-	t.Root = findRoot(spans, gone)
+	t.Root, t.OtherRoots = findRoots(spans, gone)
 	edges := map[[2]string]int{}
 	for _, s := range spans {
 		cat := s.category()
@@ -427,37 +437,57 @@ func (r *Report) WithSpanVerdicts() {
 	}
 }
 
-// findRoot picks the span the processor decided is the root (it carries
-// orphanwatch.root.end_reason); without one, the earliest span without a parent (a detached
-// root, or a root the processor could not judge).
-func findRoot(spans []*span, gone map[pcommon.TraceID]int64) *RootReport {
-	var root *span
+// findRoots picks the spans the processor decided are roots (they carry
+// orphanwatch.root.end_reason): the first abandoned one (cancelled or deadline_exceeded), else
+// the first, and the others. Without any, the earliest span without a parent (a detached root,
+// or a root the processor could not judge).
+func findRoots(spans []*span, gone map[goneKey]int64) (*RootReport, []RootReport) {
+	var roots []*span
+	main := -1
 	for _, s := range spans {
-		if s.str(verdict.AttrRootEndReason) != "" {
-			root = s
-			break
+		if r := s.str(verdict.AttrRootEndReason); r != "" {
+			if main < 0 && (r == "cancelled" || r == "deadline_exceeded") {
+				main = len(roots)
+			}
+			roots = append(roots, s)
 		}
 	}
-	if root == nil {
+	if len(roots) == 0 {
 		for _, s := range spans {
 			if s.parentID.IsEmpty() && s.category() != "none" {
-				root = s
-				break
+				return rootReport(s, gone), nil
 			}
 		}
+		return nil, nil
 	}
-	if root == nil {
-		return nil
+	if main < 0 {
+		main = 0
 	}
+	var others []RootReport
+	for i, s := range roots {
+		if i != main {
+			others = append(others, *rootReport(s, gone))
+		}
+	}
+	return rootReport(roots[main], gone), others
+}
+
+func rootReport(root *span, gone map[goneKey]int64) *RootReport {
 	r := &RootReport{
 		SpanID: root.spanID.String(), Service: root.service, Name: root.name, Kind: kindName(root.kind),
 		Start: time.Unix(0, root.start).UTC(), Duration: float64(root.end-root.start) / 1e9,
 		EndReason: root.str(verdict.AttrRootEndReason), Detached: root.flag(verdict.AttrDetached),
 	}
-	if g, ok := gone[root.traceID]; ok && r.EndReason != "" {
+	if g, ok := gone[goneKey{root.traceID, root.spanID}]; ok && r.EndReason != "" {
 		gt := time.Unix(0, g).UTC()
 		after := float64(g-root.start) / 1e9
 		r.Gone, r.GoneAfterStart = &gt, &after
+	}
+	if v, ok := root.integer(verdict.AttrCancelReachHops); ok {
+		r.CancelReachHops = &v
+	}
+	if v, ok := root.integer(verdict.AttrOrphanedDepth); ok {
+		r.OrphanedDepthHops = &v
 	}
 	return r
 }

@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Out
 	var rm metricdata.ResourceMetrics
 	errCollect := reader.Collect(ctx, &rm)
 	// Ask the same processor for each root's gone time (see goneProbes).
-	var probeSpans map[pcommon.TraceID]probe
+	var probeSpans map[goneKey]probe
 	if errConsume == nil {
 		var probeBatch ptrace.Traces
 		probeBatch, probeSpans = goneProbes(out)
@@ -162,26 +162,36 @@ type probe struct {
 	end int64 // unix ns
 }
 
-var (
-	probeSpanID   = pcommon.SpanID{'o', 'w', '-', 'p', 'r', 'o', 'b', 'e'}
-	probeParentID = pcommon.SpanID{'o', 'w', '-', 'p', 'a', 'r', 'e', 'n'}
-)
+// goneKey names one root: its trace and span ID (a trace may hold several roots).
+type goneKey struct {
+	trace pcommon.TraceID
+	root  pcommon.SpanID
+}
 
-// goneProbes builds, for every decided root, one late span of the root's trace and service
-// that ends two seconds after the root. The processor judges a late span against the root
-// record it kept (gone time = the earliest of the root's end and its deadline, by the
-// processor's own deadline rules), within one service without clock-skew tolerance, so the
-// probe comes back orphaned with after_gone = probe end - gone time, from which the gone time
-// is exact. The probes are not part of any output or metric.
-func goneProbes(out []ptrace.Traces) (ptrace.Traces, map[pcommon.TraceID]probe) {
+// probeID is the span ID of the probe of a root: the root's ID with every bit flipped.
+func probeID(root pcommon.SpanID) pcommon.SpanID {
+	for i := range root {
+		root[i] ^= 0xff
+	}
+	return root
+}
+
+// goneProbes builds, for every decided root, one late child span of the root, in its service,
+// that ends two seconds after the root. The processor judges a late span against the root its
+// parent had (gone time = the earliest of the root's end and its deadline, by the processor's
+// own deadline rules), within one service without clock-skew tolerance, so the probe comes back
+// orphaned with after_gone = probe end - gone time, from which the gone time is exact. The
+// probes are not part of any output or metric.
+func goneProbes(out []ptrace.Traces) (ptrace.Traces, map[goneKey]probe) {
 	td := ptrace.NewTraces()
-	probes := map[pcommon.TraceID]probe{}
+	probes := map[goneKey]probe{}
 	for _, t := range out {
 		forEachSpan(t, func(res pcommon.Resource, sp ptrace.Span) {
 			if _, ok := sp.Attributes().Get(verdict.AttrRootEndReason); !ok {
 				return
 			}
-			if _, dup := probes[sp.TraceID()]; dup || sp.EndTimestamp() == 0 {
+			k := goneKey{sp.TraceID(), sp.SpanID()}
+			if _, dup := probes[k]; dup || sp.EndTimestamp() == 0 {
 				return
 			}
 			rs := td.ResourceSpans().AppendEmpty()
@@ -190,26 +200,27 @@ func goneProbes(out []ptrace.Traces) (ptrace.Traces, map[pcommon.TraceID]probe) 
 			}
 			p := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 			p.SetTraceID(sp.TraceID())
-			p.SetSpanID(probeSpanID)
-			p.SetParentSpanID(probeParentID)
+			p.SetSpanID(probeID(sp.SpanID()))
+			p.SetParentSpanID(sp.SpanID())
 			p.SetName("orphanwatch.gone_probe")
 			p.SetKind(ptrace.SpanKindInternal)
 			end := int64(sp.EndTimestamp()) + 2e9
 			p.SetStartTimestamp(pcommon.Timestamp(end - 1e9))
 			p.SetEndTimestamp(pcommon.Timestamp(end))
-			probes[sp.TraceID()] = probe{end: end}
+			probes[k] = probe{end: end}
 		})
 	}
 	return td, probes
 }
 
-// readProbes returns the gone time (unix ns) of each trace whose probe came back orphaned.
-func readProbes(out []ptrace.Traces, probes map[pcommon.TraceID]probe) map[pcommon.TraceID]int64 {
-	gone := map[pcommon.TraceID]int64{}
+// readProbes returns the gone time (unix ns) of each root whose probe came back orphaned.
+func readProbes(out []ptrace.Traces, probes map[goneKey]probe) map[goneKey]int64 {
+	gone := map[goneKey]int64{}
 	for _, t := range out {
 		forEachSpan(t, func(_ pcommon.Resource, sp ptrace.Span) {
-			p, ok := probes[sp.TraceID()]
-			if !ok || sp.SpanID() != probeSpanID {
+			k := goneKey{sp.TraceID(), sp.ParentSpanID()}
+			p, ok := probes[k]
+			if !ok || sp.SpanID() != probeID(k.root) {
 				return
 			}
 			a := sp.Attributes()
@@ -217,7 +228,7 @@ func readProbes(out []ptrace.Traces, probes map[pcommon.TraceID]probe) map[pcomm
 				return
 			}
 			if v, ok := a.Get(verdict.AttrAfterGone); ok && v.Type() == pcommon.ValueTypeDouble {
-				gone[sp.TraceID()] = p.end - int64(math.Round(v.Double()*1e9))
+				gone[k] = p.end - int64(math.Round(v.Double()*1e9))
 			}
 		})
 	}

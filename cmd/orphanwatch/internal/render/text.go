@@ -73,6 +73,16 @@ func (p *printer) table(indent string, header []string, rows [][]string) {
 	p.err = tw.Flush()
 }
 
+// reachLine answers the article's question for one abandoned request: how many service hops
+// deep the news of the cancellation travelled, against how deep work went on without it.
+func reachLine(reach, depth int64) string {
+	line := fmt.Sprintf("cancellation reached %d of %d hops", reach, max(reach, depth))
+	if depth > 0 {
+		return line + fmt.Sprintf("; orphaned work %d hops down", depth)
+	}
+	return line + "; nothing orphaned below the root's service"
+}
+
 func (p *printer) trace(t *analyze.TraceReport, spans bool) {
 	p.linef("trace %s  (%s; %s)", t.TraceID, plural(t.Spans, "span"), strings.Join(t.Files, ", "))
 	kv := [][2]string{}
@@ -97,6 +107,12 @@ func (p *printer) trace(t *analyze.TraceReport, spans bool) {
 		default:
 			kv = append(kv, [2]string{"end", "not judged (malformed root)"})
 		}
+	}
+	if r := t.Root; r != nil && r.CancelReachHops != nil && r.OrphanedDepthHops != nil {
+		kv = append(kv, [2]string{"reach", reachLine(*r.CancelReachHops, *r.OrphanedDepthHops)})
+	}
+	for _, o := range t.OtherRoots {
+		kv = append(kv, [2]string{"root also", fmt.Sprintf("%s  [%s, %s]  %s, %s", o.Name, orDash(o.Service), o.Kind, seconds(o.Duration), orDash(o.EndReason))})
 	}
 	kv = append(kv, [2]string{"spans", liveness(t.Liveness)})
 	kv = append(kv, [2]string{"runs", runs(t.Runs)})
