@@ -624,6 +624,9 @@ func summarize(r *Report, zeroTrace int) Summary {
 			s.Roots["missing"]++
 		case t.Root.EndReason != "":
 			s.Roots[t.Root.EndReason]++
+			for _, o := range t.OtherRoots {
+				s.Roots[o.EndReason]++
+			}
 		case t.Root.Detached:
 			s.Roots["detached"]++
 		default:
