@@ -53,7 +53,7 @@ const maxUnixSeconds = math.MaxInt64/int64(time.Second) - 1
 
 // ParseUnixSeconds parses an X-Deadline value: unix seconds, a decimal fraction allowed (up to
 // nanoseconds; further digits are truncated), surrounding spaces ignored. A plain decimal is
-// read exactly; other float forms ("1.7e9") are read through float64. Zero, negative, NaN,
+// read exactly; other float forms ("1.7e9") are read through float64. Zero, signed, NaN,
 // infinite and out-of-range values (after 2262) are errors wrapping [ErrBadDeadline].
 func ParseUnixSeconds(v string) (time.Time, error) {
 	s := strings.TrimSpace(v)
@@ -80,6 +80,9 @@ func ParseUnixSeconds(v string) (time.Time, error) {
 			return time.Time{}, badDeadline("unix seconds out of range", v)
 		}
 		return time.Unix(sec, ns), nil
+	}
+	if s[0] == '+' || s[0] == '-' {
+		return time.Time{}, badDeadline("unix seconds", v)
 	}
 	x, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(x) || !(x > 0) || x >= float64(maxUnixSeconds) {
