@@ -415,7 +415,7 @@ func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), 
 			return v, nil
 		}
 		last = err
-		if ctx.Err() != nil {
+		if gone(ctx, c.now) {
 			return stop(n, DuringAttempt, err)
 		}
 		if !c.retryable(err) {
@@ -449,6 +449,20 @@ func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), 
 			return stop(n, DuringBackoff, last)
 		}
 	}
+}
+
+// Check is the check the loop makes before every attempt, for code between attempts (before a
+// model call, before publishing a result): nil while the caller is there, else the context's
+// error, or context.DeadlineExceeded when the deadline has passed on the clock before the
+// context's timer fired.
+func Check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // gone reports whether the caller has gone: ctx is done, or its deadline has passed (checked

@@ -378,3 +378,13 @@ func TestAnnotateSpanOnlyOtherSpans(t *testing.T) {
 	a.annotate = false
 	assert.False(t, AnnotateSpan(ContextWithAttempt(cctx, a)), "own attempt spans are annotated by the loop")
 }
+
+func TestCheck(t *testing.T) {
+	assert.NoError(t, Check(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, Check(ctx), context.Canceled)
+	past, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	assert.ErrorIs(t, Check(past), context.DeadlineExceeded)
+}
