@@ -32,17 +32,17 @@ const DefaultGrace = time.Second
 
 // Keys of the attributes from which the Book reads that a span recorded a stop.
 const (
-	keyHTTPStatus     = "http.response.status_code"
-	keyErrorType      = "error.type"
-	keyGRPCStatus     = "rpc.grpc.status_code"
-	keyRPCStatus      = "rpc.status_code"
-	errTypeCanceled   = "context canceled"
-	errTypeDeadline   = "context deadline exceeded"
-	grpcCanceled      = 1
-	grpcDeadline      = 4
-	httpClientClosed  = 499
-	grpcNameCanceled  = "CANCELLED"
-	grpcNameDeadline  = "DEADLINE_EXCEEDED"
+	keyHTTPStatus    = "http.response.status_code"
+	keyErrorType     = "error.type"
+	keyGRPCStatus    = "rpc.grpc.status_code"
+	keyRPCStatus     = "rpc.status_code"
+	errTypeCanceled  = "context canceled"
+	errTypeDeadline  = "context deadline exceeded"
+	grpcCanceled     = 1
+	grpcDeadline     = 4
+	httpClientClosed = 499
+	grpcNameCanceled = "CANCELLED"
+	grpcNameDeadline = "DEADLINE_EXCEEDED"
 )
 
 // recordedStop reports whether a span's attributes say it stopped for a cancellation or a
