@@ -405,7 +405,7 @@ func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), 
 		}
 		v, err := op(actx)
 		if span != nil {
-			if err != nil {
+			if err != nil && span.IsRecording() {
 				span.SetAttributes(attribute.String(AttrErrorType, ErrorType(err)))
 				span.SetStatus(codes.Error, err.Error())
 			}
