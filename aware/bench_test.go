@@ -3,7 +3,11 @@ package aware
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	backoff "github.com/cenkalti/backoff/v5"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -82,3 +86,47 @@ func BenchmarkLoopAwareSDKExisting(b *testing.B) {
 func BenchmarkLoopAwareRandomKey(b *testing.B) {
 	benchAware(b, WithTracerProvider(noop.NewTracerProvider()), WithIdempotencyKey(""), func(c *config) { c.noKey = false })
 }
+
+// The same against a real attempt: one HTTP request to a loopback server. Bare: a plain
+// client; aware: aware.Do around it, the client's transport wrapped in aware.Transport, a
+// deadline on the context (written as X-Deadline), no-op tracing.
+func benchHTTP(b *testing.B, aware bool) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	base := &http.Transport{MaxIdleConnsPerHost: 4}
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: base}
+	if aware {
+		client = &http.Client{Transport: &Transport{Base: base}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	call := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+	opts := []Option{WithTracerProvider(noop.NewTracerProvider()), WithIdempotencyKey("k")}
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if aware {
+			err = Do(ctx, call, opts...)
+		} else {
+			err = call(ctx)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoopHTTPBare: one loopback HTTP attempt, no loop.
+func BenchmarkLoopHTTPBare(b *testing.B) { benchHTTP(b, false) }
+
+// BenchmarkLoopHTTPAware: the same attempt through aware.Do and aware.Transport.
+func BenchmarkLoopHTTPAware(b *testing.B) { benchHTTP(b, true) }
