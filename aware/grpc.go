@@ -33,11 +33,19 @@ func refuse(ctx context.Context) error {
 	return nil
 }
 
-// outgoing adds x-deadline (and the attempt's idempotency-key) to the outgoing metadata.
+// outgoing adds x-deadline (and the attempt's idempotency-key) to the outgoing metadata. An
+// x-deadline the caller set already stays when it is as early; else ours is added next to it
+// (the receiver takes the earliest value).
 func outgoing(ctx context.Context) context.Context {
 	if dl, ok := ctx.Deadline(); ok {
 		md, _ := metadata.FromOutgoingContext(ctx)
-		if len(md.Get(MetadataDeadline)) == 0 {
+		earlier := false
+		for _, v := range splitValues(md.Get(MetadataDeadline)) {
+			if t, err := ParseUnixSeconds(v); err == nil && !t.After(dl) {
+				earlier = true
+			}
+		}
+		if !earlier {
 			ctx = metadata.AppendToOutgoingContext(ctx, MetadataDeadline, FormatUnixSeconds(dl))
 		}
 	}

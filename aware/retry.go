@@ -82,6 +82,7 @@ type ExhaustedError struct {
 	Last     error
 }
 
+// Error reads "retries exhausted after 5 attempts: <last error>".
 func (e *ExhaustedError) Error() string {
 	return fmt.Sprintf("retries exhausted after %d attempt%s: %v", e.Attempts, plural(e.Attempts), e.Last)
 }
@@ -146,6 +147,7 @@ func RetryableHTTPStatus(code int) bool {
 // It is retryable when [RetryableHTTPStatus] says so.
 type StatusError struct{ Code int }
 
+// Error reads "HTTP status 503".
 func (e *StatusError) Error() string { return fmt.Sprintf("HTTP status %d", e.Code) }
 
 // Retryable reports whether the status is worth another attempt.
@@ -154,7 +156,7 @@ func (e *StatusError) Retryable() bool { return RetryableHTTPStatus(e.Code) }
 // ErrorType is the status code, as the HTTP semantic conventions write error.type for one.
 func (e *StatusError) ErrorType() string { return fmt.Sprint(e.Code) }
 
-// Option configures [Retry] and [Do].
+// Option configures [Retry] and [Do]. Options are applied in order; a later one wins.
 type Option func(*config)
 
 type config struct {
@@ -226,9 +228,11 @@ func WithAttemptAttribute(key string) Option {
 	return func(c *config) { c.attemptAttr = attribute.Key(key) }
 }
 
-// WithIdempotencyKey sets the key shared by every attempt (default: a random UUID v4 per loop).
-// [Transport] sends it as the Idempotency-Key header unless the request has one; it is in
-// [Attempt].IdempotencyKey for other transports.
+// WithIdempotencyKey sets the key shared by every attempt (default: a random UUID v4 per loop;
+// "" sends none). [Transport] sends it as the Idempotency-Key header unless the request has
+// one, and the gRPC client interceptors as idempotency-key metadata; it is in
+// [Attempt].IdempotencyKey for other transports. One key per logical operation lets the server
+// deduplicate, and lets the orphan processor group the attempts into one run.
 func WithIdempotencyKey(key string) Option {
 	return func(c *config) { c.key, c.noKey = key, key == "" }
 }
@@ -270,8 +274,10 @@ type Attempt struct {
 
 type attemptKey struct{}
 
-// ContextWithAttempt returns ctx carrying a. Retry does this for every attempt; hand-written
-// loops may do it to reuse [Transport] and [AnnotateSpan].
+// ContextWithAttempt returns ctx carrying a. Retry does this for every attempt; a hand-written
+// loop may do it so that [Transport] and the gRPC client interceptors send a.IdempotencyKey.
+// (Span annotation by [AnnotateSpan] is reserved to Retry loops with
+// [WithExistingAttemptSpans].)
 func ContextWithAttempt(ctx context.Context, a Attempt) context.Context {
 	return context.WithValue(ctx, attemptKey{}, a)
 }

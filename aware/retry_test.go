@@ -19,6 +19,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/metadata"
+	"pgregory.net/rapid"
 )
 
 var errFlaky = errors.New("503 from the tool")
@@ -387,4 +389,91 @@ func TestCheck(t *testing.T) {
 	past, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel2()
 	assert.ErrorIs(t, Check(past), context.DeadlineExceeded)
+}
+
+// Property: whatever the attempts answer and whenever the caller leaves, the loop never
+// dispatches after the caller has gone, counts exactly the attempts it made, and ends in the
+// one way the inputs call for.
+func TestRetryProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		maxAttempts := rapid.IntRange(1, 8).Draw(rt, "maxAttempts")
+		failures := rapid.IntRange(0, 10).Draw(rt, "failures") // attempts that fail before one succeeds
+		cancelAt := rapid.IntRange(0, 10).Draw(rt, "cancelAt") // the caller leaves during this attempt (0: never)
+		hardAt := rapid.IntRange(0, 10).Draw(rt, "hardAt")     // this attempt fails hard (0: none)
+		inBackoff := rapid.Bool().Draw(rt, "cancelInBackoff")  // leave after the attempt returns instead
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		calls, afterGone := 0, 0
+		err := Do(ctx, func(context.Context) error {
+			if ctx.Err() != nil {
+				afterGone++
+			}
+			calls++
+			if calls == cancelAt {
+				cancel()
+				if !inBackoff {
+					return context.Canceled
+				}
+			}
+			switch {
+			case calls == hardAt:
+				return &StatusError{Code: 400}
+			case calls <= failures:
+				return &StatusError{Code: 503}
+			}
+			return nil
+		}, WithMaxAttempts(maxAttempts), WithBackOff(&backoff.ZeroBackOff{}), WithTracerProvider(trace.NewNoopTracerProvider()))
+
+		if afterGone != 0 {
+			rt.Fatalf("%d attempts dispatched after the caller left", afterGone)
+		}
+		var ce *CancelError
+		var ex *ExhaustedError
+		var se *StatusError
+		switch {
+		case errors.As(err, &ce):
+			if ce.Attempts != calls || calls != cancelAt {
+				rt.Fatalf("cancel error %+v after %d calls, cancel at %d", ce, calls, cancelAt)
+			}
+			if !errors.Is(err, context.Canceled) {
+				rt.Fatalf("%v does not unwrap to context.Canceled", err)
+			}
+		case errors.As(err, &ex):
+			if ex.Attempts != maxAttempts || calls != maxAttempts || calls > failures {
+				rt.Fatalf("exhausted %+v after %d calls (max %d, failures %d)", ex, calls, maxAttempts, failures)
+			}
+		case errors.As(err, &se):
+			if se.Code != 400 || calls != hardAt {
+				rt.Fatalf("status error %v after %d calls (hard at %d)", se, calls, hardAt)
+			}
+		case err == nil:
+			if calls != failures+1 || calls > maxAttempts {
+				rt.Fatalf("success after %d calls (failures %d, max %d)", calls, failures, maxAttempts)
+			}
+		default:
+			rt.Fatalf("unexpected error %v", err)
+		}
+	})
+}
+
+func TestGRPCOutgoingKeepsEarliestDeadline(t *testing.T) {
+	dl := time.Now().Add(time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	md, _ := metadata.FromOutgoingContext(outgoing(ctx))
+	assert.Equal(t, []string{FormatUnixSeconds(dl)}, md.Get(MetadataDeadline))
+
+	earlier := FormatUnixSeconds(dl.Add(-time.Second))
+	md, _ = metadata.FromOutgoingContext(outgoing(metadata.AppendToOutgoingContext(ctx, MetadataDeadline, earlier)))
+	assert.Equal(t, []string{earlier}, md.Get(MetadataDeadline), "an earlier one stays alone")
+
+	later := FormatUnixSeconds(dl.Add(time.Hour))
+	md, _ = metadata.FromOutgoingContext(outgoing(metadata.AppendToOutgoingContext(ctx, MetadataDeadline, later)))
+	assert.Equal(t, []string{later, FormatUnixSeconds(dl)}, md.Get(MetadataDeadline), "ours is added next to a later one")
+	got, _, _, _ := DeadlineFromHeader(mdGetter(md), time.Now())
+	assert.True(t, got.Equal(dl.Truncate(time.Microsecond)))
+
+	actx := ContextWithAttempt(ctx, Attempt{Number: 1, IdempotencyKey: "K"})
+	md, _ = metadata.FromOutgoingContext(outgoing(actx))
+	assert.Equal(t, []string{"K"}, md.Get("idempotency-key"))
 }
