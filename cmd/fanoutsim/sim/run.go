@@ -61,23 +61,23 @@ func Run(ctx context.Context, o Options) (truth.Truth, error) {
 	}
 
 	var errs []error
-	if s.toolURL, err = listen(ToolService, serve(tel.tp(ToolService), http.MethodPost, "/search", http.HandlerFunc(s.tool))); err != nil {
+	if s.toolURL, err = listen(ToolService, serve(tel.tp(ToolService), http.MethodPost, "/search", s.awareHandler(http.HandlerFunc(s.tool)))); err != nil {
 		errs = append(errs, err)
 	}
-	if s.modelURL, err = listen(ModelService, serve(tel.tp(ModelService), http.MethodPost, "/v1/chat/completions", http.HandlerFunc(s.model))); err != nil {
+	if s.modelURL, err = listen(ModelService, serve(tel.tp(ModelService), http.MethodPost, "/v1/chat/completions", s.awareHandler(http.HandlerFunc(s.model)))); err != nil {
 		errs = append(errs, err)
 	}
 	for _, name := range agents {
-		a := &agent{name: name, model: o.modelOf(name), client: newClient(tel.tp(name))}
+		a := &agent{name: name, model: o.modelOf(name), client: newClient(tel.tp(name), s.aware())}
 		h := s.agentHandler(a)
-		a.url, err = listen(name, serve(tel.tp(name), http.MethodPost, "/agent", withSpanAttrs(h, agentAttrs(a))))
+		a.url, err = listen(name, serve(tel.tp(name), http.MethodPost, "/agent", s.awareHandler(withSpanAttrs(h, agentAttrs(a)))))
 		if err != nil {
 			errs = append(errs, err)
 		}
 		s.agents = append(s.agents, a)
 	}
-	s.gwClient = newClient(tel.tp(GatewayService))
-	if s.gatewayURL, err = listen(GatewayService, serve(tel.tp(GatewayService), http.MethodPost, "/ask", http.HandlerFunc(s.gateway))); err != nil {
+	s.gwClient = newClient(tel.tp(GatewayService), s.aware())
+	if s.gatewayURL, err = listen(GatewayService, serve(tel.tp(GatewayService), http.MethodPost, "/ask", s.awareHandler(http.HandlerFunc(s.gateway)))); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,11 +13,13 @@ import (
 	"sync"
 	"time"
 
+	backoff "github.com/cenkalti/backoff/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/orphanwatch/orphanwatch/aware"
 	"github.com/orphanwatch/orphanwatch/cmd/fanoutsim/truth"
 )
 
@@ -92,32 +95,37 @@ func (f *flight) wait(timeout time.Duration) bool {
 	}
 }
 
-// gate is the aware loop's check before dispatching anything: the caller is still there and
-// the deadline has not passed.
-func gate(ctx context.Context, deadline time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return err
+// requestContext is a sub-agent's working context. Blind: detached from the request, no
+// deadline (context.WithoutCancel keeps the span, drops the cancellation). Aware: the request's
+// own context, which aware.Handler gave the deadline the request carried (X-Deadline).
+func (s *sim) requestContext(r *http.Request) context.Context {
+	if !s.aware() {
+		return context.WithoutCancel(r.Context())
 	}
-	if !deadline.IsZero() && !time.Now().Before(deadline) {
-		return context.DeadlineExceeded
-	}
-	return nil
+	return r.Context()
 }
 
-// requestContext derives a handler's working context. Blind: detached from the request, no
-// deadline (context.WithoutCancel keeps the span, drops the cancellation). Aware: the request's
-// own context with the deadline read from X-Deadline.
-func (s *sim) requestContext(r *http.Request) (context.Context, time.Time, string, context.CancelFunc) {
+// awareHandler puts aware.Handler (the deadline read from X-Deadline into the request's
+// context) in front of h in aware mode, and keeps the connection's own context (cancelled when
+// the caller hangs up, without the deadline) for stopHandler.
+func (s *sim) awareHandler(h http.Handler) http.Handler {
 	if !s.aware() {
-		return context.WithoutCancel(r.Context()), time.Time{}, "", func() {}
+		return h
 	}
-	if v := r.Header.Get(headerDeadline); v != "" {
-		if d, ok := truth.ParseUnixSeconds(v); ok {
-			ctx, cancel := context.WithDeadline(r.Context(), d)
-			return ctx, d, v, cancel
-		}
+	inner := aware.Handler(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), connCtxKey{}, r.Context())))
+	})
+}
+
+type connCtxKey struct{}
+
+// connContext is the context of the caller's connection: done when the caller hangs up.
+func connContext(r *http.Request) context.Context {
+	if c, ok := r.Context().Value(connCtxKey{}).(context.Context); ok {
+		return c
 	}
-	return r.Context(), time.Time{}, "", func() {}
+	return r.Context()
 }
 
 // stopHandler ends a handler that noticed its caller is gone or its deadline passed: the
@@ -129,11 +137,12 @@ func (s *sim) stopHandler(w http.ResponseWriter, r *http.Request, err error) {
 	recordStop(span, err)
 	s.book.Noticed(span.SpanContext().SpanID())
 	status := 499
-	if errorTypeOf(err) == context.DeadlineExceeded.Error() && r.Context().Err() == nil {
+	conn := connContext(r)
+	if errorTypeOf(err) == context.DeadlineExceeded.Error() && conn.Err() == nil {
 		status = http.StatusGatewayTimeout
 		t := time.NewTimer(max(50*time.Millisecond, s.o.scale(100*time.Millisecond)))
 		select {
-		case <-r.Context().Done():
+		case <-conn.Done():
 		case <-t.C:
 		}
 		t.Stop()
@@ -169,21 +178,19 @@ func (s *sim) gateway(w http.ResponseWriter, r *http.Request) {
 
 	ctx := r.Context()
 	var cancel context.CancelFunc
-	var deadline time.Time
-	dl := ""
 	if s.aware() {
-		// The deadline travels as data: the user's X-Deadline, else the gateway's own timeout.
+		// The deadline travels as data: aware.Handler put the user's X-Deadline on the
+		// context; without one the gateway's own timeout applies, and travels the same way.
 		if v := r.Header.Get(headerDeadline); v != "" {
 			if d, ok := truth.ParseUnixSeconds(v); ok {
-				deadline, dl = d, v
-				root.Deadline = d
+				root.Deadline = d // as a reader of the span's x-deadline attribute reads it
 			}
 		}
-		if deadline.IsZero() {
-			dl = truth.FormatUnixSeconds(time.Now().Add(s.o.scale(s.o.RequestTimeout)))
-			deadline, _ = truth.ParseUnixSeconds(dl)
+		if _, ok := ctx.Deadline(); !ok {
+			ctx, cancel = context.WithTimeout(ctx, s.o.scale(s.o.RequestTimeout))
+		} else {
+			ctx, cancel = context.WithCancel(ctx)
 		}
-		ctx, cancel = context.WithDeadline(ctx, deadline)
 	} else {
 		// Blind: the gateway has its own timeout, which it keeps to itself.
 		ctx, cancel = context.WithTimeout(ctx, s.o.scale(s.o.RequestTimeout))
@@ -192,7 +199,7 @@ func (s *sim) gateway(w http.ResponseWriter, r *http.Request) {
 	s.book.RootStarted(root)
 
 	if s.aware() {
-		if err := gate(ctx, deadline); err != nil {
+		if err := aware.Check(ctx); err != nil {
 			s.gatewayStop(w, r, span, err)
 			return
 		}
@@ -201,7 +208,7 @@ func (s *sim) gateway(w http.ResponseWriter, r *http.Request) {
 	answers := make([]agentAnswer, len(s.agents))
 	var wg sync.WaitGroup
 	for i, a := range s.agents {
-		wg.Go(func() { answers[i] = s.callAgent(ctx, reqID, a, dl) })
+		wg.Go(func() { answers[i] = s.callAgent(ctx, reqID, a) })
 	}
 	wg.Wait()
 
@@ -218,7 +225,7 @@ func (s *sim) gateway(w http.ResponseWriter, r *http.Request) {
 // explicitly on the root span), 504 when the deadline or the gateway's timeout passed.
 func (s *sim) gatewayStop(w http.ResponseWriter, r *http.Request, span trace.Span, err error) {
 	status := http.StatusGatewayTimeout
-	if r.Context().Err() != nil {
+	if connContext(r).Err() != nil {
 		status, err = 499, context.Canceled
 	}
 	span.SetAttributes(semconv.HTTPResponseStatusCode(status), keyErrorType.String(errorTypeOf(err)))
@@ -230,17 +237,15 @@ func (s *sim) gatewayStop(w http.ResponseWriter, r *http.Request, span trace.Spa
 	w.WriteHeader(status)
 }
 
-// callAgent is the gateway's one attempt at a sub-agent.
-func (s *sim) callAgent(ctx context.Context, reqID int, a *agent, dl string) agentAnswer {
+// callAgent is the gateway's one attempt at a sub-agent. In aware mode the client's
+// aware.Transport writes the context's deadline as X-Deadline.
+func (s *sim) callAgent(ctx context.Context, reqID int, a *agent) agentAnswer {
 	key := keyFor(s.o.Seed, "agent", reqID, a.name)
 	c := &call{name: "POST /agent", template: "/agent", attempt: 1}
 	body, _ := json.Marshal(map[string]any{"task": "answer part of request " + strconv.Itoa(reqID), "agent": a.name})
 	req, _ := http.NewRequestWithContext(withCall(ctx, c), http.MethodPost, a.url+"/agent", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(headerIdempotencyKey, key)
-	if dl != "" {
-		req.Header.Set(headerDeadline, dl)
-	}
 	res, status, out := s.do(s.gwClient, req)
 	s.book.Attempted(truth.Attempt{
 		TraceID: c.traceID, SpanID: c.spanID, RunID: "gateway/" + key, Number: 1,
@@ -290,28 +295,31 @@ func (s *sim) agentHandler(a *agent) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		drain(r)
 		key := r.Header.Get(headerIdempotencyKey)
-		ctx, deadline, dl, cancel := s.requestContext(r)
-		defer cancel()
+		ctx := s.requestContext(r)
 		p := s.planFor(key)
 
-		sources, err := s.searchWithRetry(ctx, a, key, deadline, dl)
+		search := s.searchBlind
+		if s.aware() {
+			search = s.searchAware
+		}
+		sources, err := search(ctx, a, key)
 		if err != nil {
 			s.stopHandler(w, r, err)
 			return
 		}
 		if s.aware() {
-			if err := gate(ctx, deadline); err != nil {
+			if err := aware.Check(ctx); err != nil {
 				s.stopHandler(w, r, err)
 				return
 			}
 		}
-		answer, err := s.chat(ctx, a, key, p, dl)
+		answer, err := s.chat(ctx, a, key, p)
 		if err != nil && s.aware() && isCtxErr(err) {
 			s.stopHandler(w, r, err)
 			return
 		}
 		if s.aware() {
-			if err := gate(ctx, deadline); err != nil {
+			if err := aware.Check(ctx); err != nil {
 				s.stopHandler(w, r, err)
 				return
 			}
@@ -322,70 +330,122 @@ func (s *sim) agentHandler(a *agent) http.HandlerFunc {
 	}
 }
 
-// searchWithRetry calls the search tool until it succeeds, fails hard or runs out of attempts,
-// under one INTERNAL span standing for the retry loop. Blind: the seed's first listing, with
-// time.Sleep and no check. Aware: the caller is checked before every attempt and the backoff
-// wait ends early when the context does; a stop is recorded on the loop's span. It returns an
-// error only when the loop stopped for the caller.
-func (s *sim) searchWithRetry(ctx context.Context, a *agent, agentKey string, deadline time.Time, dl string) (int, error) {
+// searchBlind is the seed's first listing: it calls the search tool until it succeeds, fails
+// hard or runs out of attempts, under one INTERNAL span standing for the retry loop, backs off
+// with time.Sleep and never checks whether anyone still waits. It never returns an error.
+func (s *sim) searchBlind(ctx context.Context, a *agent, agentKey string) (int, error) {
 	ctx, loop := s.tel.tracer(a.name).Start(ctx, "retry search", trace.WithSpanKind(trace.SpanKindInternal))
 	defer loop.End()
-	stop := func(err error) (int, error) {
-		recordStop(loop, err)
-		s.book.Noticed(loop.SpanContext().SpanID())
-		return 0, err
-	}
 	key := keyFor(s.o.Seed, "search", agentKey)
 	for n := 1; n <= s.o.MaxAttempts; n++ {
-		if s.aware() {
-			if err := gate(ctx, deadline); err != nil {
-				return stop(err)
-			}
-		}
-		c := &call{name: "POST /search", template: "/search", attempt: n}
-		body, _ := json.Marshal(map[string]any{"query": "sources for " + a.name, "k": 5})
-		req, _ := http.NewRequestWithContext(withCall(ctx, c), http.MethodPost, s.toolURL+"/search", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(headerIdempotencyKey, key)
-		if dl != "" {
-			req.Header.Set(headerDeadline, dl)
-		}
-		res, status, out := s.do(a.client, req)
-		s.book.Attempted(truth.Attempt{
-			TraceID: c.traceID, SpanID: c.spanID, RunID: a.name + "/search/" + key, Number: n,
-			Service: a.name, Operation: c.name, Kind: truth.KindCall, Result: res, Status: status,
-		})
+		res, sources := s.searchAttempt(ctx, a, key, n)
 		switch res {
 		case truth.ResultOK:
-			var sr searchResponse
-			_ = json.Unmarshal(out, &sr)
-			return len(sr.Results), nil
-		case truth.ResultCancelled:
-			return stop(ctx.Err())
+			return sources, nil
+		case truth.ResultCancelled: // only when the run is cut off: the context never ends
+			recordStop(loop, ctx.Err())
+			s.book.Noticed(loop.SpanContext().SpanID())
+			return 0, ctx.Err()
 		case truth.ResultHard:
 			return 0, nil
 		}
 		if n == s.o.MaxAttempts {
 			break
 		}
-		wait := s.o.scale(Backoff(n, s.o.BackoffBase, s.o.BackoffMax, s.o.Jitter, unitFor(s.o.Seed, "backoff", key, n)))
-		if !s.aware() {
-			time.Sleep(wait) // the seed's listing: nobody can interrupt this
-			continue
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return stop(ctx.Err())
-		case <-t.C:
-		}
+		time.Sleep(s.o.scale(Backoff(n, s.o.BackoffBase, s.o.BackoffMax, s.o.Jitter, unitFor(s.o.Seed, "backoff", key, n)))) // nobody can interrupt this
 	}
 	return 0, nil // retries exhausted: answer without sources
 }
 
+// searchAware is the seed's fix, on package aware: aware.Retry checks the caller before every
+// attempt, waits its backoff in a select on the context, and stops with an error that unwraps
+// to the context's. The loop's span is the simulator's "retry search" (so that the book knows
+// its ID); aware.Retry records error.type and an Error status on it when it stops. Each attempt
+// is one otelhttp CLIENT span (WithExistingAttemptSpans), which the client's aware.Transport
+// annotates with http.request.resend_count and stamps with X-Deadline. It returns an error only
+// when the loop stopped for the caller.
+func (s *sim) searchAware(ctx context.Context, a *agent, agentKey string) (int, error) {
+	ctx, loop := s.tel.tracer(a.name).Start(ctx, "retry search", trace.WithSpanKind(trace.SpanKindInternal))
+	defer loop.End()
+	key := keyFor(s.o.Seed, "search", agentKey)
+	sources, err := aware.Retry(ctx, func(ctx context.Context) (int, error) {
+		at, _ := aware.AttemptFromContext(ctx)
+		switch res, sources := s.searchAttempt(ctx, a, key, at.Number); res {
+		case truth.ResultOK:
+			return sources, nil
+		case truth.ResultRetryable:
+			return 0, errRetryable
+		case truth.ResultCancelled:
+			if err := context.Cause(ctx); err != nil {
+				return 0, err
+			}
+			return 0, context.DeadlineExceeded // aware.Transport refused: the deadline passed
+		default:
+			return 0, backoff.Permanent(errHard)
+		}
+	},
+		aware.WithoutLoopSpan(),
+		aware.WithExistingAttemptSpans(),
+		aware.WithTracerProvider(s.tel.tp(a.name)),
+		aware.WithIdempotencyKey(key),
+		aware.WithMaxAttempts(s.o.MaxAttempts),
+		aware.WithBackOff(&seededBackOff{o: s.o, key: key}),
+	)
+	var stopped *aware.CancelError
+	switch {
+	case err == nil:
+		return sources, nil
+	case errors.As(err, &stopped):
+		s.book.Noticed(loop.SpanContext().SpanID())
+		return 0, err
+	}
+	return 0, nil // a hard failure, or retries exhausted: answer without sources
+}
+
+var (
+	errRetryable = errors.New("search tool: retryable failure")
+	errHard      = errors.New("search tool: hard failure")
+)
+
+// seededBackOff is the simulator's backoff as a cenkalti/backoff policy: Backoff(n, ...) with
+// the jitter drawn from the seed, the key and the attempt number, so that both modes wait the
+// same.
+type seededBackOff struct {
+	o   Options
+	key string
+	n   int
+}
+
+func (b *seededBackOff) Reset() { b.n = 0 }
+
+func (b *seededBackOff) NextBackOff() time.Duration {
+	b.n++
+	return b.o.scale(Backoff(b.n, b.o.BackoffBase, b.o.BackoffMax, b.o.Jitter, unitFor(b.o.Seed, "backoff", b.key, b.n)))
+}
+
+// searchAttempt makes attempt n of a search-tool call: one otelhttp CLIENT span "POST /search"
+// with the call's idempotency key, recorded in the book.
+func (s *sim) searchAttempt(ctx context.Context, a *agent, key string, n int) (truth.Result, int) {
+	c := &call{name: "POST /search", template: "/search", attempt: n}
+	body, _ := json.Marshal(map[string]any{"query": "sources for " + a.name, "k": 5})
+	req, _ := http.NewRequestWithContext(withCall(ctx, c), http.MethodPost, s.toolURL+"/search", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(headerIdempotencyKey, key)
+	res, status, out := s.do(a.client, req)
+	s.book.Attempted(truth.Attempt{
+		TraceID: c.traceID, SpanID: c.spanID, RunID: a.name + "/search/" + key, Number: n,
+		Service: a.name, Operation: c.name, Kind: truth.KindCall, Result: res, Status: status,
+	})
+	if res != truth.ResultOK {
+		return res, 0
+	}
+	var sr searchResponse
+	_ = json.Unmarshal(out, &sr)
+	return res, len(sr.Results)
+}
+
 // chat is the sub-agent's model call: one CLIENT span "chat <model>".
-func (s *sim) chat(ctx context.Context, a *agent, key string, p plan, dl string) (string, error) {
+func (s *sim) chat(ctx context.Context, a *agent, key string, p plan) (string, error) {
 	c := &call{name: "chat " + a.model, template: "/v1/chat/completions", attempt: 1, model: a.model, maxTokens: p.outputTokens}
 	body, _ := json.Marshal(chatRequest{
 		Model:     a.model,
@@ -394,9 +454,6 @@ func (s *sim) chat(ctx context.Context, a *agent, key string, p plan, dl string)
 	})
 	req, _ := http.NewRequestWithContext(withCall(ctx, c), http.MethodPost, s.modelURL+"/v1/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	if dl != "" {
-		req.Header.Set(headerDeadline, dl)
-	}
 	resp, err := a.client.Do(req)
 	res, status := truth.ResultHard, 0
 	answer := ""
@@ -483,8 +540,7 @@ func (s *sim) tool(w http.ResponseWriter, r *http.Request) {
 	n := s.toolSeen[key]
 	s.toolMu.Unlock()
 
-	ctx, _, _, cancel := s.serviceContext(r)
-	defer cancel()
+	ctx := r.Context() // a Go server notices a closed connection; aware: with the X-Deadline
 	lat := time.Duration(float64(s.o.scale(s.o.ToolLatency)) * (0.5 + unitFor(s.o.Seed, "tool-latency", key, n)))
 	if err := sleepCtx(ctx, lat); err != nil {
 		s.stopHandler(w, r, err)
@@ -496,15 +552,6 @@ func (s *sim) tool(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(searchResponse{Results: []string{"doc-1", "doc-2", "doc-3"}})
-}
-
-// serviceContext is the context of a leaf service: the request's own (a Go server notices a
-// closed connection), with the X-Deadline applied in aware mode.
-func (s *sim) serviceContext(r *http.Request) (context.Context, time.Time, string, context.CancelFunc) {
-	if s.aware() {
-		return s.requestContext(r)
-	}
-	return r.Context(), time.Time{}, "", func() {}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -561,8 +608,7 @@ func (s *sim) model(w http.ResponseWriter, r *http.Request) {
 		chars += len(m.Content)
 	}
 	in, out := int64((chars+3)/4), int64(req.MaxTokens)
-	ctx, _, _, cancel := s.serviceContext(r)
-	defer cancel()
+	ctx := r.Context()
 	lat := s.o.scale(s.o.ModelFirstToken + time.Duration(out)*s.o.ModelPerToken)
 	if err := sleepCtx(ctx, lat); err != nil {
 		s.stopHandler(w, r, err)

@@ -18,6 +18,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orphanwatch/orphanwatch/aware"
 )
 
 // Attribute keys written by the simulator beyond what otelhttp writes. The gen_ai.* keys follow
@@ -123,7 +125,9 @@ func (a annotate) RoundTrip(r *http.Request) (*http.Response, error) {
 		if c.template != "" {
 			attrs = append(attrs, semconv.URLTemplate(c.template))
 		}
-		if c.attempt > 1 {
+		if _, inLoop := aware.AttemptFromContext(ctx); !inLoop && c.attempt > 1 {
+			// Blind loops count their own attempts; in an aware.Retry loop the
+			// aware.Transport writes the resend count.
 			attrs = append(attrs, semconv.HTTPRequestResendCount(c.attempt-1))
 		}
 		if c.model != "" {
@@ -177,7 +181,11 @@ func named(ctx context.Context, err error) error {
 }
 
 // newClient returns an HTTP client whose every request is one otelhttp CLIENT span of svc.
-func newClient(tp *sdktrace.TracerProvider) *http.Client {
+// With deadlines (aware mode), aware.Transport sits under annotate (which so sees every
+// attempt, refused or not): it refuses to send after the deadline, writes X-Deadline from the
+// request's context and records it as http.request.header.x-deadline, and annotates the
+// attempts of aware.Retry loops with http.request.resend_count.
+func newClient(tp *sdktrace.TracerProvider, deadlines bool) *http.Client {
 	base := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
@@ -187,7 +195,11 @@ func newClient(tp *sdktrace.TracerProvider) *http.Client {
 		ResponseHeaderTimeout: 0,
 		DisableCompression:    true,
 	}
-	return &http.Client{Transport: otelhttp.NewTransport(annotate{base: base},
+	var rt http.RoundTripper = base
+	if deadlines {
+		rt = &aware.Transport{Base: base, RecordDeadline: true}
+	}
+	return &http.Client{Transport: otelhttp.NewTransport(annotate{base: rt},
 		otelhttp.WithTracerProvider(tp),
 		otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {

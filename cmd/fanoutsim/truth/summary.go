@@ -43,6 +43,16 @@ func (t Truth) WriteSummary(w io.Writer) error {
 	spend("total spend", t.Total)
 	fmt.Fprintf(&b, "  orphaned SERVER     %s\n", kv(t.OrphanedServerSpans))
 	fmt.Fprintf(&b, "  unpropagated edges  %s\n", kv(t.Unpropagated))
+	svcs := make([]string, 0, len(t.CancelReachByService))
+	for svc := range t.CancelReachByService {
+		svcs = append(svcs, svc)
+	}
+	sort.Strings(svcs)
+	for _, svc := range svcs {
+		r := t.CancelReachByService[svc]
+		fmt.Fprintf(&b, "  cancel reach        %s: %d abandoned; reach hops %s (mean %.2f); orphaned depth hops %s (mean %.2f)\n",
+			svc, r.Count, kv(r.Reach), mean(r.ReachSum, r.Count), kv(r.OrphanedDepth), mean(r.OrphanedDepthSum, r.Count))
+	}
 	if t.Incomplete > 0 {
 		fmt.Fprintf(&b, "  incomplete          %d\n", t.Incomplete)
 	}
@@ -78,4 +88,11 @@ func kvOrdered(m map[string]int, keys []string) string {
 		return "-"
 	}
 	return strings.Join(parts, " ")
+}
+
+func mean(sum, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(sum) / float64(n)
 }

@@ -120,6 +120,9 @@ type spanRec struct {
 	name    string
 	start   int64 // unix ns
 	end     int64
+	// stopped: the span recorded a cancellation or a deadline error (HTTP 499, error.type
+	// "context canceled" / "context deadline exceeded", gRPC CANCELLED / DEADLINE_EXCEEDED).
+	stopped bool
 }
 
 type rootRec struct {
@@ -212,6 +215,7 @@ func (b *Book) OnEnd(s sdktrace.ReadOnlySpan) {
 		name:    s.Name(),
 		start:   s.StartTime().UnixNano(),
 		end:     s.EndTime().UnixNano(),
+		stopped: recordedStop(s.Attributes()),
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -295,6 +299,9 @@ type Options struct {
 	Tolerance time.Duration
 	// Prices is the price table; nil means [DefaultPrices].
 	Prices Prices
+	// Grace is how near the gone time a span that recorded a cancellation must have ended to
+	// count as noticing it (the processor's cancellation.grace); 0 means [DefaultGrace].
+	Grace time.Duration
 }
 
 // Spend is what some set of spans spent.
@@ -366,6 +373,13 @@ type Truth struct {
 	// was itself live: the edges the cancellation did not cross ("gateway->researcher").
 	Unpropagated map[string]int `json:"unpropagated"`
 
+	// CancelReach is the cancellation reach of every abandoned request (root end reason
+	// cancelled or deadline_exceeded), by request ID; see reach.go for the definitions.
+	CancelReach []RequestReach `json:"cancel_reach"`
+	// CancelReachByService aggregates CancelReach per root service, as the exporter's
+	// orphanwatch_cancel_reach_hops and orphanwatch_orphaned_depth_hops histograms do.
+	CancelReachByService map[string]*ReachSummary `json:"cancel_reach_by_service"`
+
 	// Incomplete counts facts that could not be judged: attempts whose span never ended, runs of
 	// requests without an ended root, span records dropped by the bound.
 	Incomplete int `json:"incomplete"`
@@ -415,11 +429,8 @@ func (b *Book) Compute(opts Options) Truth {
 	}
 
 	// Roots: gone time and end reason.
-	type gone struct {
-		at      int64
-		service string
-	}
-	gones := map[trace.TraceID]gone{}
+	gones := map[trace.TraceID]goneAt{}
+	reasons := map[trace.TraceID]string{}
 	for id, r := range b.roots {
 		s, ok := b.spans[r.SpanID]
 		if !ok {
@@ -432,8 +443,9 @@ func (b *Book) Compute(opts Options) Truth {
 			dl = r.Deadline.UnixNano()
 			g = min(g, dl)
 		}
-		gones[id] = gone{at: g, service: r.Service}
-		t.Roots[endReason(r, s.end, dl)]++
+		gones[id] = goneAt{at: g, service: r.Service}
+		reasons[id] = endReason(r, s.end, dl)
+		t.Roots[reasons[id]]++
 	}
 	// after reports whether time ts of a span of service svc in trace id is after its gone time.
 	after := func(id trace.TraceID, svc string, ts int64) (bool, bool) {
@@ -495,6 +507,7 @@ func (b *Book) Compute(opts Options) Truth {
 		}
 	}
 	sort.Strings(runOrder)
+	var cancelledRuns []trace.SpanID
 	for _, id := range runOrder {
 		atts := runs[id]
 		sort.Slice(atts, func(i, j int) bool { return atts[i].Number < atts[j].Number })
@@ -525,6 +538,9 @@ func (b *Book) Compute(opts Options) Truth {
 			out = HardFailure
 		}
 		t.Runs[out]++
+		if out == Cancelled {
+			cancelledRuns = append(cancelledRuns, final.SpanID)
+		}
 		t.RunAttempts += len(atts)
 		bySvc := t.RunsByService[final.Service]
 		if bySvc == nil {
@@ -559,6 +575,12 @@ func (b *Book) Compute(opts Options) Truth {
 			t.Unpropagated[p.service+"->"+s.service]++
 		}
 	}
+
+	grace := opts.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	t.CancelReach, t.CancelReachByService = b.reach(gones, reasons, cancelledRuns, tol, grace.Nanoseconds())
 	return t
 }
 
