@@ -2,9 +2,7 @@ package aware
 
 import (
 	"errors"
-	"fmt"
-	"math"
-	"strconv"
+	"github.com/orphanwatch/orphanwatch/internal/deadline"
 	"strings"
 	"time"
 )
@@ -38,143 +36,38 @@ const (
 	AttrErrorType      = "error.type"
 )
 
-// ErrBadDeadline is wrapped by every parse error of this file.
-var ErrBadDeadline = errors.New("aware: bad deadline value")
-
-func badDeadline(what, v string) error {
-	if len(v) > 64 {
-		v = v[:64] + "..."
-	}
-	return fmt.Errorf("%w: %s %q", ErrBadDeadline, what, v)
-}
+// ErrBadDeadline is wrapped by every parse error of this package's deadline readers.
+var ErrBadDeadline = deadline.ErrBad
 
 // maxUnixSeconds keeps a deadline inside time.Time's nanosecond range (year 2262).
-const maxUnixSeconds = math.MaxInt64/int64(time.Second) - 1
+const maxUnixSeconds = deadline.MaxUnixSeconds
 
 // ParseUnixSeconds parses an X-Deadline value: unix seconds, a decimal fraction allowed (up to
-// nanoseconds; further digits are truncated), surrounding spaces ignored. A plain decimal is
-// read exactly; other float forms ("1.7e9") are read through float64. Zero, signed, NaN,
+// nanoseconds; further digits are truncated), surrounding spaces ignored. Zero, signed, NaN,
 // infinite and out-of-range values (after 2262) are errors wrapping [ErrBadDeadline].
-func ParseUnixSeconds(v string) (time.Time, error) {
-	s := strings.TrimSpace(v)
-	if s == "" {
-		return time.Time{}, badDeadline("unix seconds", v)
-	}
-	intPart, frac, hasDot := strings.Cut(s, ".")
-	if isDigits(intPart) && (!hasDot || frac == "" || isDigits(frac)) && (intPart != "" || frac != "") {
-		if len(strings.TrimLeft(intPart, "0")) > 11 {
-			return time.Time{}, badDeadline("unix seconds out of range", v)
-		}
-		sec := int64(0)
-		if intPart != "" {
-			sec, _ = strconv.ParseInt(intPart, 10, 64)
-		}
-		if len(frac) > 9 {
-			frac = frac[:9]
-		}
-		ns := int64(0)
-		if frac != "" {
-			ns, _ = strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
-		}
-		if sec > maxUnixSeconds || (sec == 0 && ns == 0) {
-			return time.Time{}, badDeadline("unix seconds out of range", v)
-		}
-		return time.Unix(sec, ns), nil
-	}
-	if s[0] == '+' || s[0] == '-' {
-		return time.Time{}, badDeadline("unix seconds", v)
-	}
-	x, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(x) || !(x > 0) || x >= float64(maxUnixSeconds) {
-		return time.Time{}, badDeadline("unix seconds", v)
-	}
-	sec, f := math.Modf(x)
-	return time.Unix(int64(sec), int64(f*1e9)), nil
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+func ParseUnixSeconds(v string) (time.Time, error) { return deadline.ParseUnixSeconds(v) }
 
 // FormatUnixSeconds writes t as an X-Deadline value: unix seconds with six decimals
 // (microseconds, truncated), e.g. "1767225602.250000". Times before 1970 are written as
 // "0.000001": a deadline that has passed.
-func FormatUnixSeconds(t time.Time) string {
-	us := t.UnixMicro()
-	if us <= 0 {
-		us = 1
-	}
-	frac := strconv.FormatInt(us%1e6, 10)
-	return strconv.FormatInt(us/1e6, 10) + "." + strings.Repeat("0", 6-len(frac)) + frac
-}
-
-// grpcUnits are the units of grpc-timeout (gRPC PROTOCOL-HTTP2.md, "Requests": TimeoutUnit).
-var grpcUnits = [...]struct {
-	c byte
-	d time.Duration
-}{{'n', time.Nanosecond}, {'u', time.Microsecond}, {'m', time.Millisecond}, {'S', time.Second}, {'M', time.Minute}, {'H', time.Hour}}
+func FormatUnixSeconds(t time.Time) string { return deadline.FormatUnixSeconds(t) }
 
 // ParseGRPCTimeout parses a grpc-timeout value as the gRPC over HTTP/2 protocol spec defines
-// it: TimeoutValue TimeoutUnit, where TimeoutValue is a positive integer of at most 8 ASCII
-// digits and TimeoutUnit one of H, M, S, m, u, n (case matters: "M" is minutes, "m"
-// milliseconds). "0S" is accepted as a timeout that has already expired, as grpc-go does.
-// Spaces, signs and more than 8 digits are errors wrapping [ErrBadDeadline]. 99999999H is
-// capped at the largest time.Duration (about 292 years).
-func ParseGRPCTimeout(v string) (time.Duration, error) {
-	if len(v) < 2 || len(v) > 9 || !isDigits(v[:len(v)-1]) {
-		return 0, badDeadline("grpc-timeout", v)
-	}
-	n, _ := strconv.ParseInt(v[:len(v)-1], 10, 64)
-	for _, u := range grpcUnits {
-		if u.c == v[len(v)-1] {
-			if n > int64(math.MaxInt64/u.d) {
-				return math.MaxInt64, nil
-			}
-			return time.Duration(n) * u.d, nil
-		}
-	}
-	return 0, badDeadline("grpc-timeout unit", v)
-}
+// it: TimeoutValue TimeoutUnit, a positive integer of at most 8 ASCII digits and one of H, M,
+// S, m, u, n ("M" is minutes, "m" milliseconds). "0S" is a timeout that has already expired, as
+// in grpc-go. Errors wrap [ErrBadDeadline].
+func ParseGRPCTimeout(v string) (time.Duration, error) { return deadline.ParseGRPCTimeout(v) }
 
 // FormatGRPCTimeout writes d in the grpc-timeout format: the finest unit whose value fits in 8
 // digits, rounded up so that the receiver never gets more time than the sender had (as
 // grpc-go's encoder does). A zero or negative d is written "0n".
-func FormatGRPCTimeout(d time.Duration) string {
-	if d <= 0 {
-		return "0n"
-	}
-	const maxValue = 99_999_999
-	for _, u := range grpcUnits {
-		n := d / u.d
-		if d%u.d != 0 {
-			n++ // round up
-		}
-		if n <= maxValue {
-			return strconv.FormatInt(int64(n), 10) + string(u.c)
-		}
-	}
-	return strconv.Itoa(maxValue) + "H"
-}
+func FormatGRPCTimeout(d time.Duration) string { return deadline.FormatGRPCTimeout(d) }
 
 // ParseEnvoyTimeoutMs parses x-envoy-expected-rq-timeout-ms: a non-negative integer of
-// milliseconds, spaces around it ignored. It returns ok=false for "0": in Envoy a route
-// timeout of 0 disables the timeout, so no deadline follows from it. Anything else that is not
-// an integer in range is an error wrapping [ErrBadDeadline].
+// milliseconds. ok is false for "0": in Envoy a route timeout of 0 disables the timeout. Errors
+// wrap [ErrBadDeadline].
 func ParseEnvoyTimeoutMs(v string) (d time.Duration, ok bool, err error) {
-	s := strings.TrimSpace(v)
-	if s == "" || !isDigits(s) || len(strings.TrimLeft(s, "0")) > 12 {
-		return 0, false, badDeadline("x-envoy-expected-rq-timeout-ms", v)
-	}
-	n, _ := strconv.ParseInt(s, 10, 64)
-	if n == 0 {
-		return 0, false, nil
-	}
-	return time.Duration(n) * time.Millisecond, true, nil
+	return deadline.ParseEnvoyTimeoutMs(v)
 }
 
 // Deadline sources, in the order DeadlineFromHeader reads them.

@@ -3,6 +3,7 @@ package spanread
 import (
 	"errors"
 	"fmt"
+	"github.com/orphanwatch/orphanwatch/internal/deadline"
 	"math"
 	"strconv"
 	"strings"
@@ -49,16 +50,19 @@ var errBadDeadline = errors.New("malformed deadline")
 const maxUnixSeconds = math.MaxInt64 / 1_000_000_000
 
 // ParseDeadline converts a deadline value to absolute unix nanoseconds. start is the span's start
-// (unix ns) for relative formats. It returns an error for malformed or out-of-range values.
+// (unix ns) for relative formats. It returns an error for malformed or out-of-range values, and
+// 0 with no error for a value that sets no deadline (Envoy's timeout of 0 disables the timeout).
+// unix_seconds, grpc_timeout and Envoy's integer milliseconds are read by internal/deadline, the
+// same reader the aware package uses on the wire.
 func ParseDeadline(f DeadlineFormat, v string, start int64) (int64, error) {
 	v = strings.TrimSpace(v)
 	switch f {
 	case FormatUnixSeconds:
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(x > 0) || x >= maxUnixSeconds {
+		t, err := deadline.ParseUnixSeconds(v)
+		if err != nil {
 			return 0, errBadDeadline
 		}
-		return int64(x * 1e9), nil
+		return t.UnixNano(), nil
 	case FormatUnixMilliseconds:
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(x > 0) || x/1e3 >= maxUnixSeconds {
@@ -72,34 +76,20 @@ func ParseDeadline(f DeadlineFormat, v string, start int64) (int64, error) {
 		}
 		return t.UnixNano(), nil
 	case FormatGRPCTimeout:
-		if len(v) < 2 || len(v) > 9 {
+		d, err := deadline.ParseGRPCTimeout(v)
+		if err != nil {
 			return 0, errBadDeadline
 		}
-		n, err := strconv.ParseInt(v[:len(v)-1], 10, 64)
-		if err != nil || n < 0 {
-			return 0, errBadDeadline
-		}
-		var unit time.Duration
-		switch v[len(v)-1] {
-		case 'H':
-			unit = time.Hour
-		case 'M':
-			unit = time.Minute
-		case 'S':
-			unit = time.Second
-		case 'm':
-			unit = time.Millisecond
-		case 'u':
-			unit = time.Microsecond
-		case 'n':
-			unit = time.Nanosecond
-		default:
-			return 0, errBadDeadline
-		}
-		return addRelative(start, float64(n)*float64(unit))
+		return addRelative(start, float64(d))
 	case FormatMilliseconds:
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(x >= 0) {
+		if d, ok, err := deadline.ParseEnvoyTimeoutMs(v); err == nil {
+			if !ok {
+				return 0, nil // 0: the route has no timeout
+			}
+			return addRelative(start, float64(d))
+		}
+		x, err := strconv.ParseFloat(v, 64) // a fraction of a millisecond
+		if err != nil || !(x > 0) {
 			return 0, errBadDeadline
 		}
 		return addRelative(start, x*1e6)

@@ -349,7 +349,7 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 			st[BadDeadline]++
 			continue
 		}
-		if s.Deadline == 0 || dl < s.Deadline {
+		if dl != 0 && (s.Deadline == 0 || dl < s.Deadline) {
 			s.Deadline = dl
 		}
 	}

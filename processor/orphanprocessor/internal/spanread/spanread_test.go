@@ -37,6 +37,10 @@ func TestParseDeadline(t *testing.T) {
 		{FormatUnixSeconds, "1e300", 0, true},
 		{FormatRFC3339, "yesterday", 0, true},
 		{FormatMilliseconds, "NaN", 0, true},
+		{FormatMilliseconds, "0", 0, false}, // Envoy: a route timeout of 0 disables the timeout
+		{FormatMilliseconds, "2.5", start + 2.5e6, false},
+		{FormatGRPCTimeout, "+5S", 0, true},            // the spec allows digits only
+		{FormatGRPCTimeout, " 5S", start + 5e9, false}, // surrounding spaces are trimmed
 	} {
 		got, err := ParseDeadline(c.f, c.v, start)
 		if c.bad {
