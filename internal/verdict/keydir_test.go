@@ -10,8 +10,8 @@ type mapDir struct {
 }
 
 func (d *mapDir) Lookup(h uint64) (RootRef, bool) { r, ok := d.recs[h]; return r, ok }
-func (d *mapDir) Publish(h uint64, r RootRef)      { d.recs[h] = r }
-func (d *mapDir) Carried(t TraceID, h uint64)      { d.carried[t] = append(d.carried[t], h) }
+func (d *mapDir) Publish(h uint64, r RootRef)     { d.recs[h] = r }
+func (d *mapDir) Carried(t TraceID, h uint64)     { d.carried[t] = append(d.carried[t], h) }
 
 // s7Split builds S7's shape: trace A (a cancelled request whose PRODUCER span carries key 7)
 // and trace B (a CONSUMER root linked to it, a model call carrying key 7 that ends after A's
