@@ -82,6 +82,7 @@ func createDefaultConfig() component.Config {
 			MaxRootRecords:     vc.MaxRootRecords,
 			MaxIdempotencyKeys: vc.MaxKeys,
 		},
+		KeySharing: defaultKeySharing(),
 	}
 }
 
