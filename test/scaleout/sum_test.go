@@ -1,0 +1,72 @@
+package scaleout
+
+import (
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+)
+
+// scenarioBatches is every scenario's traces (S8 in its shuffled batches).
+func scenarioBatches() []ptrace.Traces {
+	var out []ptrace.Traces
+	for _, sc := range scenarios.All() {
+		if sc.ID == "S8" {
+			b, _ := scenarios.S8Batches()
+			out = append(out, b...)
+			continue
+		}
+		td, _ := sc.Build()
+		out = append(out, td)
+	}
+	return out
+}
+
+// runTier sends the batches through a tier of n members and returns the sum of the members'
+// orphanmetrics series.
+func runTier(t *testing.T, n int, keySharing bool, batches []ptrace.Traces) (map[string]float64, *tier) {
+	t.Helper()
+	tr := startTier(t, tierOptions{members: n, keySharing: keySharing})
+	total := 0
+	for _, td := range batches {
+		total += td.SpanCount()
+		tr.send(t, td)
+	}
+	if got := tr.waitSpans(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d members: %d of %d spans exported", n, got, total)
+	}
+	time.Sleep(500 * time.Millisecond) // the exporter records before the next consumer returns; margin for the scrape
+	return tr.orphanSeries(t), tr
+}
+
+// TestTierSumEqualsOneCollector: one, two and three members in one group; the sum of the
+// members' metric series equals one collector's, on every scenario.
+func TestTierSumEqualsOneCollector(t *testing.T) {
+	batches := scenarioBatches()
+	one, _ := runTier(t, 1, true, batches)
+	if len(one) < 20 {
+		t.Fatalf("one collector produced only %d series", len(one))
+	}
+	for _, n := range []int{2, 3} {
+		got, tr := runTier(t, n, true, batches)
+		if d := diff(one, got); len(d) > 0 {
+			t.Errorf("%d members: %d series differ from one collector:\n%s", n, len(d), joinLines(d))
+		}
+		per := make([]int, len(tr.members))
+		for i, m := range tr.members {
+			per[i] = m.sink.spans()
+		}
+		t.Logf("%d members: %d series equal one collector's; spans per member %v; key look-ups %v", n, len(one), per,
+			tr.telemetry(t, "otelcol_processor_orphan_key_lookups"))
+	}
+}
+
+func joinLines(s []string) string {
+	out := ""
+	for _, l := range s {
+		out += "  " + l + "\n"
+	}
+	return out
+}
