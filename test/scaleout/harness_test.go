@@ -405,6 +405,11 @@ func scrape(t testing.TB, port int) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return familiesToMap(fams)
+}
+
+// familiesToMap flattens metric families into series -> value.
+func familiesToMap(fams map[string]*dto.MetricFamily) map[string]float64 {
 	out := map[string]float64{}
 	for name, f := range fams {
 		for _, m := range f.GetMetric() {
@@ -421,6 +426,9 @@ func scrape(t testing.TB, port int) map[string]float64 {
 				out[name+"_count"+lbl] = float64(h.GetSampleCount())
 				out[name+"_sum"+lbl] = h.GetSampleSum()
 				for _, b := range h.GetBucket() {
+					if math.IsInf(b.GetUpperBound(), 1) {
+						continue // the exposition adds it, Gather does not: it is _count
+					}
 					out[fmt.Sprintf("%s_bucket%s{le=%g}", name, lbl, b.GetUpperBound())] = float64(b.GetCumulativeCount())
 				}
 			}
@@ -456,11 +464,49 @@ func (tr *tier) orphanSeries(t testing.TB) map[string]float64 {
 	return sum
 }
 
+// sinkSeries is what the orphanmetrics exporter makes of the spans the given members exported
+// to their trace store (the same spans reach both exporters): it stays readable after a member
+// stopped.
+func sinkSeries(t testing.TB, members []*member) map[string]float64 {
+	t.Helper()
+	rec, err := orphanmetricsexporter.NewRecorder(orphanmetricsexporter.NewDefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members {
+		m.sink.mu.Lock()
+		for _, td := range m.sink.got {
+			rec.Record(td)
+		}
+		m.sink.mu.Unlock()
+	}
+	fs, err := rec.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range fs {
+		fams[f.GetName()] = f
+	}
+	out := familiesToMap(fams)
+	for k, v := range out {
+		if v == 0 || !strings.HasPrefix(k, "orphanwatch_") {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
 // telemetry sums a collector-telemetry counter across the members, by its labels.
 func (tr *tier) telemetry(t testing.TB, prefix string) map[string]float64 {
 	t.Helper()
+	return telemetryOf(t, tr.members, prefix)
+}
+
+func telemetryOf(t testing.TB, members []*member, prefix string) map[string]float64 {
+	t.Helper()
 	out := map[string]float64{}
-	for _, m := range tr.members {
+	for _, m := range members {
 		for k, v := range scrape(t, m.telemetry) {
 			if strings.HasPrefix(k, prefix) {
 				k = strings.NewReplacer("otel_scope_name=github.com/orphanwatch/orphanwatch/processor/orphanprocessor,", "").Replace(k)
