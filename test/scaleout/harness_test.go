@@ -197,6 +197,12 @@ func (s *sink) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceot
 	return ptraceotlp.NewExportResponse(), nil
 }
 
+func (s *sink) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got, s.n = nil, 0
+}
+
 func (s *sink) spans() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,6 +271,13 @@ func startTier(t testing.TB, o tierOptions) *tier {
 		tr.addMember(t, i)
 	}
 	tr.waitGroup(t, o.members)
+	tr.startFront(t)
+	return tr
+}
+
+// startFront starts the front tier's collector (config/scaleout/front.yaml) in-process.
+func (tr *tier) startFront(t testing.TB) {
+	t.Helper()
 	tr.otlp = freePort(t)
 	tr.front = startCollector(t, "front", "config/scaleout/front.yaml", map[string]string{
 		"receivers::otlp::protocols::http::endpoint":          fmt.Sprintf("127.0.0.1:%d", tr.otlp),
@@ -277,7 +290,6 @@ func startTier(t testing.TB, o tierOptions) *tier {
 		"service::telemetry::metrics::level":                  "none",
 		"service::telemetry::logs::level":                     "warn",
 	})
-	return tr
 }
 
 func (tr *tier) addMember(t testing.TB, i int) *member {
@@ -314,13 +326,20 @@ func (tr *tier) addMember(t testing.TB, i int) *member {
 // waitGroup waits until the group has n members and every partition is assigned.
 func (tr *tier) waitGroup(t testing.TB, n int) {
 	t.Helper()
+	if err := tr.groupStable(n, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupStable waits until the group has n members and every partition is assigned.
+func (tr *tier) groupStable(n int, within time.Duration) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tr.broker))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(within)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		gs, err := adm.DescribeGroups(ctx, "orphanwatch")
@@ -341,13 +360,13 @@ func (tr *tier) waitGroup(t testing.TB, n int) {
 				}
 			}
 			if g.State == "Stable" && len(g.Members) == n && withParts == n && assigned == int(tr.opts.partitions) {
-				return
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("group not stable with %d members in 60s", n)
+			return fmt.Errorf("group not stable with %d members in %s", n, within)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

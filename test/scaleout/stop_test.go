@@ -59,10 +59,11 @@ func part(td ptrace.Traces, roots bool) ptrace.Traces {
 type traffic struct {
 	children, roots []ptrace.Traces
 	spans           int
+	perTrace        map[pcommon.TraceID]int
 }
 
 func newTraffic(groups int) traffic {
-	var tf traffic
+	tf := traffic{perTrace: map[pcommon.TraceID]int{}}
 	s2, _ := scenarios.S2()
 	s7, _ := scenarios.S7()
 	for i := range groups {
@@ -72,6 +73,7 @@ func newTraffic(groups int) traffic {
 		}
 		c := clone(src, i)
 		tf.spans += c.SpanCount()
+		eachSpan(c, func(sp ptrace.Span) { tf.perTrace[sp.TraceID()]++ })
 		tf.children = append(tf.children, part(c, false))
 		tf.roots = append(tf.roots, part(c, true))
 	}
@@ -106,10 +108,11 @@ func (tf traffic) play(t *testing.T, tr *tier, step time.Duration, at func()) {
 type delivery struct {
 	unique, total, duplicated int
 	tracesSplit               int // traces whose spans two members decided
+	tracesIncomplete          int // traces with spans lost (of the traffic's)
 	perMember                 []int
 }
 
-func measure(tr *tier) delivery {
+func measure(tr *tier, tf traffic) delivery {
 	var d delivery
 	seen := map[[24]byte]int{}
 	by := map[pcommon.TraceID]map[int]bool{}
@@ -139,6 +142,15 @@ func measure(tr *tier) delivery {
 			d.tracesSplit++
 		}
 	}
+	got := map[pcommon.TraceID]int{}
+	for k := range seen {
+		got[pcommon.TraceID(k[:16])]++
+	}
+	for id, n := range tf.perTrace {
+		if got[id] < n {
+			d.tracesIncomplete++
+		}
+	}
 	return d
 }
 
@@ -165,18 +177,23 @@ func TestMemberStopsMidTraffic(t *testing.T) {
 
 	tr := startTier(t, tierOptions{members: 2, keySharing: true})
 	var stopped time.Time
+	rebalanced := make(chan time.Duration, 1)
 	tf.play(t, tr, step, func() {
 		stopped = time.Now()
 		go tr.members[1].Stop()
+		go func() {
+			_ = tr.groupStable(1, 30*time.Second)
+			rebalanced <- time.Since(stopped)
+		}()
 	})
 	// The stopped member's partitions wait for the session timeout (6 s), then move.
 	got := tr.waitSpans(t, tf.spans, 60*time.Second)
 	took := time.Since(stopped)
 	time.Sleep(time.Second) // late duplicates, if any
-	d := measure(tr)
+	d := measure(tr, tf)
 	diffs := diff(want, sinkSeries(t, tr.members))
-	t.Logf("member stop, %d trace groups (%d spans): exported %d spans (%d unique, %d duplicated), the last %s after the stop; spans per member %v; traces decided by both members: %d",
-		groups, tf.spans, got, d.unique, d.duplicated, took.Round(100*time.Millisecond), d.perMember, d.tracesSplit)
+	t.Logf("member stop, %d trace groups (%d spans, %d traces): exported %d spans (%d unique, %d duplicated), the last %s after the stop; partitions moved %s after the stop; spans per member %v; traces decided by both members: %d; traces incomplete: %d",
+		groups, tf.spans, len(tf.perTrace), got, d.unique, d.duplicated, took.Round(100*time.Millisecond), (<-rebalanced).Round(100*time.Millisecond), d.perMember, d.tracesSplit, d.tracesIncomplete)
 	t.Logf("series that differ from the tier where nobody stopped: %d\n%s", len(diffs), joinLines(diffs))
 	t.Logf("survivor telemetry: %v %v %v", telemetryOf(t, tr.members[:1], "otelcol_processor_orphan_traces_root_missing"),
 		telemetryOf(t, tr.members[:1], "otelcol_processor_orphan_spans_late"), telemetryOf(t, tr.members[:1], "otelcol_processor_orphan_key_lookups"))
