@@ -42,9 +42,14 @@ func runTier(t *testing.T, n int, keySharing bool, batches []ptrace.Traces) (map
 }
 
 // TestTierSumEqualsOneCollector: one, two and three members in one group; the sum of the
-// members' metric series equals one collector's, on every scenario.
+// members' metric series equals one collector's, on every scenario and on a simulator run.
 func TestTierSumEqualsOneCollector(t *testing.T) {
-	batches := scenarioBatches()
+	t.Run("scenarios", func(t *testing.T) { tierSums(t, scenarioBatches()) })
+	// One simulator run (seed 7), replayed to every tier: the same traces each time.
+	t.Run("simulator", func(t *testing.T) { tierSums(t, simTraces(t)) })
+}
+
+func tierSums(t *testing.T, batches []ptrace.Traces) {
 	one, _ := runTier(t, 1, true, batches)
 	if len(one) < 20 {
 		t.Fatalf("one collector produced only %d series", len(one))
