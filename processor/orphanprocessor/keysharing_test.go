@@ -11,7 +11,11 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/orphanwatch/orphanwatch/internal/scenarios"
 )
 
 func TestKeySharingOffByDefault(t *testing.T) {
@@ -63,3 +67,64 @@ func TestKeySharingHashesWithTheSecret(t *testing.T) {
 }
 
 func configSecretSuffix(s string) string { return strings.Repeat(s, 4) }
+
+// With the brokers unreachable, key sharing costs a bounded wait and nothing else: a trace
+// whose key binds nowhere is held key_sharing.wait beyond its decision, then passed on whole,
+// unbound; Shutdown leaves no goroutine behind (goleak in TestMain).
+func TestKeySharingBrokersDown(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.DecisionWait = 0
+	cfg.KeySharing.Brokers = []string{"127.0.0.1:1"}
+	cfg.KeySharing.Secret = "0123456789abcdef"
+	cfg.KeySharing.CreateTopic = false
+	cfg.KeySharing.Wait = 300 * time.Millisecond
+	cfg.KeySharing.DialTimeout = 100 * time.Millisecond
+	require.NoError(t, cfg.Validate())
+	sink := new(consumertest.TracesSink)
+	p, err := newOrphanProcessor(processortest.NewNopSettings(processortest.NopType), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), nil))
+
+	td, _ := scenarios.S7()
+	// Trace B alone: the consumer's model calls carry K, the request's trace never comes.
+	b := ptrace.NewTraces()
+	td.CopyTo(b)
+	var idA pcommon.TraceID
+	b.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
+		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
+			ss.Spans().RemoveIf(func(sp ptrace.Span) bool {
+				if idA.IsEmpty() {
+					idA = sp.TraceID()
+				}
+				return sp.TraceID() == idA
+			})
+			return ss.Spans().Len() == 0
+		})
+		return rs.ScopeSpans().Len() == 0
+	})
+	n := b.SpanCount()
+	start := time.Now()
+	require.NoError(t, p.ConsumeTraces(context.Background(), b))
+	assert.Zero(t, sink.SpanCount(), "held for key_sharing.wait")
+	require.Eventually(t, func() bool { return sink.SpanCount() == n }, 5*time.Second, 10*time.Millisecond)
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, 250*time.Millisecond)
+	detached := 0
+	for _, out := range sink.AllTraces() {
+		rss := out.ResourceSpans()
+		for i := range rss.Len() {
+			for j := range rss.At(i).ScopeSpans().Len() {
+				sps := rss.At(i).ScopeSpans().At(j).Spans()
+				for k := range sps.Len() {
+					if v, ok := sps.At(k).Attributes().Get("orphanwatch.detached"); ok && v.Bool() {
+						detached++
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, n, detached, "unbound: every span of B is detached work")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, p.Shutdown(ctx))
+}
