@@ -249,6 +249,7 @@ type tier struct {
 	broker  string
 	front   *collector
 	otlp    int // front OTLP/HTTP port
+	jaeger  int // front Jaeger gRPC port
 	members []*member
 	opts    tierOptions
 }
@@ -278,12 +279,12 @@ func startTier(t testing.TB, o tierOptions) *tier {
 // startFront starts the front tier's collector (config/scaleout/front.yaml) in-process.
 func (tr *tier) startFront(t testing.TB) {
 	t.Helper()
-	tr.otlp = freePort(t)
+	tr.otlp, tr.jaeger = freePort(t), freePort(t)
 	tr.front = startCollector(t, "front", "config/scaleout/front.yaml", map[string]string{
 		"receivers::otlp::protocols::http::endpoint":          fmt.Sprintf("127.0.0.1:%d", tr.otlp),
 		"receivers::otlp::protocols::grpc::endpoint":          fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"receivers::zipkin::endpoint":                         fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"receivers::jaeger::protocols::grpc::endpoint":        fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::jaeger::protocols::grpc::endpoint":        fmt.Sprintf("127.0.0.1:%d", tr.jaeger),
 		"receivers::jaeger::protocols::thrift_http::endpoint": fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"exporters::kafka::brokers":                           "[" + tr.broker + "]",
 		"extensions::health_check::endpoint":                  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
