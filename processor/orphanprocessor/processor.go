@@ -106,6 +106,7 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		return nil, err
 	}
 	if err := p.keyShareNew(set); err != nil { // key sharing (keysharing.go)
+		p.tel.Shutdown()
 		return nil, err
 	}
 	return p, nil

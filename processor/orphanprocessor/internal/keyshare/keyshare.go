@@ -278,7 +278,9 @@ func (s *Sharer) read(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		failed := false
 		fs.EachError(func(t string, p int32, err error) {
+			failed = true
 			s.logger.Debug("key_sharing: fetch error", zap.String("topic", t), zap.Int32("partition", p), zap.Error(err))
 		})
 		n := 0
@@ -293,6 +295,14 @@ func (s *Sharer) read(ctx context.Context) {
 				late++
 			}
 		})
+		if n == 0 && failed {
+			// Brokers down or the topic missing: do not spin on errors.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
 		if n > 0 {
 			s.received.Add(ctx, int64(n))
 			if late > 0 {
