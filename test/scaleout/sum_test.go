@@ -1,6 +1,7 @@
 package scaleout
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -54,6 +55,11 @@ func tierSums(t *testing.T, batches []ptrace.Traces) {
 	if len(one) < 20 {
 		t.Fatalf("one collector produced only %d series", len(one))
 	}
+	// The one-member tier is one collector: the same as the distribution's default pipeline
+	// (config/collector.yaml, OTLP straight in, no Kafka, no key sharing).
+	if d := diff(runPlain(t, batches), one); len(d) > 0 {
+		t.Errorf("a one-member tier differs from the default pipeline in %d series:\n%s", len(d), joinLines(d))
+	}
 	for _, n := range []int{2, 3} {
 		got, tr := runTier(t, n, true, batches)
 		if d := diff(one, got); len(d) > 0 {
@@ -74,4 +80,37 @@ func joinLines(s []string) string {
 		out += "  " + l + "\n"
 	}
 	return out
+}
+
+// runPlain sends the batches straight to one collector running config/collector.yaml (the
+// embedded default pipeline) and returns its orphanmetrics series.
+func runPlain(t *testing.T, batches []ptrace.Traces) map[string]float64 {
+	t.Helper()
+	tr := &tier{}
+	m := &member{sink: newSink(t), metrics: freePort(t), telemetry: freePort(t)}
+	tr.members = []*member{m}
+	tr.otlp = freePort(t)
+	m.collector = startCollector(t, "plain", "config/collector.yaml", map[string]string{
+		"receivers::otlp::protocols::http::endpoint": fmt.Sprintf("127.0.0.1:%d", tr.otlp),
+		"receivers::otlp::protocols::grpc::endpoint": fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::zipkin::endpoint":                fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"processors::orphan::decision_wait":          "2s",
+		"exporters::orphanmetrics::endpoint":         fmt.Sprintf("127.0.0.1:%d", m.metrics),
+		"exporters::otlp_grpc/sink::endpoint":        m.sink.addr,
+		"exporters::otlp_grpc/sink::tls::insecure":   "true",
+		"service::pipelines::traces::exporters":      "[orphanmetrics, otlp_grpc/sink]",
+		"extensions::health_check::endpoint":         fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"service::telemetry::metrics::level":         "none",
+		"service::telemetry::logs::level":            "warn",
+	})
+	total := 0
+	for _, td := range batches {
+		total += td.SpanCount()
+		tr.send(t, td)
+	}
+	if got := tr.waitSpans(t, total, 60*time.Second); got != total {
+		t.Fatalf("default pipeline: %d of %d spans exported", got, total)
+	}
+	time.Sleep(500 * time.Millisecond)
+	return tr.orphanSeries(t)
 }
