@@ -1,6 +1,7 @@
 package orphanprocessor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -231,6 +233,18 @@ type KeySharingConfig struct {
 	Retention         time.Duration `mapstructure:"retention"`
 	// DialTimeout bounds a connection attempt to a broker.
 	DialTimeout time.Duration `mapstructure:"dial_timeout"`
+	// TLS towards the brokers; nil: plaintext.
+	TLS *configtls.ClientConfig `mapstructure:"tls"`
+	// SASL authentication towards the brokers; nil: none.
+	SASL *KeySharingSASLConfig `mapstructure:"sasl"`
+}
+
+// KeySharingSASLConfig authenticates the key-sharing clients.
+type KeySharingSASLConfig struct {
+	// Mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism string              `mapstructure:"mechanism"`
+	Username  string              `mapstructure:"username"`
+	Password  configopaque.String `mapstructure:"password"`
 }
 
 // defaultKeySharing is the key_sharing section's default: off, and what applies once brokers
@@ -291,15 +305,41 @@ func (k *KeySharingConfig) validate() []error {
 	if k.DialTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("key_sharing.dial_timeout: must be positive, got %s", k.DialTimeout))
 	}
+	if k.TLS != nil {
+		if err := k.TLS.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("key_sharing.tls: %w", err))
+		}
+	}
+	if a := k.SASL; a != nil {
+		switch a.Mechanism {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		default:
+			errs = append(errs, fmt.Errorf("key_sharing.sasl.mechanism: must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", a.Mechanism))
+		}
+		if a.Username == "" {
+			errs = append(errs, errors.New("key_sharing.sasl.username: must not be empty"))
+		}
+	}
 	return errs
 }
 
 // keyshareConfig maps the section onto the keyshare package's configuration.
-func (k *KeySharingConfig) keyshareConfig() keyshare.Config {
-	return keyshare.Config{
+func (k *KeySharingConfig) keyshareConfig(ctx context.Context) (keyshare.Config, error) {
+	kc := keyshare.Config{
 		Brokers: k.Brokers, Topic: k.Topic, Secret: []byte(k.Secret), ClientID: k.ClientID,
 		Wait: k.Wait, MaxRecords: k.MaxRecords, MaxWaiting: k.MaxWaiting,
 		CreateTopic: k.CreateTopic, Partitions: k.Partitions, Replication: k.ReplicationFactor,
 		Retention: k.Retention, DialTimeout: k.DialTimeout,
 	}
+	if k.TLS != nil {
+		tc, err := k.TLS.LoadTLSConfig(ctx)
+		if err != nil {
+			return kc, fmt.Errorf("key_sharing.tls: %w", err)
+		}
+		kc.TLS = tc
+	}
+	if a := k.SASL; a != nil {
+		kc.SASL = keyshare.SASL(a.Mechanism, a.Username, string(a.Password))
+	}
+	return kc, nil
 }

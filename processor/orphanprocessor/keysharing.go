@@ -24,7 +24,11 @@ func (p *orphanProcessor) keyShareNew(set processor.Settings) error {
 	if !p.cfg.KeySharing.Enabled() {
 		return nil
 	}
-	s, err := keyshare.New(p.cfg.KeySharing.keyshareConfig(), set.TelemetrySettings)
+	kc, err := p.cfg.KeySharing.keyshareConfig(context.Background())
+	if err != nil {
+		return err
+	}
+	s, err := keyshare.New(kc, set.TelemetrySettings)
 	if err != nil {
 		return err
 	}

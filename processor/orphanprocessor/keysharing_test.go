@@ -31,6 +31,7 @@ func TestKeySharingValidateNamesFields(t *testing.T) {
 		"brokers": []any{"127.0.0.1:9092", " "}, "topic": "", "secret": "short", "wait": "-1s",
 		"max_records": 0, "max_waiting": -1, "partitions": 0, "replication_factor": 0,
 		"retention": "0s", "dial_timeout": "0s",
+		"sasl": map[string]any{"mechanism": "GSSAPI", "username": ""},
 	}})
 	cfg := createDefaultConfig().(*Config)
 	require.NoError(t, cm.Unmarshal(cfg))
@@ -38,7 +39,8 @@ func TestKeySharingValidateNamesFields(t *testing.T) {
 	require.Error(t, err)
 	for _, field := range []string{"key_sharing.brokers[1]", "key_sharing.topic", "key_sharing.secret: must be at least 16 bytes, got 5",
 		"key_sharing.wait", "key_sharing.max_records", "key_sharing.max_waiting", "key_sharing.partitions",
-		"key_sharing.replication_factor", "key_sharing.retention", "key_sharing.dial_timeout"} {
+		"key_sharing.replication_factor", "key_sharing.retention", "key_sharing.dial_timeout",
+		"key_sharing.sasl.mechanism", "key_sharing.sasl.username"} {
 		assert.Contains(t, err.Error(), field)
 	}
 	assert.NotContains(t, err.Error(), "short", "the secret is never printed")

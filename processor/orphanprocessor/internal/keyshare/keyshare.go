@@ -19,6 +19,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,6 +30,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -57,6 +61,23 @@ type Config struct {
 	Retention   time.Duration
 	// DialTimeout bounds one connection attempt to a broker.
 	DialTimeout time.Duration
+	// TLS and SASL towards the brokers; nil: none.
+	TLS  *tls.Config
+	SASL sasl.Mechanism
+}
+
+// SASL returns the mechanism for a PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 login (nil for
+// another name: Validate rejects it first).
+func SASL(mechanism, user, pass string) sasl.Mechanism {
+	switch mechanism {
+	case "PLAIN":
+		return plain.Auth{User: user, Pass: pass}.AsMechanism()
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()
+	}
+	return nil
 }
 
 // Sharer is one member's side of key sharing: the verdict.KeyDirectory of its Correlator, the
@@ -194,6 +215,12 @@ func (s *Sharer) Start(ctx context.Context) error {
 		kgo.SeedBrokers(s.cfg.Brokers...),
 		kgo.ClientID(s.cfg.ClientID),
 		kgo.DialTimeout(s.cfg.DialTimeout),
+	}
+	if s.cfg.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(s.cfg.TLS))
+	}
+	if s.cfg.SASL != nil {
+		opts = append(opts, kgo.SASL(s.cfg.SASL))
 	}
 	prod, err := kgo.NewClient(append(opts,
 		kgo.DefaultProduceTopic(s.cfg.Topic),
