@@ -1,7 +1,10 @@
 package main
 
 import (
+	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/jaegerreceiver"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/zipkinreceiver"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/exporter"
@@ -21,13 +24,19 @@ import (
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
-// components lists the factories of the orphanwatch distribution.
+// components lists the factories of the orphanwatch distribution. Every component that listens
+// binds localhost by default (the contrib jaeger receiver's defaults are localhost:14250, 14268,
+// 6831 and 6832); the kafka receiver and exporter are clients of the brokers configured.
 func components() (otelcol.Factories, error) {
 	var err error
 	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
 		otlpreceiver.NewFactory(),
 		zipkinreceiver.NewFactory(),
+		jaegerreceiver.NewFactory(),
+		// kafka: the orphanwatch tier behind a front tier that partitions by trace ID
+		// (config/scaleout, README "Scale").
+		kafkareceiver.NewFactory(),
 	); err != nil {
 		return f, err
 	}
@@ -43,6 +52,8 @@ func components() (otelcol.Factories, error) {
 		otlpexporter.NewFactory(),
 		otlphttpexporter.NewFactory(),
 		debugexporter.NewFactory(),
+		// kafka: the front tier, partitioned by trace ID (partition_traces_by_id).
+		kafkaexporter.NewFactory(),
 	); err != nil {
 		return f, err
 	}

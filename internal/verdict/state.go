@@ -25,6 +25,8 @@ type Correlator struct {
 	indexed    int
 
 	evictedRoots, evictedKeys, evictedIndexed uint64
+
+	dir *keyDir // key sharing across a tier (keydir.go); nil when off
 }
 
 // position returns the index of root id in m.roots, -1 if it is not there.
@@ -99,9 +101,11 @@ func (c *Correlator) Observe(spans []Span) {
 			} else {
 				c.putRootLocked(s.TraceID, rec)
 			}
+			c.keyDirRootLocked(s.TraceID) // keydir.go
 		}
 		if s.KeyHash != 0 {
 			c.observeKeyLocked(s)
+			c.keyDirKeyLocked(s) // keydir.go
 		}
 	}
 }
@@ -149,16 +153,13 @@ func (c *Correlator) putRootLocked(t TraceID, rec rootRecord) {
 // lookupKeyLocked finds the root an idempotency key binds to: the first trace that carried the
 // key and whose root is known and is not itself detached work.
 func (c *Correlator) lookupKeyLocked(h uint64) (rootRecord, bool) {
-	kt, ok := c.keys[h]
-	if !ok {
-		return rootRecord{}, false
-	}
+	kt := c.keys[h] // a key not seen here has n == 0 and falls through to the directory
 	for i := uint8(0); i < kt.n; i++ {
 		if rec, ok := c.roots[kt.traces[i]]; ok && !rec.detached {
 			return rec, true
 		}
 	}
-	return rootRecord{}, false
+	return c.keyDirLookupLocked(h) // another member's record (keydir.go), if shared
 }
 
 // knownRoots is what a decision knows of its trace's roots: those among its spans, those kept

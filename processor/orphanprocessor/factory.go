@@ -83,6 +83,7 @@ func createDefaultConfig() component.Config {
 			MaxIdempotencyKeys: vc.MaxKeys,
 			MaxMultiRootSpans:  vc.MaxIndexedSpans,
 		},
+		KeySharing: defaultKeySharing(),
 	}
 }
 

@@ -2,6 +2,7 @@ package orphanprocessor
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -46,6 +47,8 @@ type orphanProcessor struct {
 	wake     chan struct{} // buffered 1: a trace arrived into an empty queue
 	done     chan struct{}
 	started  bool
+
+	ks keySharing // key sharing across a tier (keysharing.go); zero when off
 }
 
 // heldTrace is one trace waiting for its decision: where its spans are in the batches that
@@ -102,6 +105,10 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 	if err != nil {
 		return nil, err
 	}
+	if err := p.keyShareNew(set); err != nil { // key sharing (keysharing.go)
+		p.tel.Shutdown()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -111,11 +118,14 @@ func (p *orphanProcessor) Capabilities() consumer.Capabilities {
 }
 
 // Start launches the loop that releases traces whose wait is over.
-func (p *orphanProcessor) Start(context.Context, component.Host) error {
+func (p *orphanProcessor) Start(ctx context.Context, _ component.Host) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.started {
 		return nil
+	}
+	if err := p.keyShareStart(ctx); err != nil { // key sharing (keysharing.go)
+		return err
 	}
 	p.started = true
 	go p.loop()
@@ -135,6 +145,7 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	p.keyShareClose() // key sharing: traces waiting for a key record are decided now (keysharing.go)
 	p.mu.Lock()
 	ready := make([]*heldTrace, 0, len(p.held))
 	for _, h := range p.queue {
@@ -145,6 +156,7 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	p.queue = nil
 	p.mu.Unlock()
 	err := p.release(ctx, ready)
+	err = errors.Join(err, p.keyShareShutdown(ctx)) // key sharing (keysharing.go)
 	p.tel.Shutdown()
 	return err
 }
@@ -393,6 +405,7 @@ func (p *orphanProcessor) oldestLocked() *heldTrace {
 
 // release decides the given traces, writes their verdicts and passes them on in one batch.
 func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error {
+	ready = p.keyShareHold(ready) // key sharing: traces waiting for a key record (keysharing.go)
 	if len(ready) == 0 {
 		return nil
 	}

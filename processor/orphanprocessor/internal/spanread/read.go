@@ -91,6 +91,7 @@ type Reader struct {
 	attemptMask, keyMask, deadlineMask, modelMask, inputMask, outputMask, costMask uint64
 	// hostPorts holds recent host:port targets, by host (see target).
 	hostPorts [4]atomic.Pointer[hostPort]
+	keyHash   func(string) uint64 // nil: HashKey (keyhash.go)
 }
 
 // maxSlots is how many names a view holds.
@@ -324,7 +325,7 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 			break
 		}
 		if k := strValue(a.get(slot)); k != "" {
-			s.KeyHash = HashKey(k)
+			s.KeyHash = r.hashKey(k)
 			break
 		}
 	}
@@ -397,7 +398,7 @@ func (r *Reader) KeyHash(sp ptrace.Span) uint64 {
 	a := sp.Attributes()
 	for _, name := range r.o.IdempotencyKeys {
 		if k := strAttr(a, name); k != "" {
-			return HashKey(k)
+			return r.hashKey(k)
 		}
 	}
 	return 0

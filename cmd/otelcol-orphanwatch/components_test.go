@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/otelcol"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestComponentsScaleOut: the distribution carries what README "Scale" uses (kafka exporter in
+// the front tier, kafka receiver in the orphanwatch tier) and the jaeger receiver DESIGN.md
+// lists, each at its default.
+func TestComponentsScaleOut(t *testing.T) {
+	f, err := components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"otlp", "zipkin", "jaeger", "kafka"} {
+		if _, ok := f.Receivers[component.MustNewType(r)]; !ok {
+			t.Errorf("receiver %q missing", r)
+		}
+	}
+	for _, e := range []string{"orphanmetrics", "otlp", "otlphttp", "debug", "kafka"} {
+		if _, ok := f.Exporters[component.MustNewType(e)]; !ok {
+			t.Errorf("exporter %q missing", e)
+		}
+	}
+}
+
+// TestListenersDefaultToLocalhost: no receiver of the distribution listens on every interface
+// unless configured to: every endpoint in a receiver's default config names localhost.
+func TestListenersDefaultToLocalhost(t *testing.T) {
+	f, err := components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for typ, fac := range f.Receivers {
+		n := 0
+		walkEndpoints(reflect.ValueOf(fac.CreateDefaultConfig()), func(field, v string) {
+			n++
+			if v != "" && !strings.HasPrefix(v, "localhost:") && !strings.HasPrefix(v, "127.0.0.1:") {
+				t.Errorf("receiver %s: default %s %q does not bind localhost", typ, field, v)
+			}
+		})
+		t.Logf("receiver %s: %d endpoint fields checked", typ, n)
+	}
+}
+
+// walkEndpoints calls fn for every string field named Endpoint (or NetAddr.Endpoint) reachable
+// from v through structs, pointers and configoptional values.
+func walkEndpoints(v reflect.Value, fn func(field, value string)) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkEndpoints(v.Elem(), fn)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			fv := v.Field(i)
+			if f.Name == "Endpoint" && fv.Kind() == reflect.String {
+				fn(v.Type().String()+"."+f.Name, fv.String())
+				continue
+			}
+			walkEndpoints(fv, fn)
+		}
+	}
+}
+
+// TestScaleOutConfigs: the configs README "Scale" tells users to copy are valid for this
+// distribution as shipped (with the environment a member is started with), and every
+// listener in them binds localhost.
+func TestScaleOutConfigs(t *testing.T) {
+	t.Setenv("ORPHANWATCH_MEMBER", "1")
+	t.Setenv("ORPHANWATCH_KEY_SECRET", "a-secret-of-at-least-16-bytes")
+	for _, f := range []string{"front.yaml", "member.yaml"} {
+		path := filepath.Join("..", "..", "config", "scaleout", f)
+		col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+			BuildInfo: component.NewDefaultBuildInfo(),
+			Factories: components,
+			ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+				URIs:              []string{"file:" + path},
+				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
+			}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := col.DryRun(context.Background()); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		var walk func(p string, v any)
+		walk = func(p string, v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				for k, c := range x {
+					if k == "endpoint" || k == "host" {
+						s, _ := c.(string)
+						n++
+						// The trace store is a client endpoint: it may be anywhere.
+						if !strings.Contains(p, "exporters") && !strings.HasPrefix(s, "localhost") && !strings.HasPrefix(s, "127.0.0.1") {
+							t.Errorf("%s%s.%s = %q binds beyond localhost", f, p, k, s)
+						}
+					}
+					walk(p+"."+k, c)
+				}
+			case []any:
+				for _, c := range x {
+					walk(p+"[]", c)
+				}
+			}
+		}
+		walk("", m)
+		if n == 0 {
+			t.Errorf("%s: no listener found", f)
+		}
+	}
+}

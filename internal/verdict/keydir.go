@@ -1,0 +1,159 @@
+package verdict
+
+// Key sharing across a tier of collectors (README "Scale"; processor README "Key sharing across
+// a tier"). Routing by trace ID puts a trace that carries idempotency key K (a queue
+// redelivery, a client re-sending) on another collector than the request whose root K binds it
+// to. A KeyDirectory, set with SetKeyDirectory, shares what the members know of keys: the
+// Correlator publishes each key it sees in a trace whose root is known and not detached, and
+// asks the directory when its own index does not bind a key.
+//
+// The hooks in state.go are three calls (keyDirRootLocked, keyDirKeyLocked and the fallback in
+// lookupKeyLocked); with no directory set they return at once.
+
+// RootRef is what a directory holds of a root request: what judging work bound to it needs.
+type RootRef struct {
+	Gone    int64 // unix ns: the earliest of the root's end and its deadline
+	Service string
+	Reason  EndReason
+}
+
+// KeyDirectory shares idempotency-key bindings beyond one Correlator. Key hashes are the
+// Correlator's KeyHash values: a directory that shares them beyond the process must make them
+// a keyed hash (the processor does: HMAC-SHA256 under a configured secret).
+//
+// Every method is called with the Correlator's lock held: none may block or call back into
+// the Correlator.
+type KeyDirectory interface {
+	// Lookup returns the root that key hash h binds to, as another member published it.
+	Lookup(h uint64) (RootRef, bool)
+	// Publish tells the directory that key hash h was carried by a trace whose root is known
+	// and is not detached work. It may be called more than once for a key.
+	Publish(h uint64, root RootRef)
+	// Carried tells the directory that trace t carried key hash h (every key-carrying span that
+	// Observe sees), so that a trace can wait for a binding that has not come yet.
+	Carried(t TraceID, h uint64)
+}
+
+// Binding says where a key hash binds.
+type Binding uint8
+
+// Where a key binds: nowhere (yet), in this Correlator's own index, or through the directory.
+const (
+	BindingNone Binding = iota
+	BindingLocal
+	BindingRemote
+)
+
+// keyDir is the Correlator's side of key sharing: the directory and, for keys seen before
+// their trace's root, the traces waiting for their root to publish their keys.
+type keyDir struct {
+	d       KeyDirectory
+	pending map[TraceID][]uint64
+	order   fifo[TraceID]
+	max     int
+}
+
+// maxPendingKeysPerTrace bounds the keys remembered for one trace whose root has not come.
+const maxPendingKeysPerTrace = 8
+
+// SetKeyDirectory makes the Correlator publish keys to d and consult d when a key does not
+// bind locally. Call it before the Correlator is used; nil turns key sharing off.
+func (c *Correlator) SetKeyDirectory(d KeyDirectory) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d == nil {
+		c.dir = nil
+		return
+	}
+	c.dir = &keyDir{d: d, pending: map[TraceID][]uint64{}, max: c.cfg.MaxKeys}
+}
+
+// KeyBinding tells where key hash h binds now: to a trace of this Correlator's own index whose
+// root is known and not detached, through the directory, or nowhere.
+func (c *Correlator) KeyBinding(h uint64) Binding {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kt, ok := c.keys[h]; ok {
+		for i := uint8(0); i < kt.n; i++ {
+			if rec, ok := c.roots[kt.traces[i]]; ok && !rec.detached {
+				return BindingLocal
+			}
+		}
+	}
+	if c.dir != nil {
+		if _, ok := c.dir.d.Lookup(h); ok {
+			return BindingRemote
+		}
+	}
+	return BindingNone
+}
+
+func refOf(rec rootRecord) RootRef {
+	return RootRef{Gone: rec.gone, Service: rec.service, Reason: rec.reason}
+}
+
+// keyDirKeyLocked: span s carries a key. Published at once when its trace's root is known and
+// not detached; remembered until the root comes otherwise.
+func (c *Correlator) keyDirKeyLocked(s *Span) {
+	kd := c.dir
+	if kd == nil {
+		return
+	}
+	kd.d.Carried(s.TraceID, s.KeyHash)
+	if rec, ok := c.roots[s.TraceID]; ok {
+		if !rec.detached {
+			kd.d.Publish(s.KeyHash, refOf(rec))
+		}
+		return
+	}
+	keys, ok := kd.pending[s.TraceID]
+	if !ok {
+		for len(kd.pending) >= kd.max {
+			old, ok := kd.order.pop()
+			if !ok {
+				break
+			}
+			delete(kd.pending, old)
+		}
+		kd.order.push(s.TraceID)
+	}
+	for _, k := range keys {
+		if k == s.KeyHash {
+			return
+		}
+	}
+	if len(keys) < maxPendingKeysPerTrace {
+		kd.pending[s.TraceID] = append(keys, s.KeyHash)
+	}
+}
+
+// keyDirRootLocked: trace t's root record is known (or changed): the keys its trace carried
+// before are published, unless the root is detached work.
+func (c *Correlator) keyDirRootLocked(t TraceID) {
+	kd := c.dir
+	if kd == nil {
+		return
+	}
+	keys, ok := kd.pending[t]
+	if !ok {
+		return
+	}
+	delete(kd.pending, t) // its entry in kd.order goes when it reaches the front
+	if rec, ok := c.roots[t]; ok && !rec.detached {
+		for _, k := range keys {
+			kd.d.Publish(k, refOf(rec))
+		}
+	}
+}
+
+// keyDirLookupLocked asks the directory for a key the local index does not bind.
+func (c *Correlator) keyDirLookupLocked(h uint64) (rootRecord, bool) {
+	if c.dir == nil {
+		return rootRecord{}, false
+	}
+	ref, ok := c.dir.d.Lookup(h)
+	if !ok {
+		return rootRecord{}, false
+	}
+	return rootRecord{gone: ref.Gone, service: ref.Service, reason: ref.Reason}, true
+}

@@ -1,0 +1,46 @@
+package scaleout
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+)
+
+// TestHugeTraceThroughTheTier: S13's huge trace (more spans than fit one Kafka message at the
+// default max_message_bytes) crosses the front tier whole.
+func TestHugeTraceThroughTheTier(t *testing.T) {
+	tr := startTier(t, tierOptions{members: 2, keySharing: true})
+	td := scenarios.S13HugeTrace()
+	n := td.SpanCount()
+	tr.send(t, td)
+	got := tr.waitSpans(t, n, 60*time.Second)
+	t.Logf("huge trace: %d of %d spans exported", got, n)
+	if got != n {
+		t.Fatalf("%d of %d spans exported", got, n)
+	}
+}
+
+// TestOversizeSpanAtTheFront: a span bigger than the kafka exporter's max_message_bytes (1 MB)
+// cannot cross the front; the other traces of its request do.
+func TestOversizeSpanAtTheFront(t *testing.T) {
+	tr := startTier(t, tierOptions{members: 2, keySharing: true})
+	td, _ := scenarios.S2()
+	n := td.SpanCount()
+	big := td.ResourceSpans().AppendEmpty()
+	td.ResourceSpans().At(0).Resource().CopyTo(big.Resource())
+	sp := big.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetTraceID([16]byte{0xb1, 0x9})
+	sp.SetSpanID([8]byte{1})
+	sp.SetName("big")
+	sp.SetStartTimestamp(1)
+	sp.SetEndTimestamp(2)
+	sp.Attributes().PutStr("payload", strings.Repeat("x", 1_500_000))
+	tr.send(t, td)
+	got := tr.waitSpans(t, n+1, 5*time.Second) // S2 arrives within it; the big span never
+	t.Logf("oversize span: %d of %d spans exported (S2 whole, the 1.5 MB span refused by the front)", got, n+1)
+	if got != n {
+		t.Fatalf("%d spans exported, want S2's %d", got, n)
+	}
+}

@@ -1,0 +1,562 @@
+package scaleout
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/jaegerreceiver"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/zipkinreceiver"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/debugexporter"
+	"go.opentelemetry.io/collector/exporter/otlpexporter"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/batchprocessor"
+	"go.opentelemetry.io/collector/processor/memorylimiterprocessor"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
+	"google.golang.org/grpc"
+
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
+)
+
+// factories are those of the distribution (cmd/otelcol-orphanwatch/components.go) that the
+// tier's configs use: the package main of the distribution cannot be imported.
+func factories() (otelcol.Factories, error) {
+	var err error
+	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
+	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory(), zipkinreceiver.NewFactory(),
+		jaegerreceiver.NewFactory(), kafkareceiver.NewFactory()); err != nil {
+		return f, err
+	}
+	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](memorylimiterprocessor.NewFactory(),
+		batchprocessor.NewFactory(), orphanprocessor.NewFactory()); err != nil {
+		return f, err
+	}
+	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](orphanmetricsexporter.NewFactory(),
+		otlpexporter.NewFactory(), debugexporter.NewFactory(), kafkaexporter.NewFactory()); err != nil {
+		return f, err
+	}
+	f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](healthcheckextension.NewFactory())
+	return f, err
+}
+
+// repo is the repository root (this module is test/scaleout).
+func repo(t testing.TB) string {
+	t.Helper()
+	d, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// broker starts kfake on 127.0.0.1 with the spans topic.
+func broker(t testing.TB, partitions int32) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "otlp_spans"), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
+}
+
+// collector runs the distribution's components in-process with a shipped config file and
+// --set-style overrides (yaml: URIs), until Stop or the end of the test.
+type collector struct {
+	name string
+	col  *otelcol.Collector
+	done chan error
+	once sync.Once
+}
+
+func startCollector(t testing.TB, name, file string, overrides map[string]string) *collector {
+	t.Helper()
+	uris := []string{"file:" + filepath.Join(repo(t), file)}
+	keys := make([]string, 0, len(overrides))
+	for k := range overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		uris = append(uris, "yaml:"+k+": "+overrides[k])
+	}
+	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+		BuildInfo: component.BuildInfo{Command: "otelcol-orphanwatch", Version: "test"},
+		Factories: factories,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+			URIs:              uris,
+			ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory(), yamlprovider.NewFactory()},
+		}},
+		SkipSettingGRPCLogger: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{name: name, col: col, done: make(chan error, 1)}
+	go func() { c.done <- col.Run(context.Background()) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for col.GetState() != otelcol.StateRunning {
+		select {
+		case err := <-c.done:
+			t.Fatalf("%s: %v", name, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start in 30s", name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// Stop shuts the collector down gracefully (the orphan processor decides what it holds).
+func (c *collector) Stop() {
+	c.once.Do(func() {
+		c.col.Shutdown()
+		select {
+		case <-c.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+}
+
+// sink is an OTLP/gRPC server standing for a member's trace store: what each member exported.
+type sink struct {
+	ptraceotlp.UnimplementedGRPCServer
+	addr string
+	mu   sync.Mutex
+	got  []ptrace.Traces
+	n    int
+}
+
+func newSink(t testing.TB) *sink {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sink{addr: l.Addr().String()}
+	srv := grpc.NewServer()
+	ptraceotlp.RegisterGRPCServer(srv, s)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return s
+}
+
+func (s *sink) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	td := ptrace.NewTraces()
+	req.Traces().CopyTo(td)
+	s.mu.Lock()
+	s.got = append(s.got, td)
+	s.n += td.SpanCount()
+	s.mu.Unlock()
+	return ptraceotlp.NewExportResponse(), nil
+}
+
+func (s *sink) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got, s.n = nil, 0
+}
+
+func (s *sink) spans() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// each calls fn for every span the sink received.
+func (s *sink) each(fn func(res string, sp ptrace.Span)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, td := range s.got {
+		rss := td.ResourceSpans()
+		for i := range rss.Len() {
+			svc, _ := rss.At(i).Resource().Attributes().Get("service.name")
+			sss := rss.At(i).ScopeSpans()
+			for j := range sss.Len() {
+				sps := sss.At(j).Spans()
+				for k := range sps.Len() {
+					fn(svc.AsString(), sps.At(k))
+				}
+			}
+		}
+	}
+}
+
+// member is one orphanwatch collector of the tier with its sink and ports.
+type member struct {
+	*collector
+	sink               *sink
+	metrics, telemetry int
+}
+
+// tierOptions configure a test tier.
+type tierOptions struct {
+	members      int
+	partitions   int32
+	decisionWait string
+	keySharing   bool
+	keyWait      string
+}
+
+// tier is a front collector and the orphanwatch members behind one kfake broker.
+type tier struct {
+	broker  string
+	front   *collector
+	otlp    int // front OTLP/HTTP port
+	jaeger  int // front Jaeger gRPC port
+	members []*member
+	opts    tierOptions
+}
+
+const testSecret = "scaleout-test-secret-0123456789"
+
+func startTier(t testing.TB, o tierOptions) *tier {
+	t.Helper()
+	if o.partitions == 0 {
+		o.partitions = 12
+	}
+	if o.decisionWait == "" {
+		o.decisionWait = "2s"
+	}
+	if o.keyWait == "" {
+		o.keyWait = "3s"
+	}
+	tr := &tier{broker: broker(t, o.partitions), opts: o}
+	for i := 1; i <= o.members; i++ {
+		tr.addMember(t, i)
+	}
+	tr.waitGroup(t, o.members)
+	tr.startFront(t)
+	return tr
+}
+
+// startFront starts the front tier's collector (config/scaleout/front.yaml) in-process.
+func (tr *tier) startFront(t testing.TB) {
+	t.Helper()
+	tr.otlp, tr.jaeger = freePort(t), freePort(t)
+	tr.front = startCollector(t, "front", "config/scaleout/front.yaml", map[string]string{
+		"receivers::otlp::protocols::http::endpoint":          fmt.Sprintf("127.0.0.1:%d", tr.otlp),
+		"receivers::otlp::protocols::grpc::endpoint":          fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::zipkin::endpoint":                         fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::jaeger::protocols::grpc::endpoint":        fmt.Sprintf("127.0.0.1:%d", tr.jaeger),
+		"receivers::jaeger::protocols::thrift_http::endpoint": fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"exporters::kafka::brokers":                           "[" + tr.broker + "]",
+		"extensions::health_check::endpoint":                  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"service::telemetry::metrics::level":                  "none",
+		"service::telemetry::logs::level":                     "warn",
+	})
+}
+
+func (tr *tier) addMember(t testing.TB, i int) *member {
+	t.Helper()
+	m := &member{sink: newSink(t), metrics: freePort(t), telemetry: freePort(t)}
+	name := fmt.Sprintf("m%d", i)
+	ov := map[string]string{
+		"receivers::kafka::brokers":           "[" + tr.broker + "]",
+		"receivers::kafka::client_id":         "orphanwatch-" + name,
+		"receivers::kafka::group_instance_id": "orphanwatch-" + name,
+		// kfake enforces Kafka's 6 s minimum.
+		"receivers::kafka::session_timeout":                     "6s",
+		"receivers::kafka::heartbeat_interval":                  "1s",
+		"processors::orphan::decision_wait":                     tr.opts.decisionWait,
+		"processors::orphan::key_sharing::brokers":              "[" + tr.broker + "]",
+		"processors::orphan::key_sharing::secret":               testSecret,
+		"processors::orphan::key_sharing::client_id":            "orphanwatch-keys-" + name,
+		"processors::orphan::key_sharing::wait":                 tr.opts.keyWait,
+		"exporters::orphanmetrics::endpoint":                    fmt.Sprintf("127.0.0.1:%d", m.metrics),
+		"exporters::otlp_grpc/store::endpoint":                  m.sink.addr,
+		"exporters::otlp_grpc/store::retry_on_failure::enabled": "false",
+		"extensions::health_check::endpoint":                    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"service::telemetry::metrics::readers":                  fmt.Sprintf("[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", m.telemetry),
+		"service::telemetry::logs::level":                       "warn",
+	}
+	if !tr.opts.keySharing {
+		ov["processors::orphan::key_sharing::brokers"] = "[]"
+	}
+	m.collector = startCollector(t, name, "config/scaleout/member.yaml", ov)
+	tr.members = append(tr.members, m)
+	return m
+}
+
+// waitGroup waits until the group has n members and every partition is assigned.
+func (tr *tier) waitGroup(t testing.TB, n int) {
+	t.Helper()
+	if err := tr.groupStable(n, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupStable waits until the group has n members and every partition is assigned.
+func (tr *tier) groupStable(n int, within time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tr.broker))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		gs, err := adm.DescribeGroups(ctx, "orphanwatch")
+		cancel()
+		if err == nil {
+			g := gs["orphanwatch"]
+			assigned, withParts := 0, 0
+			for _, m := range g.Members {
+				if a, ok := m.Assigned.AsConsumer(); ok {
+					np := 0
+					for _, tp := range a.Topics {
+						np += len(tp.Partitions)
+					}
+					assigned += np
+					if np > 0 {
+						withParts++
+					}
+				}
+			}
+			if g.State == "Stable" && len(g.Members) == n && withParts == n && assigned == int(tr.opts.partitions) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("group not stable with %d members in %s", n, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// send posts traces to the front tier over OTLP/HTTP.
+func (tr *tier) send(t testing.TB, td ptrace.Traces) {
+	t.Helper()
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 0; ; attempt++ {
+		resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/v1/traces", tr.otlp), "application/x-protobuf", bytes.NewReader(body))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if attempt == 20 {
+			t.Fatalf("send: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitSpans waits until the members exported n spans in all (bounded).
+func (tr *tier) waitSpans(t testing.TB, n int, within time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := 0
+		for _, m := range tr.members {
+			got += m.sink.spans()
+		}
+		if got >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// scrape reads a Prometheus text endpoint into series -> value (histograms as _bucket, _sum,
+// _count series; exemplars dropped).
+func scrape(t testing.TB, port int) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return familiesToMap(fams)
+}
+
+// familiesToMap flattens metric families into series -> value.
+func familiesToMap(fams map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			lbl := labels(m.GetLabel())
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out[name+lbl] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[name+lbl] = m.GetGauge().GetValue()
+			case dto.MetricType_UNTYPED:
+				out[name+lbl] = m.GetUntyped().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				out[name+"_count"+lbl] = float64(h.GetSampleCount())
+				out[name+"_sum"+lbl] = h.GetSampleSum()
+				for _, b := range h.GetBucket() {
+					if math.IsInf(b.GetUpperBound(), 1) {
+						continue // the exposition adds it, Gather does not: it is _count
+					}
+					out[fmt.Sprintf("%s_bucket%s{le=%g}", name, lbl, b.GetUpperBound())] = float64(b.GetCumulativeCount())
+				}
+			}
+		}
+	}
+	return out
+}
+
+func labels(ls []*dto.LabelPair) string {
+	parts := make([]string, 0, len(ls))
+	for _, l := range ls {
+		parts = append(parts, l.GetName()+"="+l.GetValue())
+	}
+	sort.Strings(parts)
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// orphanSeries sums the members' orphanmetrics series, leaving out zero values and the
+// exporter's own health series, which count per member (scrape-time gauges).
+func (tr *tier) orphanSeries(t testing.TB) map[string]float64 {
+	t.Helper()
+	sum := map[string]float64{}
+	for _, m := range tr.members {
+		for k, v := range scrape(t, m.metrics) {
+			sum[k] += v
+		}
+	}
+	for k, v := range sum {
+		if v == 0 || !strings.HasPrefix(k, "orphanwatch_") {
+			delete(sum, k)
+		}
+	}
+	return sum
+}
+
+// sinkSeries is what the orphanmetrics exporter makes of the spans the given members exported
+// to their trace store (the same spans reach both exporters): it stays readable after a member
+// stopped.
+func sinkSeries(t testing.TB, members []*member) map[string]float64 {
+	t.Helper()
+	rec, err := orphanmetricsexporter.NewRecorder(orphanmetricsexporter.NewDefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members {
+		m.sink.mu.Lock()
+		for _, td := range m.sink.got {
+			rec.Record(td)
+		}
+		m.sink.mu.Unlock()
+	}
+	fs, err := rec.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range fs {
+		fams[f.GetName()] = f
+	}
+	out := familiesToMap(fams)
+	for k, v := range out {
+		if v == 0 || !strings.HasPrefix(k, "orphanwatch_") {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// telemetry sums a collector-telemetry counter across the members, by its labels.
+func (tr *tier) telemetry(t testing.TB, prefix string) map[string]float64 {
+	t.Helper()
+	return telemetryOf(t, tr.members, prefix)
+}
+
+func telemetryOf(t testing.TB, members []*member, prefix string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, m := range members {
+		for k, v := range scrape(t, m.telemetry) {
+			if strings.HasPrefix(k, prefix) {
+				k = strings.NewReplacer("otel_scope_name=github.com/orphanwatch/orphanwatch/processor/orphanprocessor,", "").Replace(k)
+				out[k] += v
+			}
+		}
+	}
+	return out
+}
+
+// diff lists the series whose values differ (relative 1e-9).
+func diff(want, got map[string]float64) []string {
+	var out []string
+	for k, w := range want {
+		g := got[k]
+		if math.Abs(g-w) > 1e-9*math.Max(1, math.Abs(w)) {
+			out = append(out, fmt.Sprintf("%s: one collector %g, tier %g", k, w, g))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: one collector -, tier %g", k, g))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestMain(m *testing.M) {
+	// ORPHANWATCH_MEMBER is set by the overrides; the shipped file's ${env:...} must resolve.
+	_ = os.Setenv("ORPHANWATCH_MEMBER", "test")
+	os.Exit(m.Run())
+}

@@ -1,0 +1,81 @@
+package scaleout
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
+)
+
+// TestKeySharingWithSASL: two orphan processors share a key through a broker that requires
+// SASL (SCRAM-SHA-256): trace A on one, trace B on the other, B bound to A's root.
+func TestKeySharingWithSASL(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-256", "orphanwatch", "s3cret-pass"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mk := func(name string) (processor.Traces, *consumertest.TracesSink) {
+		f := orphanprocessor.NewFactory()
+		cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
+		cfg.DecisionWait = 0
+		cfg.KeySharing.Brokers = c.ListenAddrs()
+		cfg.KeySharing.Secret = testSecret
+		cfg.KeySharing.ClientID = name
+		cfg.KeySharing.Wait = 10 * time.Second
+		cfg.KeySharing.SASL = &orphanprocessor.KeySharingSASLConfig{Mechanism: "SCRAM-SHA-256", Username: "orphanwatch", Password: configopaque.String("s3cret-pass")}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		sink := new(consumertest.TracesSink)
+		p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(context.Background(), componentHost{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+		return p, sink
+	}
+	p1, _ := mk("m1")
+	p2, sink2 := mk("m2")
+	a, b, _, _ := s7Pair(7)
+	start := time.Now()
+	if err := p2.ConsumeTraces(context.Background(), b); err != nil { // B first: it waits
+		t.Fatal(err)
+	}
+	if err := p1.ConsumeTraces(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for sink2.SpanCount() < b.SpanCount() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	orphaned := 0
+	for _, td := range sink2.AllTraces() {
+		eachSpan(td, func(sp ptrace.Span) {
+			if v, ok := sp.Attributes().Get("orphanwatch.liveness"); ok && v.Str() == "orphaned" {
+				orphaned++
+			}
+		})
+	}
+	if orphaned != 2 {
+		t.Fatalf("B's model calls orphaned: %d, want 2 (bound to A's root through SASL-authenticated key sharing)", orphaned)
+	}
+	t.Logf("B bound to A's root through a SASL broker %s after B arrived", time.Since(start).Round(10*time.Millisecond))
+}
+
+type componentHost struct{}
+
+func (componentHost) GetExtensions() map[component.ID]component.Component { return nil }
