@@ -357,7 +357,7 @@ func S4() (ptrace.Traces, Expected) {
 	chat := srv.Chat(GPT4oMini, 2.50, 3.50).Usage(500, 100)
 
 	e.Span(root, Live().Root(DeadlineExceeded).Reach(0, 1)) // coder (one hop) worked on past the deadline
-	e.Span(call, Live().Single(Cancelled, bad)) // ends 2.00 = gone, same service
+	e.Span(call, Live().Single(Cancelled, bad))             // ends 2.00 = gone, same service
 	e.Span(srv, Orphaned(1.60, false).Caller(Gateway))
 	e.Span(get, Live().Single(Success, ok))
 	e.Span(tool, Live())
