@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -82,14 +83,23 @@ func repo(t testing.TB) string {
 	return d
 }
 
+// freePort returns a port on 127.0.0.1 that was free a moment ago, taken below Linux's
+// ephemeral range (32768-60999): the many outbound connections of the Kafka clients get their
+// local ports from that range, and one of them could take a port between this check and the
+// collector's listen.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-31999 on 127.0.0.1")
+	return 0
 }
 
 // broker starts kfake on 127.0.0.1 with the spans topic.
