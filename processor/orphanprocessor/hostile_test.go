@@ -90,10 +90,9 @@ func hostileBatch() ptrace.Traces {
 }
 
 func TestHostileInputPassesThroughUnchanged(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
+	cfg := testConfig(time.Hour)
+	p, _ := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
 	in := hostileBatch()
 	// Upstream exporters that retry send the same spans twice.
 	again := ptrace.NewTraces()
@@ -159,10 +158,9 @@ func TestHugeTracesStayBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100k spans")
 	}
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
+	cfg := testConfig(time.Hour)
+	p, _ := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
 	const n = 100_000
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -199,8 +197,7 @@ func TestHugeTracesStayBounded(t *testing.T) {
 // decided early and passed on in the sender's goroutine, which is the backpressure) and every
 // span arrives.
 func TestOverloadEvictsAndLosesNothing(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
+	cfg := testConfig(time.Hour)
 	cfg.Limits.MaxTraces = 100
 	slow := &slowSink{delay: 100 * time.Microsecond}
 	p, err := newOrphanProcessor(nopSettings(), cfg, slow)
@@ -264,8 +261,7 @@ func (s *slowSink) count() int {
 // TestIdempotencyKeysNeverInClear checks that no verdict attribute or log line carries a key.
 func TestIdempotencyKeysNeverInClear(t *testing.T) {
 	const key = "secret-key-4f1c9a"
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = 0
+	cfg := testConfig(0)
 	sink := new(consumertest.TracesSink)
 	set := nopSettings()
 	var logs bytes.Buffer

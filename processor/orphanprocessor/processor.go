@@ -30,7 +30,7 @@ type orphanProcessor struct {
 	corr   *verdict.Correlator
 	reader *spanread.Reader
 	tel    *metadata.TelemetryBuilder
-	now    func() time.Time
+	clock  clock
 
 	mu        sync.Mutex
 	held      map[verdict.TraceID]*heldTrace
@@ -89,7 +89,7 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		next:     next,
 		corr:     corr,
 		reader:   spanread.New(cfg.readerOptions()),
-		now:      time.Now,
+		clock:    wallClock{},
 		held:     map[verdict.TraceID]*heldTrace{},
 		perTrace: map[verdict.TraceID]int{},
 		stop:     make(chan struct{}),
@@ -155,32 +155,37 @@ func (p *orphanProcessor) loop() {
 		<-p.stop
 		return
 	}
-	// The timer is set to the moment the oldest held trace is due, so no span waits longer
-	// than decision_wait (plus the time to decide); an arrival into an empty queue wakes it.
-	t := time.NewTimer(p.cfg.DecisionWait)
-	defer t.Stop()
+	// The timer is armed for the moment the oldest held trace is due, so no span waits longer
+	// than decision_wait (plus the time to decide), and stopped while nothing is held; an
+	// arrival when nothing is held wakes the loop to arm it.
+	t := p.clock.NewTimer(p.cfg.DecisionWait)
+	t.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-p.wake:
-		case <-t.C:
-			_ = p.release(context.Background(), p.due(p.now()))
+		case <-t.C():
+			_ = p.release(context.Background(), p.due(p.clock.Now()))
 		}
-		t.Reset(p.untilNextDue())
+		if d, ok := p.untilNextDue(); ok {
+			t.Reset(d)
+		} else {
+			t.Stop()
+		}
 	}
 }
 
-// untilNextDue is the time until the oldest held trace is due (decision_wait when none is held).
-func (p *orphanProcessor) untilNextDue() time.Duration {
+// untilNextDue is the time until the oldest held trace is due; false when none is held.
+func (p *orphanProcessor) untilNextDue() (time.Duration, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, h := range p.queue {
 		if !h.decided {
-			return max(h.first.Add(p.cfg.DecisionWait).Sub(p.now()), 0)
+			return max(h.first.Add(p.cfg.DecisionWait).Sub(p.clock.Now()), 0), true
 		}
 	}
-	return p.cfg.DecisionWait
+	return 0, false
 }
 
 // due takes the traces whose wait is over at now.
@@ -228,7 +233,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		newTraces   int64
 		newSpans    int64
 	)
-	now := p.now()
+	now := p.clock.Now()
 
 	p.mu.Lock()
 	rss := td.ResourceSpans()
@@ -302,15 +307,15 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					h = p.held[traceID]
 				}
 				if h == nil {
+					if len(p.held) == 0 {
+						select { // wake the loop: its timer is stopped while nothing is held
+						case p.wake <- struct{}{}:
+						default: // a wake is pending already
+						}
+					}
 					h = &heldTrace{id: traceID, first: now}
 					h.late = p.corr.Knows(traceID) && !parentID.IsZero()
 					p.held[traceID] = h
-					if len(p.queue) == 0 {
-						select { // wake the loop: its timer is waiting for nothing
-						case p.wake <- struct{}{}:
-						default:
-						}
-					}
 					p.queue = append(p.queue, h)
 					newTraces++
 				}
@@ -396,7 +401,7 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 	if len(ready) == 0 {
 		return nil
 	}
-	now := p.now()
+	now := p.clock.Now()
 	n := 0
 	// The spans leave grouped as they came: by the ScopeSpans they arrived in.
 	type group struct {

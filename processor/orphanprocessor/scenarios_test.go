@@ -63,7 +63,7 @@ func loadScenarios(t *testing.T) []scenarioCase {
 // runBatches feeds the batches to a fresh processor and returns what came out.
 func runBatches(t interface{ Fatal(...any) }, batches []ptrace.Traces) []ptrace.Traces {
 	sink := new(consumertest.TracesSink)
-	p, err := newOrphanProcessor(processortestSettings(), scenarioConfig(), sink)
+	p, err := newOrphanProcessor(nopSettings(), scenarioConfig(), sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,6 @@ func checkScenario(t require.TestingT, sc scenarioCase, out []ptrace.Traces) {
 	}
 }
 
-func processortestSettings() processorSettings { return nopSettings() }
 
 // TestScenarios checks every scenario's verdicts against its expected.json, with all spans in
 // one batch.
