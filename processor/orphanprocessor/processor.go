@@ -93,6 +93,7 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		held:     map[verdict.TraceID]*heldTrace{},
 		perTrace: map[verdict.TraceID]int{},
 		stop:     make(chan struct{}),
+		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
 	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, func() (int64, int64) {

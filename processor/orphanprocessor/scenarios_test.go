@@ -169,7 +169,6 @@ func checkScenario(t require.TestingT, sc scenarioCase, out []ptrace.Traces) {
 	}
 }
 
-
 // TestScenarios checks every scenario's verdicts against its expected.json, with all spans in
 // one batch.
 func TestScenarios(t *testing.T) {
