@@ -2,17 +2,17 @@ package orphanprocessor
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -40,6 +40,8 @@ type orphanProcessor struct {
 
 	evictMu               sync.Mutex
 	seenRootEv, seenKeyEv uint64
+
+	dropLog logLimiter
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -96,7 +98,7 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
-	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, func() (int64, int64) {
+	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func() (int64, int64) {
 		r, k := corr.Held()
 		return int64(r), int64(k)
 	})
@@ -145,7 +147,7 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	}
 	p.queue = nil
 	p.mu.Unlock()
-	err := p.release(ctx, ready)
+	err := p.dropped(ctx, p.release(ctx, ready))
 	p.tel.Shutdown()
 	return err
 }
@@ -167,7 +169,8 @@ func (p *orphanProcessor) loop() {
 			return
 		case <-p.wake:
 		case <-t.C():
-			_ = p.release(context.Background(), p.due(p.clock.Now()))
+			ctx := context.Background()
+			_ = p.dropped(ctx, p.release(ctx, p.due(p.clock.Now())))
 		}
 		if d, ok := p.untilNextDue(); ok {
 			t.Reset(d)
@@ -214,8 +217,8 @@ func (p *orphanProcessor) takeLocked(h *heldTrace) *heldTrace {
 	h.decided = true
 	delete(p.held, h.id)
 	p.spansHeld -= len(h.refs)
-	p.tel.ProcessorOrphanTracesHeld.Add(context.Background(), -1)
-	p.tel.ProcessorOrphanSpansHeld.Add(context.Background(), int64(-len(h.refs)))
+	p.tel.ProcessorOrphanTracesHeld.Add(context.Background(), -1, p.tel.ID)
+	p.tel.ProcessorOrphanSpansHeld.Add(context.Background(), int64(-len(h.refs)), p.tel.ID)
 	return h
 }
 
@@ -331,7 +334,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 				p.spansHeld++
 				newSpans++
 				if len(h.refs) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
-					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, metric.WithAttributes(attribute.String("state", "spans_per_trace")))
+					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "spans_per_trace"))
 					// The next spans of this batch start a new holding for the trace.
 					ready = append(ready, p.takeLocked(h))
 				}
@@ -343,10 +346,10 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	}
 	// Held counts go up once a batch, before any of this batch's traces can be taken.
 	if newTraces > 0 {
-		p.tel.ProcessorOrphanTracesHeld.Add(ctx, newTraces)
+		p.tel.ProcessorOrphanTracesHeld.Add(ctx, newTraces, p.tel.ID)
 	}
 	if newSpans > 0 {
-		p.tel.ProcessorOrphanSpansHeld.Add(ctx, newSpans)
+		p.tel.ProcessorOrphanSpansHeld.Add(ctx, newSpans, p.tel.ID)
 	}
 	// Observe before any decision, under p.mu, so the loop cannot decide a trace that should
 	// find this batch's roots or keys.
@@ -356,7 +359,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		if h == nil {
 			break
 		}
-		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, metric.WithAttributes(attribute.String("state", "traces")))
+		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "traces"))
 		ready = append(ready, p.takeLocked(h))
 	}
 	if p.cfg.DecisionWait == 0 {
@@ -371,11 +374,11 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 
 	p.countReaderStats(ctx, &rst)
 	if invalidIDs > 0 {
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, invalidIDs, metric.WithAttributes(attribute.String("reason", verdict.InvalidTraceID.String())))
-		p.tel.ProcessorOrphanSpansProcessed.Add(ctx, invalidIDs)
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, invalidIDs, p.tel.With("reason", verdict.InvalidTraceID.String()))
+		p.tel.ProcessorOrphanSpansProcessed.Add(ctx, invalidIDs, p.tel.ID)
 	}
 	if late > 0 {
-		p.tel.ProcessorOrphanSpansLate.Add(ctx, late)
+		p.tel.ProcessorOrphanSpansLate.Add(ctx, late, p.tel.ID)
 	}
 	if hasPass {
 		if err := p.next.ConsumeTraces(ctx, passthrough); err != nil {
@@ -398,6 +401,8 @@ func (p *orphanProcessor) oldestLocked() *heldTrace {
 }
 
 // release decides the given traces, writes their verdicts and passes them on in one batch.
+// A refusal by the next consumer is returned; where nobody can be told (the release loop,
+// shutdown), the caller passes the error to dropped.
 func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error {
 	if len(ready) == 0 {
 		return nil
@@ -413,7 +418,7 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 	index := map[*heldScope]int{}
 	for _, h := range ready {
 		p.decide(ctx, h)
-		p.tel.ProcessorOrphanDecisionWait.Record(ctx, now.Sub(h.first).Seconds())
+		p.tel.ProcessorOrphanDecisionWait.Record(ctx, now.Sub(h.first).Seconds(), p.tel.ID)
 		n += len(h.refs)
 		for _, r := range h.refs {
 			gi, ok := index[r.src]
@@ -446,14 +451,73 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 			sp.MoveTo(dst.AppendEmpty())
 		}
 	}
-	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n))
+	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n), p.tel.ID)
 	p.countCorrelatorEvictions(ctx)
 	if err := p.next.ConsumeTraces(ctx, out); err != nil {
-		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n))
-		p.logger.Warn("next consumer refused decided spans", zap.Int("spans", n), zap.Error(err))
-		return err
+		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
+		return &refusedError{err: err, spans: n}
 	}
 	return nil
+}
+
+// refusedError is the next consumer's refusal of n decided spans.
+type refusedError struct {
+	err   error
+	spans int
+}
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// dropped counts, and logs at a bounded rate, the spans of a refused release that had nowhere
+// to go back to: the release loop and shutdown have no caller to return the error to. It
+// returns err.
+func (p *orphanProcessor) dropped(ctx context.Context, err error) error {
+	var re *refusedError
+	if !errors.As(err, &re) {
+		return err
+	}
+	reason := dropRefused
+	if consumererror.IsPermanent(re.err) {
+		reason = dropPermanent
+	}
+	p.tel.ProcessorOrphanSpansDropped.Add(ctx, int64(re.spans), p.tel.With("reason", reason))
+	if n, ok := p.dropLog.allow(p.clock.Now(), re.spans); ok {
+		p.logger.Warn("Next consumer refused decided spans; they are dropped",
+			zap.Int("dropped_spans", n), zap.String("reason", reason), zap.Error(re.err),
+			zap.Duration("log_interval", dropLogInterval))
+	}
+	return err
+}
+
+// Reasons of otelcol_processor_orphan_spans_dropped.
+const (
+	dropRefused   = "downstream_refused"         // a retryable refusal (memory_limiter, a full queue)
+	dropPermanent = "downstream_permanent_error" // a permanent error: the data itself was rejected
+)
+
+// dropLogInterval bounds the warnings about dropped spans: one per interval, with the spans
+// dropped since the previous one.
+const dropLogInterval = 10 * time.Second
+
+// logLimiter lets one log line through per dropLogInterval and counts what it held back.
+type logLimiter struct {
+	mu      sync.Mutex
+	last    time.Time
+	pending int
+}
+
+// allow adds n to the pending count; when a line may be logged at now it returns the count
+// since the last line and true.
+func (l *logLimiter) allow(now time.Time, n int) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending += n
+	if !l.last.IsZero() && now.Sub(l.last) < dropLogInterval {
+		return 0, false
+	}
+	n, l.pending, l.last = l.pending, 0, now
+	return n, true
 }
 
 // decide asks the correlator for one trace's verdicts and writes them onto its spans.
@@ -490,31 +554,31 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		}
 	}
 	if orphaned > 0 {
-		p.tel.ProcessorOrphanSpansOrphaned.Add(ctx, orphaned)
+		p.tel.ProcessorOrphanSpansOrphaned.Add(ctx, orphaned, p.tel.ID)
 	}
 	for r, n := range st.Invalid {
 		if r != int(verdict.Valid) && n > 0 {
-			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", verdict.Invalid(r).String())))
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), p.tel.With("reason", verdict.Invalid(r).String()))
 		}
 	}
 	if st.NoDuration > 0 {
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.NoDuration), metric.WithAttributes(attribute.String("reason", "no_duration")))
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.NoDuration), p.tel.With("reason", "no_duration"))
 	}
 	if st.RootMissing {
-		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1)
+		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1, p.tel.ID)
 		if n := len(h.refs) - st.InvalidTotal(); n > 0 { // malformed spans are counted by their own reason
-			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "root_missing")))
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), p.tel.With("reason", "root_missing"))
 		}
 	}
 	if st.UnknownRootRuns > 0 {
-		p.tel.ProcessorOrphanRunsUnknownRoot.Add(ctx, int64(st.UnknownRootRuns))
+		p.tel.ProcessorOrphanRunsUnknownRoot.Add(ctx, int64(st.UnknownRootRuns), p.tel.ID)
 	}
 }
 
 func (p *orphanProcessor) countReaderStats(ctx context.Context, st *spanread.Stats) {
 	for r := spanread.BadNone + 1; r < spanread.NumBadReasons; r++ {
 		if n := st[r]; n > 0 {
-			p.tel.ProcessorOrphanAttributesIgnored.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", r.String())))
+			p.tel.ProcessorOrphanAttributesIgnored.Add(ctx, int64(n), p.tel.With("reason", r.String()))
 		}
 	}
 }
@@ -633,9 +697,9 @@ func (p *orphanProcessor) countCorrelatorEvictions(ctx context.Context) {
 	p.seenRootEv, p.seenKeyEv = roots, keys
 	p.evictMu.Unlock()
 	if dr > 0 {
-		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dr), metric.WithAttributes(attribute.String("state", "root_records")))
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dr), p.tel.With("state", "root_records"))
 	}
 	if dk > 0 {
-		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dk), metric.WithAttributes(attribute.String("state", "idempotency_keys")))
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dk), p.tel.With("state", "idempotency_keys"))
 	}
 }

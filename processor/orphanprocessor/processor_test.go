@@ -10,12 +10,9 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.uber.org/goleak"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestHoldsForTheWaitThenReleasesWithVerdicts(t *testing.T) {
 	p, clk := newTestProcessor(t, testConfig(time.Minute), nil) // due() is driven by hand
