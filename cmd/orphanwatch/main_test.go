@@ -478,7 +478,13 @@ func TestRealFiles(t *testing.T) {
 		assert.Equal(t, int64(412), live.InputTokens)
 		assert.Equal(t, int64(27), live.OutputTokens)
 		assert.InDelta(t, (0.15*412+0.60*27)/1e6, live.Cost, 1e-12, "gpt-4o-mini-2024-07-18 priced as gpt-4o-mini")
-		assert.Nil(t, tr.Spend["orphaned"])
+		// The INTERNAL tool call is work like any call (an attempt): its 0.17 s after the
+		// gone time are orphaned spend seconds; it carries no tokens.
+		orph := tr.Spend["orphaned"]
+		require.NotNil(t, orph)
+		assert.InDelta(t, 0.17, orph.AttemptSeconds, 1e-6)
+		assert.Zero(t, orph.ModelCalls)
+		assert.Zero(t, orph.InputTokens+orph.OutputTokens)
 	})
 	t.Run("openllmetry: child listed first, 412/27 live", func(t *testing.T) {
 		rep := analyzeJSON(t, realFile(t, realOpenLLMetry))

@@ -25,6 +25,9 @@ const (
 	VSpendInput       = "orphanwatch.spend.input_tokens"
 	VSpendOutput      = "orphanwatch.spend.output_tokens"
 	VSpendCost        = "orphanwatch.spend.cost"
+	VSpendRepeated    = "orphanwatch.spend.repeated"
+	VCancelReach      = "orphanwatch.cancel.reach_hops"
+	VOrphanedDepth    = "orphanwatch.orphaned.depth_hops"
 )
 
 // Metric names (docs/verdicts.md, default namespace).
@@ -40,6 +43,10 @@ const (
 	MOutliveCount  = "orphanwatch_outlive_seconds_count"
 	MOutliveSum    = "orphanwatch_outlive_seconds_sum"
 	MUnpropagated  = "orphanwatch_unpropagated_total"
+	MReachCount    = "orphanwatch_cancel_reach_hops_count"
+	MReachSum      = "orphanwatch_cancel_reach_hops_sum"
+	MDepthCount    = "orphanwatch_orphaned_depth_hops_count"
+	MDepthSum      = "orphanwatch_orphaned_depth_hops_sum"
 	DefaultSkewSec = 0.250 // default clock-skew tolerance between different services
 )
 
@@ -121,6 +128,17 @@ func (v V) Single(outcome, result string) V { return v.Attempt(1).Run(outcome, 1
 func (v V) Caller(service string) V { v[VCallerService] = service; return v }
 
 // Model adds the spend model only (a model call without known tokens or cost).
+// Reach adds the cancellation reach written on an abandoned root: how many service hops down
+// the news travelled, and the deepest hop still working after the gone time.
+func (v V) Reach(reach, depth int) V {
+	v[VCancelReach] = reach
+	v[VOrphanedDepth] = depth
+	return v
+}
+
+// Repeated marks a span whose token usage repeats that of model calls below it.
+func (v V) Repeated() V { v[VSpendRepeated] = true; return v }
+
 func (v V) Model(model string) V { v[VSpendModel] = model; return v }
 
 // Spend adds the spend of a model call with known tokens and cost.
@@ -220,6 +238,16 @@ func (e *Expect) ModelCalls(service, model, liveness string, n int) {
 func (e *Expect) Outlive(service string, count int, sum float64) {
 	e.Metric(MOutliveCount, float64(count), "service_name", service)
 	e.Metric(MOutliveSum, sum, "service_name", service)
+}
+
+// Reach expects the cancellation-reach histograms of a root service: how many abandoned roots,
+// the sum of their reach and the sum of their orphaned depth, in hops. A zero sum is not a
+// series of its own only when count is zero too; sums of 0 are listed.
+func (e *Expect) Reach(service string, count, reachSum, depthSum int) {
+	e.Metric(MReachCount, float64(count), "service_name", service)
+	e.Metric(MReachSum, float64(reachSum), "service_name", service)
+	e.Metric(MDepthCount, float64(count), "service_name", service)
+	e.Metric(MDepthSum, float64(depthSum), "service_name", service)
 }
 
 // Unpropagated expects orphanwatch_unpropagated_total{caller_service, callee_service}.

@@ -185,7 +185,7 @@ const s2Desc = "The caller leaves, the retry loop never hears (the seed's story)
 func s2Expect(id string, x *s2Spans, desc string) *Expect {
 	e := NewExpect(id, x.b, desc)
 	e.Gone(x.tr, 3.00, Gateway)
-	e.Span(x.root, Live().Root(Cancelled)) // HTTP 499
+	e.Span(x.root, Live().Root(Cancelled).Reach(0, 2)) // HTTP 499; the news stays in gateway, orphaned work two hops down (search-tool)
 	for _, o := range x.others {
 		e.Span(o.call, Live().Single(Success, ok))
 		e.Span(o.srv, Live())
@@ -230,6 +230,7 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 1)
 	e.Attempts(Researcher, "send research-results", LStartedAfterGone, 1)
 	e.Roots(Gateway, Cancelled, 1)
+	e.Reach(Gateway, 1, 0, 2)
 	e.SpendSeconds(Gateway, LLive, 10.46)       // 3 x 2.49 + 2.99
 	e.SpendSeconds(Researcher, LLive, 0.60)     // attempts 1-3, 0.20 each
 	e.SpendSeconds(Researcher, LOrphaned, 2.22) // attempt 4 0.20 + chat 2.00 + publish 0.02
@@ -266,7 +267,7 @@ func S3() (ptrace.Traces, Expected) {
 		"(3 attempts), researcher SERVER live within the 250 ms clock-skew tolerance, zero orphaned spend, no unpropagated edge.")
 	e.Gone(tr, 3.00, Gateway)
 	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
-	e.Span(root, Live().Root(Cancelled))
+	e.Span(root, Live().Root(Cancelled).Reach(1, 0)) // researcher noticed (one hop); nothing orphaned
 	others := []string{Planner, Coder, Critic}
 	agents := func(names []string) {
 		for _, agent := range names {
@@ -319,6 +320,7 @@ func S3() (ptrace.Traces, Expected) {
 	e.Attempts(Gateway, "POST", LLive, 4)
 	e.Attempts(Researcher, "GET", LLive, 3)
 	e.Roots(Gateway, Cancelled, 1)
+	e.Reach(Gateway, 1, 1, 0)
 	e.SpendSeconds(Gateway, LLive, 10.46) // 3 x 2.49 + 2.99
 	e.SpendSeconds(Researcher, LLive, 0.60)
 	return b.Traces(), e.Build()
@@ -354,7 +356,7 @@ func S4() (ptrace.Traces, Expected) {
 	get, tool := searchCall(srv, 0.10, 1.50, 200)
 	chat := srv.Chat(GPT4oMini, 2.50, 3.50).Usage(500, 100)
 
-	e.Span(root, Live().Root(DeadlineExceeded))
+	e.Span(root, Live().Root(DeadlineExceeded).Reach(0, 1)) // coder (one hop) worked on past the deadline
 	e.Span(call, Live().Single(Cancelled, bad)) // ends 2.00 = gone, same service
 	e.Span(srv, Orphaned(1.60, false).Caller(Gateway))
 	e.Span(get, Live().Single(Success, ok))
@@ -369,6 +371,7 @@ func S4() (ptrace.Traces, Expected) {
 	e.Attempts(Coder, "GET", LLive, 1)
 	e.Attempts(Coder, "chat gpt-4o-mini", LStartedAfterGone, 1)
 	e.Roots(Gateway, DeadlineExceeded, 1)
+	e.Reach(Gateway, 1, 0, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
 	e.SpendSeconds(Coder, LLive, 1.40)
 	e.SpendSeconds(Coder, LOrphaned, 1.00)
@@ -531,7 +534,7 @@ func S7() (ptrace.Traces, Expected) {
 	// the queue's HTTP API. A key seen only in the consumer's trace would bind nothing: the
 	// consumer's own keys are its own business.
 	pub := srv.Produce("kafka", "research-jobs", 0.50, 0.52).IdempotencyKey(k)
-	e.Span(root, Live().Root(Cancelled))
+	e.Span(root, Live().Root(Cancelled).Reach(0, 0)) // trace B is another trace: not counted here
 	e.Span(call, Live().Single(Success, ok))
 	e.Span(srv, Live())
 	e.Span(pub, Live().Single(Success, ok))
@@ -551,6 +554,7 @@ func S7() (ptrace.Traces, Expected) {
 	e.Attempts(Researcher, "send research-jobs", LLive, 1)
 	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 2)
 	e.Roots(Gateway, Cancelled, 1)
+	e.Reach(Gateway, 1, 0, 0)
 	e.SpendSeconds(Gateway, LLive, 0.55)
 	e.SpendSeconds(Researcher, LLive, 0.02)
 	e.SpendSeconds(Researcher, LOrphaned, 2.50) // 0.50 + 2.00
@@ -855,7 +859,7 @@ func S13() (ptrace.Traces, Expected) {
 	call, srv := subAgentCall(root, Planner, 0.01, 1.00, 0.02, 2.00, 0, 200)
 	call.ErrorType("context canceled")
 	chat := srv.Chat(GPT4oMini, 0.05, 1.90).Usage(1200, 300)
-	e.Span(root, Live().Root(Cancelled))
+	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
 	e.Span(call, Live().Single(Cancelled, bad))
 	e.Span(srv, Orphaned(1.00, false).Caller(Gateway))
 	e.Span(chat, Orphaned(0.90, false).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
@@ -924,6 +928,7 @@ func S13() (ptrace.Traces, Expected) {
 	e.Attempts(Gateway, "POST", LLive, 1)
 	e.Attempts(Planner, "chat gpt-4o-mini", LOutlivedRoot, 1)
 	e.Roots(Gateway, Cancelled, 1)
+	e.Reach(Gateway, 1, 0, 1)
 	e.Roots(Gateway, Completed, 1)
 	e.Roots(LegacyAgent, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 0.99)

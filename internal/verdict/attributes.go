@@ -18,6 +18,9 @@ const (
 	AttrSpendInput       = "orphanwatch.spend.input_tokens"
 	AttrSpendOutput      = "orphanwatch.spend.output_tokens"
 	AttrSpendCost        = "orphanwatch.spend.cost"
+	AttrSpendRepeated    = "orphanwatch.spend.repeated"
+	AttrCancelReachHops  = "orphanwatch.cancel.reach_hops"
+	AttrOrphanedDepth    = "orphanwatch.orphaned.depth_hops"
 )
 
 // Knows reports whether a root record is kept for the trace.

@@ -3,6 +3,9 @@ package verdict
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,8 +23,11 @@ type Config struct {
 	// different services (different clocks). Spans of one service are compared exactly.
 	ClockSkew time.Duration
 	// CancelErrorTypes are error.type / exception.type values that mean the work noticed a
-	// cancellation (matched case-insensitively; a value also matches as a suffix after '.', so
-	// "CancelledError" matches "asyncio.CancelledError").
+	// cancellation. Matched case-insensitively, also as the last segment after '.', ':' or
+	// "::" ("CancelledError" matches "asyncio.CancelledError"); a name ending in "Exception" or
+	// "Error" also matches its subclasses named by convention ("CancellationException" matches
+	// "JobCancellationException"), unless the other list names the type exactly; one '*' in a
+	// value stands for any text ("task * was cancelled").
 	CancelErrorTypes []string
 	// DeadlineErrorTypes are error.type / exception.type values that mean a deadline passed.
 	DeadlineErrorTypes []string
@@ -57,6 +63,9 @@ type Config struct {
 	MaxRootRecords int
 	// MaxKeys bounds the idempotency keys remembered for binding work across traces.
 	MaxKeys int
+	// MaxIndexedSpans bounds the spans of traces with several roots whose root is remembered,
+	// so that a late span is judged against the root its siblings had.
+	MaxIndexedSpans int
 }
 
 // DefaultConfig returns the rules that follow the OpenTelemetry semantic conventions and the
@@ -71,13 +80,19 @@ func DefaultConfig() Config {
 	return Config{
 		ClockSkew: 250 * time.Millisecond,
 		CancelErrorTypes: []string{
+			// Go, Python (asyncio, concurrent.futures), Java and Kotlin (and every subclass
+			// named ...CancellationException: kotlinx.coroutines.JobCancellationException),
+			// C#, JavaScript, Swift (CancellationError), Rust/tokio (JoinError::Cancelled and
+			// the message it displays), servlet and Starlette client disconnects.
 			"context canceled", "context.Canceled", "canceled", "cancelled",
-			"CancelledError", "CancellationException", "OperationCanceledException",
-			"TaskCanceledException", "AbortError", "ClientDisconnect", "ClientAbortException",
+			"CancelledError", "CancellationException", "JobCancellationException",
+			"OperationCanceledException", "TaskCanceledException", "AbortError",
+			"CancellationError", "task * was cancelled", "task * was canceled",
+			"ClientDisconnect", "ClientAbortException",
 		},
 		DeadlineErrorTypes: []string{
 			"context deadline exceeded", "context.DeadlineExceeded", "deadline_exceeded",
-			"DeadlineExceeded", "DeadlineExceededError",
+			"DeadlineExceeded", "DeadlineExceededError", "TimeoutCancellationException",
 		},
 		RetryableErrorTypes: []string{"timeout", "connection_reset", "connection_refused",
 			"ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "RateLimitError", "APIConnectionError",
@@ -94,14 +109,16 @@ func DefaultConfig() Config {
 		DetachLateEntries:   true,
 		MaxRootRecords:      100_000,
 		MaxKeys:             100_000,
+		MaxIndexedSpans:     100_000,
 	}
 }
 
-// Validate reports the first invalid field, naming it.
+// Validate reports every invalid field, each once, naming it as the orphan processor's YAML
+// configuration does (clock_skew_tolerance, cancellation.grace, limits.*, prices.<model>.*).
 func (c Config) Validate() error {
 	var errs []error
 	if c.ClockSkew < 0 {
-		errs = append(errs, fmt.Errorf("clock_skew: must not be negative, got %s", c.ClockSkew))
+		errs = append(errs, fmt.Errorf("clock_skew_tolerance: must not be negative, got %s", c.ClockSkew))
 	}
 	if c.CancellationGrace < 0 {
 		errs = append(errs, fmt.Errorf("cancellation.grace: must not be negative, got %s", c.CancellationGrace))
@@ -118,6 +135,9 @@ func (c Config) Validate() error {
 	if c.MaxKeys <= 0 {
 		errs = append(errs, fmt.Errorf("limits.max_idempotency_keys: must be positive, got %d", c.MaxKeys))
 	}
+	if c.MaxIndexedSpans <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_multi_root_spans: must be positive, got %d", c.MaxIndexedSpans))
+	}
 	for _, code := range c.RetryableHTTPStatus {
 		if code < 100 || code > 599 {
 			errs = append(errs, fmt.Errorf("retryable.http_status_codes: %d is not an HTTP status code", code))
@@ -128,12 +148,18 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("retryable.grpc_status_codes: %d is not a gRPC status code (0-16)", code))
 		}
 	}
-	for m, p := range c.Prices {
+	for _, m := range slices.Sorted(maps.Keys(c.Prices)) {
+		p := c.Prices[m]
 		if strings.TrimSpace(m) == "" {
 			errs = append(errs, errors.New("prices: model name must not be empty"))
 		}
-		if p.InputPerMillion < 0 || p.OutputPerMillion < 0 || p.InputPerMillion != p.InputPerMillion || p.OutputPerMillion != p.OutputPerMillion {
-			errs = append(errs, fmt.Errorf("prices[%s]: prices must be non-negative numbers", m))
+		for _, f := range []struct {
+			field string
+			v     float64
+		}{{"input_per_million", p.InputPerMillion}, {"output_per_million", p.OutputPerMillion}} {
+			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+				errs = append(errs, fmt.Errorf("prices.%s.%s: must be a non-negative number, got %v", m, f.field, f.v))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -20,7 +20,13 @@ type node struct {
 	hasRoot   bool
 	deadline  int64 // earliest deadline on the span or its ancestors, 0 if none
 	done      bool
-	modelDesc bool // a descendant is a model call
+	modelDesc bool  // a descendant is a model call
+	isRoot    bool  // a valid span without a parent
+	root      int32 // index of the span's root among the decision's roots, -1 if not one
+	hop       int32 // service hops from the root (isEntry), counted along present parents
+	// orphanedEntryAbove: an orphaned span entering a service stands above this one (the
+	// edge was already named there).
+	orphanedEntryAbove bool
 }
 
 // idChain lists the spans indexed under one span ID: scratch.next links them, head to tail, in
@@ -41,6 +47,10 @@ type scratch struct {
 	attempts []attemptRef
 	run      []int32
 	byID     map[SpanID]idChain
+	roots    []int32      // the decision's roots
+	recs     []rootRecord // their records, by position in roots
+	above    []absentParentRoot
+	order    []int32 // spans in visiting order: every parent before its children
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{byID: map[SpanID]idChain{}} }}
@@ -255,33 +265,33 @@ index:
 		nodes[i].timed = out[i].Invalid == Valid || out[i].Invalid == InvalidDuplicate || out[i].Invalid == InvalidParentCycle
 	}
 
-	// 4. The root: a valid parentless span, the earliest if several; a parentless CONSUMER
-	// (or linked) span only when nothing else is. Otherwise the retained record.
-	root := int32(-1)
+	// 4. Roots: every valid span without a parent (DESIGN.md "Words": a trace may hold several;
+	// each span is judged against the root at the top of its own subtree). Then what is known
+	// of the trace from earlier decisions, and the key bindings, under the lock.
+	roots := sc.roots[:0]
 	for i := range spans {
-		s := &spans[i]
-		if !nodes[i].valid || !s.ParentID.IsZero() {
-			continue
+		if nodes[i].valid && spans[i].ParentID.IsZero() {
+			nodes[i].isRoot = true
+			roots = append(roots, int32(i))
 		}
-		if root < 0 {
-			root = int32(i)
-			continue
-		}
-		rd, id := c.rootIsDetached(&spans[root]), c.rootIsDetached(s)
-		r := &spans[root]
-		earlier := s.Start < r.Start || s.Start == r.Start && string(s.SpanID[:]) < string(r.SpanID[:])
-		if (rd && !id) || (rd == id && earlier) {
-			root = int32(i)
-		}
+	}
+	sc.roots = roots
+	sc.recs = grown(sc.recs, len(roots))
+	recs := sc.recs
+	for k, r := range roots {
+		recs[k] = c.rootRecordOf(&spans[r])
 	}
 	c.mu.Lock()
-	traceRec, haveRec := rootRecord{}, false
-	if root >= 0 {
-		traceRec, haveRec = c.rootRecordOf(&spans[root]), true
-	} else if rec, ok := c.roots[spans[0].TraceID]; ok {
-		traceRec, haveRec = rec, true
+	known := c.knownRootsLocked(spans[0].TraceID, spans, roots, recs)
+	// A span whose parent is not here (it came in an earlier decision, or never came) is judged
+	// against the root its parent had, when the trace's index says so (rootOfAbsentParent).
+	sc.above = grown(sc.above, len(spans))
+	above := sc.above
+	for i := range spans {
+		if nodes[i].parent < 0 && !nodes[i].isRoot {
+			above[i] = c.rootOfAbsentParentLocked(&spans[i], &known)
+		}
 	}
-	st.RootMissing = !haveRec
 	// Key bindings are resolved under the lock, once per key.
 	var bindings map[uint64]rootRecord // made when a key binds
 	for i := range spans {
@@ -297,137 +307,115 @@ index:
 		}
 	}
 	c.mu.Unlock()
+	st.RootMissing = known.n == 0
 
-	// 5. Context, top-down from every span whose parent is absent: detached or not, the root
-	// it is judged against, the earliest deadline above it.
-	var visit func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64)
-	visit = func(i int32, detached, bound bool, rec rootRecord, hasRoot bool, deadline int64) {
+	// 5. Context, top-down from every root and every span whose parent is absent: detached or
+	// not, the root it is judged against, the earliest deadline above it, its service hop.
+	var visit func(i int32, ctx spanContext)
+	visit = func(i int32, ctx spanContext) {
 		s := &spans[i]
 		n := &nodes[i]
 		if n.done {
 			return
 		}
 		n.done = true
-		if s.Deadline > 0 && (deadline == 0 || s.Deadline < deadline) {
-			deadline = s.Deadline
+		sc.order = append(sc.order, i)
+		if n.parent >= 0 && isEntry(s, &spans[n.parent]) {
+			ctx.hop++
 		}
-		if !detached && n.timed {
-			switch {
-			case c.cfg.DetachConsumers && s.Kind == KindConsumer:
-				detached = true
-			case c.cfg.DetachLateEntries && (s.Kind == KindServer || s.Kind == KindConsumer) && n.parent >= 0 && nodes[n.parent].timed:
-				p := &spans[n.parent]
-				tol := int64(0)
-				if p.Service != s.Service {
-					tol = int64(c.cfg.ClockSkew)
-				}
-				if s.Start > p.End+tol {
-					detached = true
-				}
-			}
-			if detached {
-				// Work handed over: judged only if bound again below.
-				bound, hasRoot, deadline = false, false, 0
-				if s.Deadline > 0 {
-					deadline = s.Deadline
-				}
-			}
+		if s.Deadline > 0 && (ctx.deadline == 0 || s.Deadline < ctx.deadline) {
+			ctx.deadline = s.Deadline
 		}
-		if detached && !bound {
+		if !ctx.detached && n.timed && c.startsDetachedWork(spans, nodes, i, &ctx) {
+			// Work handed over: judged only if bound again below.
+			ctx.detached, ctx.bound, ctx.hasRoot, ctx.deadline = true, false, false, s.Deadline
+		}
+		if ctx.detached && !ctx.bound {
 			// Bound by an idempotency key that the request's own trace carried too (the job's
 			// key, S7); a key seen only in the detached work is its own business (a mailer's
 			// keys for its mail provider) and binds nothing.
 			if rec2, ok := bindings[s.KeyHash]; s.KeyHash != 0 && ok {
-				bound, rec, hasRoot = true, rec2, true
-			} else if deadline > 0 {
-				bound = true
+				ctx.bound, ctx.rec, ctx.hasRoot, ctx.root = true, rec2, true, -1
+			} else if ctx.deadline > 0 {
+				ctx.bound = true
 			}
 		}
-		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = detached, bound, rec, hasRoot, deadline
+		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = ctx.detached, ctx.bound, ctx.rec, ctx.hasRoot, ctx.deadline
+		n.root, n.hop = ctx.root, ctx.hop
 		for _, ch := range kids[n.kidsFrom:n.kidsEnd] {
-			visit(ch, detached, bound, rec, hasRoot, deadline)
+			visit(ch, ctx)
 		}
 	}
-	if root >= 0 {
-		det := traceRec.detached
-		visit(root, det, false, traceRec, !det, 0)
+	sc.order = sc.order[:0]
+	for k, r := range roots {
+		det := recs[k].detached
+		visit(r, spanContext{detached: det, rec: recs[k], hasRoot: !det, root: int32(k)})
 	}
 	for i := range spans {
 		if nodes[i].parent < 0 && !nodes[i].done {
-			// A span whose parent is not here: judged against the trace's root, retained or
-			// missing, unless the trace itself is detached.
-			// A parentless span with links (Jaeger FOLLOWS_FROM, a batch job linked to what
-			// triggered it) is reached only through a link: detached, like a linked root.
-			s := &spans[i]
-			det := haveRec && traceRec.detached ||
-				c.cfg.DetachLinkedRoots && s.ParentID.IsZero() && len(s.Links) > 0
-			visit(int32(i), det, false, traceRec, haveRec && !det, 0)
+			if above[i].ambiguous {
+				st.AmbiguousRoot++
+			}
+			visit(int32(i), spanContext{detached: above[i].detached, rec: above[i].rec, hasRoot: above[i].ok && !above[i].detached, root: -1})
 		}
 	}
 
-	// 6. Liveness of every span.
+	// 6. Liveness of every span (liveness.go).
 	for i := range spans {
 		s, n, v := &spans[i], &nodes[i], &out[i]
-		if !n.valid {
+		switch {
+		case !n.valid:
 			// Seen but not judged: liveness unknown (never live or orphaned), so that nothing
 			// downstream mistakes the span for one the processor never saw.
 			v.Liveness = LivenessUnknown
 			st.Invalid[out[i].Invalid]++
-			continue
-		}
-		if int32(i) == root && !traceRec.detached {
-			v.EndReason = traceRec.reason
+		case n.isRoot && !n.detached:
+			v.EndReason = n.rec.reason
 			v.Liveness = LivenessLive
-			continue
-		}
-		if n.detached && !n.bound {
+		case n.detached && !n.bound:
 			v.Detached = true
-			continue
-		}
-		if s.End == s.Start {
+		case s.End == s.Start:
 			// No duration: Zipkin spans recorded without one (a redirect) and spans whose end
 			// was never recorded. When they ended is not known.
 			v.Liveness = LivenessUnknown
 			st.NoDuration++
-			continue
-		}
-		gone, ok := c.goneOf(n)
-		if !ok {
-			v.Liveness = LivenessUnknown
-			continue
-		}
-		tol := int64(0)
-		if n.hasRoot && s.Service != n.rec.service {
-			tol = int64(c.cfg.ClockSkew)
-		} else if !n.hasRoot {
-			tol = int64(c.cfg.ClockSkew)
-		}
-		if s.End > gone+tol {
-			v.Liveness = LivenessOrphaned
-			v.AfterGone = float64(s.End-gone) / 1e9
-		} else {
-			v.Liveness = LivenessLive
-		}
-		v.StartedAfterGone = s.Start > gone+tol
-	}
-
-	// 7. The edge that did not carry the cancellation: an orphaned span that entered a service
-	// from a caller in another service that was not orphaned itself.
-	for i := range spans {
-		s, n, v := &spans[i], &nodes[i], &out[i]
-		if v.Liveness != LivenessOrphaned || (s.Kind != KindServer && s.Kind != KindConsumer) || n.parent < 0 {
-			continue
-		}
-		p := &spans[n.parent]
-		if p.Service != s.Service && p.Service != "" && out[n.parent].Liveness == LivenessLive {
-			v.CallerService = p.Service
+		default:
+			c.judgeLiveness(s, n, v)
 		}
 	}
 
-	// 8. Spend, then 9. runs.
-	c.decideSpend(sc, spans, nodes, out, root, &st)
-	c.decideRuns(sc, spans, nodes, out, root, &st)
+	// 7. The edges that did not carry the cancellation (reach.go).
+	c.decideEdges(sc, spans, nodes, out)
+
+	// 8. Spend, 9. runs, then 10. how far the cancellation reached (reach.go).
+	c.decideSpend(sc, spans, nodes, out, &st)
+	c.decideRuns(sc, spans, nodes, out, &st)
+	c.decideReach(spans, nodes, out, roots)
+
+	// 11. What later decisions of this trace need: which root each span had, when the trace
+	// has several.
+	if known.n >= 2 {
+		c.mu.Lock()
+		c.indexRootsLocked(spans, nodes, roots, recs)
+		c.mu.Unlock()
+	}
 	return out, st
+}
+
+// spanContext is what a span inherits from the spans above it (step 5 of Decide).
+type spanContext struct {
+	detached, bound bool
+	rec             rootRecord // the root the span is judged against, when hasRoot
+	hasRoot         bool
+	root            int32 // index of that root among the decision's roots; -1 when not one of them
+	deadline        int64 // earliest deadline on the span or above it, 0 if none
+	hop             int32 // service hops from the root (isEntry)
+}
+
+// isEntry reports whether s enters another service from its parent p: a SERVER or CONSUMER span
+// whose parent is in another service (a "hop" of the cancellation reach).
+func isEntry(s, p *Span) bool {
+	return (s.Kind == KindServer || s.Kind == KindConsumer) && p.Service != s.Service && p.Service != ""
 }
 
 // goneOf returns the gone time a span is judged against: the earliest of its root's gone time

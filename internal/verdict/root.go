@@ -7,7 +7,25 @@ type rootRecord struct {
 	gone     int64 // unix ns: the earliest of the root's end and its deadline
 	service  string
 	reason   EndReason
-	detached bool // the trace's root is itself detached work (a CONSUMER, or linked)
+	detached bool // the root is itself detached work (a CONSUMER, or linked)
+	// nroots counts the distinct roots that are not detached work seen for the trace
+	// (Observe; saturates at 255): two or more make a span whose parent is absent ambiguous.
+	nroots uint8
+	idLo   uint32 // low bytes of the root's span ID, to tell a second root from a resent one
+}
+
+// idLo returns the low four bytes of a span ID.
+func idLo(id SpanID) uint32 {
+	return uint32(id[4])<<24 | uint32(id[5])<<16 | uint32(id[6])<<8 | uint32(id[7])
+}
+
+// preferredRoot reports whether root record a should stand for its trace rather than b: a root
+// that is not detached work first, then the earlier gone time.
+func preferredRoot(a, b rootRecord) bool {
+	if a.detached != b.detached {
+		return !a.detached
+	}
+	return a.gone < b.gone
 }
 
 // rootRecordOf decides a root span's end reason and gone time (DESIGN.md "Words": gone time,
@@ -29,6 +47,10 @@ func (c *Correlator) rootRecordOf(s *Span) rootRecord {
 		rec.reason = EndReasonCompleted
 	}
 	rec.detached = c.rootIsDetached(s)
+	rec.idLo = idLo(s.SpanID)
+	if !rec.detached {
+		rec.nroots = 1
+	}
 	return rec
 }
 

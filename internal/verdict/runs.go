@@ -42,11 +42,11 @@ func explicitRetry(s *Span) bool { return s.ResendCount >= 1 || s.Attempt >= 2 }
 
 // decideRuns groups attempt spans into runs and decides each run's outcome (DESIGN.md "Run
 // outcomes"; docs/verdicts.md "How attempts group into runs").
-func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []Verdict, root int32, st *Stats) {
+func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []Verdict, st *Stats) {
 	refs := sc.attempts[:0]
 	for i := range spans {
 		s := &spans[i]
-		if !nodes[i].valid || int32(i) == root || !c.rules.isAttempt(s) {
+		if !nodes[i].valid || nodes[i].isRoot || !c.rules.isAttempt(s) {
 			continue
 		}
 		refs = append(refs, attemptRef{runKey{parent: s.ParentID, op: opKey(s)}, int32(i)})
@@ -70,43 +70,53 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 			e++
 		}
 		run = run[:0]
+		split := false // the run began because the one before it was over (max_attempts, run_timeout)
 		for _, r := range refs[g:e] {
 			if len(run) > 0 && c.startsNewRun(spans, run, r.i) {
-				c.closeRun(spans, nodes, out, run, st)
+				c.closeRun(spans, nodes, out, run, split, st)
 				run = run[:0]
+				split = true
 			}
 			run = append(run, r.i)
 		}
-		c.closeRun(spans, nodes, out, run, st)
+		c.closeRun(spans, nodes, out, run, split, st)
 		g = e
 	}
 	sc.run = run
 }
 
-// startsNewRun decides whether attempt i begins a new run after the attempts in run.
+// startsNewRun decides whether attempt i begins a new run after the attempts in run. A run is
+// over (DESIGN.md "Run outcomes") when max_attempts is reached or the next attempt starts more
+// than run_timeout after the previous one ended, even if that attempt says it is a retry;
+// otherwise a span that says it retries joins the run; an overlapping sibling (parallel work)
+// and an attempt after a success, a hard failure or a cancellation begin a new one.
 func (c *Correlator) startsNewRun(spans []Span, run []int32, i int32) bool {
 	prev, cur := &spans[run[len(run)-1]], &spans[i]
-	if explicitRetry(cur) {
-		return c.cfg.MaxAttempts > 0 && len(run) >= c.cfg.MaxAttempts
-	}
 	switch {
-	case cur.Start < prev.End:
-		return true // overlapping same-name siblings are parallel work, not retries
-	case c.rules.attemptResult(prev) != resultRetryable:
-		return true // after a success, a hard failure or a cancellation nothing is retried
 	case c.cfg.MaxAttempts > 0 && len(run) >= c.cfg.MaxAttempts:
 		return true
 	case c.cfg.RunTimeout > 0 && cur.Start-prev.End > int64(c.cfg.RunTimeout):
 		return true
+	case explicitRetry(cur):
+		return false
+	case cur.Start < prev.End:
+		return true // overlapping same-name siblings are parallel work, not retries
+	case c.rules.attemptResult(prev) != resultRetryable:
+		return true // after a success, a hard failure or a cancellation nothing is retried
 	}
 	return false
 }
 
 // closeRun numbers the attempts of one run and writes its outcome on the final attempt.
-func (c *Correlator) closeRun(spans []Span, nodes []node, out []Verdict, run []int32, st *Stats) {
+// Attempts are numbered by what they say (resend_count + 1, the attempt attribute), so that a
+// run whose first attempts were not seen keeps their numbers; a run that began because the one
+// before it was over (split) numbers its attempts from 1, its own.
+func (c *Correlator) closeRun(spans []Span, nodes []node, out []Verdict, run []int32, split bool, st *Stats) {
 	for pos, i := range run {
 		s := &spans[i]
 		switch {
+		case split:
+			out[i].Attempt = pos + 1
 		case s.ResendCount >= 0:
 			out[i].Attempt = s.ResendCount + 1
 		case s.Attempt > 0:
@@ -125,44 +135,67 @@ func (c *Correlator) closeRun(spans []Span, nodes []node, out []Verdict, run []i
 	}
 }
 
-// runOutcome is where a run's outcome is decided, from its final attempt and the liveness of
-// the root when the run ended.
+// runOutcome is where a run's outcome is decided (DESIGN.md "Run outcomes"; docs/verdicts.md
+// "How a run's outcome is decided"), from its final attempt and the liveness of the root when
+// the run ended. One named step per rule, in the order of docs/verdicts.md.
 func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last int32) Outcome {
-	s, v := &spans[last], &out[last]
+	s, n, v := &spans[last], &nodes[last], &out[last]
 	res := c.rules.attemptResult(s)
-	if v.Liveness == LivenessUnknown && !nodes[last].hasRoot && nodes[last].deadline == 0 {
+	switch {
+	case rootUnknown(n, v): // 1.
 		return OutcomeUnknownRoot
-	}
-	// The run noticed the cancellation: its final attempt says so, or the loop around it (the
-	// parent span) recorded a cancellation or a passed deadline when the last try had failed,
-	// at about the gone time (within cancellation_grace of it). A cancellation or timeout far
-	// from the gone time is not the caller leaving: the attempt's own timeout, counted as a
-	// retryable failure.
-	gone, known := c.goneOf(&nodes[last])
-	noticedInTime := func(end int64) bool {
-		if !known {
-			return true
-		}
-		d := end - gone
-		return d <= int64(c.cfg.CancellationGrace) && -d <= int64(c.cfg.CancellationGrace)
-	}
-	if res == resultCancelled {
-		if noticedInTime(s.End) {
-			return OutcomeCancelled
-		}
-		res = resultRetryable
-	}
-	if p := nodes[last].parent; res != resultOK && p >= 0 && (c.rules.cancelSignal(&spans[p]) || c.rules.deadlineSignal(&spans[p])) && noticedInTime(spans[p].End) {
+	case c.finalAttemptNoticed(s, n): // 2.
 		return OutcomeCancelled
-	}
-	if v.Liveness == LivenessOrphaned {
+	case c.loopNoticed(spans, n, res, s.End): // 3.
+		return OutcomeCancelled
+	case v.Liveness == LivenessOrphaned: // 4.
 		return OutcomeDeliveredToNobody
 	}
-	switch res {
+	switch res { // 5.
 	case resultOK:
 		return OutcomeSuccess
-	case resultRetryable:
+	case resultRetryable, resultCancelled:
+		// A cancellation or timeout far from the gone time is the attempt's own timeout.
 		return OutcomeRetryableFailure
 	}
 	return OutcomeHardFailure
+}
+
+// rootUnknown: rule 1, the run's root was never seen (and no deadline lets it be judged).
+func rootUnknown(n *node, v *Verdict) bool {
+	return v.Liveness == LivenessUnknown && !n.hasRoot && n.deadline == 0
+}
+
+// finalAttemptNoticed: rule 2, the final attempt itself recorded the cancellation or a passed
+// deadline at about the gone time (within cancellation.grace of it).
+func (c *Correlator) finalAttemptNoticed(s *Span, n *node) bool {
+	return c.rules.noticeSignal(s) && c.nearGone(n, s.End)
+}
+
+// loopNoticed: rule 3, the loop around the attempts (the final attempt's parent span) recorded
+// the cancellation at about the gone time, and the run stopped there: its final attempt did not
+// succeed and ended no later than cancellation.grace after the gone time. A loop whose parent
+// recorded the cancellation while its attempts went on long after (an LLM gateway's upstream
+// retries, a Python retry decorator around a cancelled coroutine) did not notice: rule 4.
+func (c *Correlator) loopNoticed(spans []Span, n *node, res result, lastEnd int64) bool {
+	if res == resultOK || n.parent < 0 {
+		return false
+	}
+	p := &spans[n.parent]
+	if !c.rules.noticeSignal(p) || !c.nearGone(n, p.End) {
+		return false
+	}
+	gone, known := c.goneOf(n)
+	return !known || lastEnd <= gone+int64(c.cfg.CancellationGrace)
+}
+
+// nearGone reports whether t is within cancellation.grace of the span's gone time ("at about
+// the gone time"); true when no gone time is known.
+func (c *Correlator) nearGone(n *node, t int64) bool {
+	gone, known := c.goneOf(n)
+	if !known {
+		return true
+	}
+	d := t - gone
+	return d <= int64(c.cfg.CancellationGrace) && -d <= int64(c.cfg.CancellationGrace)
 }

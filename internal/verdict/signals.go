@@ -14,10 +14,38 @@ const (
 
 // rules are the Config's lists compiled for lookups.
 type rules struct {
-	cancel, deadline, retryable map[string]struct{}
+	cancel, deadline, retryable typeSet
 	retryHTTP                   map[int]struct{}
 	retryGRPC                   map[int]struct{}
 	modelOps                    map[string]struct{}
+}
+
+// typeSet is a list of error.type / exception.type names compiled for matching (see match).
+type typeSet struct {
+	exact map[string]struct{} // lower-cased names
+	// suffixes are the names that are exception or error class names ("...Exception",
+	// "...Error"): a class whose name ends in one is taken as a subclass named by the usual
+	// convention (kotlinx.coroutines.JobCancellationException is a CancellationException).
+	suffixes []string
+	// patterns are names with one '*' standing for any text ("task * was cancelled", the
+	// message tokio's JoinError displays): prefix and suffix around it.
+	patterns [][2]string
+}
+
+func compileTypes(vs []string) typeSet {
+	t := typeSet{exact: make(map[string]struct{}, len(vs))}
+	for _, v := range vs {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if i := strings.IndexByte(v, '*'); i >= 0 {
+			t.patterns = append(t.patterns, [2]string{v[:i], v[i+1:]})
+			continue
+		}
+		t.exact[v] = struct{}{}
+		if !strings.ContainsAny(v, " .:") && (strings.HasSuffix(v, "exception") || strings.HasSuffix(v, "error")) {
+			t.suffixes = append(t.suffixes, v)
+		}
+	}
+	return t
 }
 
 func compileRules(c Config) rules {
@@ -36,33 +64,105 @@ func compileRules(c Config) rules {
 		return m
 	}
 	return rules{
-		cancel:    set(c.CancelErrorTypes),
-		deadline:  set(c.DeadlineErrorTypes),
-		retryable: set(c.RetryableErrorTypes),
+		cancel:    compileTypes(c.CancelErrorTypes),
+		deadline:  compileTypes(c.DeadlineErrorTypes),
+		retryable: compileTypes(c.RetryableErrorTypes),
 		retryHTTP: ints(c.RetryableHTTPStatus),
 		retryGRPC: ints(c.RetryableGRPCStatus),
 		modelOps:  set(c.ModelOperations),
 	}
 }
 
-// matchType reports whether an error or exception type is in set, also as the last
-// dot-separated segment ("asyncio.CancelledError" matches "CancelledError") and ignoring a
-// trailing colon message ("context canceled: while reading body").
-func matchType(set map[string]struct{}, v string) bool {
+// matchExact reports whether an error or exception type is one of the set's names: as written,
+// as its last dot-, colon- or '::'-separated segment ("asyncio.CancelledError" matches
+// "CancelledError", "JoinError::Cancelled" matches "cancelled"), ignoring a trailing colon
+// message ("context canceled: while reading body"), or by one of the set's '*' patterns.
+func (t *typeSet) matchExact(v string) bool {
 	if v == "" {
 		return false
 	}
 	v = strings.ToLower(strings.TrimSpace(v))
-	if _, ok := set[v]; ok {
+	if _, ok := t.exact[v]; ok {
 		return true
 	}
-	if i := strings.LastIndexAny(v, ".:"); i >= 0 && i+1 < len(v) {
-		if _, ok := set[strings.TrimSpace(v[i+1:])]; ok {
+	if seg := lastSegment(v); seg != v {
+		if _, ok := t.exact[seg]; ok {
 			return true
 		}
 	}
 	if i := strings.IndexByte(v, ':'); i > 0 {
-		if _, ok := set[strings.TrimSpace(v[:i])]; ok {
+		if _, ok := t.exact[strings.TrimSpace(v[:i])]; ok {
+			return true
+		}
+	}
+	for _, p := range t.patterns {
+		if len(v) >= len(p[0])+len(p[1]) && strings.HasPrefix(v, p[0]) && strings.HasSuffix(v, p[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchSubclass reports whether the last segment of v is a class name ending in one of the
+// set's class names (JobCancellationException ends in CancellationException).
+func (t *typeSet) matchSubclass(v string) bool {
+	if len(t.suffixes) == 0 || v == "" {
+		return false
+	}
+	seg := lastSegment(strings.ToLower(strings.TrimSpace(v)))
+	for _, suf := range t.suffixes {
+		if strings.HasSuffix(seg, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastSegment returns the text after the last '.' or ':' of v (v itself when there is none or
+// nothing follows it).
+func lastSegment(v string) string {
+	if i := strings.LastIndexAny(v, ".:"); i >= 0 && i+1 < len(v) {
+		return strings.TrimSpace(v[i+1:])
+	}
+	return v
+}
+
+// typeClass is what an error or exception type says about how the work ended.
+type typeClass uint8
+
+const (
+	typeOther typeClass = iota
+	typeCancel
+	typeDeadline
+)
+
+// classify names what an error or exception type means. A name listed exactly (or by its last
+// segment or a pattern) wins over a subclass match, so kotlinx.coroutines'
+// TimeoutCancellationException, listed among the deadline types, is a deadline although its
+// name ends in CancellationException.
+func (r *rules) classify(v string) typeClass {
+	switch {
+	case v == "":
+		return typeOther
+	case r.deadline.matchExact(v):
+		return typeDeadline
+	case r.cancel.matchExact(v):
+		return typeCancel
+	case r.deadline.matchSubclass(v):
+		return typeDeadline
+	case r.cancel.matchSubclass(v):
+		return typeCancel
+	}
+	return typeOther
+}
+
+// recordsType reports whether the span's error.type or one of its exception types is of class.
+func (r *rules) recordsType(s *Span, class typeClass) bool {
+	if r.classify(s.ErrorType) == class {
+		return true
+	}
+	for _, t := range s.ExceptionTypes {
+		if r.classify(t) == class {
 			return true
 		}
 	}
@@ -77,17 +177,13 @@ const (
 )
 
 // cancelSignal reports whether the span recorded that its caller went away: HTTP 499 (client
-// closed request, nginx), gRPC CANCELLED, a cancellation error.type or exception, or an HTTP
+// closed request, nginx), gRPC CANCELLED, a cancellation error.type or exception (in any of the
+// common languages: Go, Python, Java and Kotlin, C#, JavaScript, Swift, Rust), or an HTTP
 // CLIENT span with unset status and no response status code (HTTP semantic conventions leave a
 // deliberately cancelled client call that way).
 func (r *rules) cancelSignal(s *Span) bool {
-	if s.HTTPStatus == 499 || s.GRPCStatus == grpcCancelled || matchType(r.cancel, s.ErrorType) {
+	if s.HTTPStatus == 499 || s.GRPCStatus == grpcCancelled || r.recordsType(s, typeCancel) {
 		return true
-	}
-	for _, t := range s.ExceptionTypes {
-		if matchType(r.cancel, t) {
-			return true
-		}
 	}
 	return s.Kind == KindClient && s.IsHTTP && s.HTTPStatus == 0 && s.Status == StatusUnset && s.ErrorType == ""
 }
@@ -95,16 +191,11 @@ func (r *rules) cancelSignal(s *Span) bool {
 // deadlineSignal reports whether the span recorded a passed deadline: gRPC DEADLINE_EXCEEDED
 // or a deadline error.type or exception.
 func (r *rules) deadlineSignal(s *Span) bool {
-	if s.GRPCStatus == grpcDeadlineExceeded || matchType(r.deadline, s.ErrorType) {
-		return true
-	}
-	for _, t := range s.ExceptionTypes {
-		if matchType(r.deadline, t) {
-			return true
-		}
-	}
-	return false
+	return s.GRPCStatus == grpcDeadlineExceeded || r.recordsType(s, typeDeadline)
 }
+
+// noticeSignal reports whether the span recorded the cancellation or a passed deadline.
+func (r *rules) noticeSignal(s *Span) bool { return r.cancelSignal(s) || r.deadlineSignal(s) }
 
 // failed reports whether the span records an error of any kind.
 func failed(s *Span) bool {
@@ -113,7 +204,7 @@ func failed(s *Span) bool {
 
 // attemptResult classifies how one attempt ended.
 func (r *rules) attemptResult(s *Span) result {
-	if r.cancelSignal(s) || r.deadlineSignal(s) {
+	if r.noticeSignal(s) {
 		return resultCancelled
 	}
 	if !failed(s) {
@@ -131,7 +222,7 @@ func (r *rules) attemptResult(s *Span) result {
 		}
 		return resultHard
 	}
-	if matchType(r.retryable, s.ErrorType) {
+	if r.retryable.matchExact(s.ErrorType) {
 		return resultRetryable
 	}
 	return resultHard
@@ -150,11 +241,14 @@ func (r *rules) isModelCall(s *Span) bool {
 	return ok
 }
 
-// isAttempt reports whether a span is one try of an operation (docs/verdicts.md).
+// isAttempt reports whether a span is one try of an operation (docs/verdicts.md "Which spans
+// are attempts"): CLIENT and PRODUCER spans, model calls and other GenAI operations, tool calls
+// (an agent framework's INTERNAL tool-call span is work like any call), and spans that carry
+// an attempt number.
 func (r *rules) isAttempt(s *Span) bool {
 	switch s.Kind {
 	case KindClient, KindProducer:
 		return true
 	}
-	return s.Operation != "" || s.ResendCount >= 0 || s.Attempt > 0 || r.isModelCall(s)
+	return s.Operation != "" || s.ToolCall || s.ResendCount >= 0 || s.Attempt > 0 || r.isModelCall(s)
 }

@@ -95,6 +95,10 @@ type Span struct {
 	Target string
 	// Operation is gen_ai.operation.name; empty when absent.
 	Operation string
+	// ToolCall is true for a tool call: a span with gen_ai.tool.name or gen_ai.tool.call.id
+	// (GenAI semantic conventions, execute_tool) or the Vercel AI SDK's ai.toolCall.name /
+	// ai.toolCall.id.
+	ToolCall bool
 	// Deadline is an absolute deadline carried by the span, unix nanoseconds; 0 when none.
 	// Readers convert relative timeouts (grpc-timeout, x-envoy-expected-rq-timeout-ms) by adding
 	// them to Start.

@@ -6,7 +6,7 @@ import "strings"
 // token usage or a model operation (gen_ai.operation.name chat, ...) none of whose descendants
 // is a model call: spans that repeat their children's usage (an agent or workflow span, the
 // Vercel AI SDK's ai.generateText around ai.generateText.doGenerate) are not counted twice.
-func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []Verdict, root int32, st *Stats) {
+func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []Verdict, st *Stats) {
 	sc.isCall = grown(sc.isCall, len(spans))
 	isCall := sc.isCall
 	for i := range spans {
@@ -24,6 +24,11 @@ func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []
 		}
 	}
 	for i := range spans {
+		if nodes[i].valid && nodes[i].modelDesc && (spans[i].InputTokens >= 0 || spans[i].OutputTokens >= 0) {
+			// It repeats the usage of model calls below it: said, so that the exporter's
+			// fallback for spans the processor never saw does not count it either.
+			out[i].SpendRepeated = true
+		}
 		if !isCall[i] || nodes[i].modelDesc {
 			continue
 		}

@@ -17,8 +17,26 @@ type Correlator struct {
 	rootOrder fifo[TraceID]
 	keys      map[uint64]keyTraces
 	keyOrder  fifo[uint64]
+	// multi indexes, for traces with several roots, which root each decided span had, so that
+	// a span arriving later is judged against the root its siblings had. Bounded by
+	// MaxIndexedSpans entries in all (whole traces evicted, oldest first).
+	multi      map[TraceID]*multiRoot
+	multiOrder fifo[TraceID]
+	indexed    int
 
-	evictedRoots, evictedKeys uint64
+	evictedRoots, evictedKeys, evictedIndexed uint64
+}
+
+// multiRoot is what is kept of a trace with several roots.
+type multiRoot struct {
+	roots    []rootEntry       // at most 255
+	spanRoot map[SpanID]uint8 // a decided span's root, by position in roots
+}
+
+// rootEntry is one root of a trace with several.
+type rootEntry struct {
+	id  SpanID
+	rec rootRecord
 }
 
 // keyTraces holds up to four distinct traces that carried one idempotency key, in arrival order.
@@ -37,6 +55,7 @@ func New(cfg Config) (*Correlator, error) {
 		rules: compileRules(cfg),
 		roots: make(map[TraceID]rootRecord),
 		keys:  make(map[uint64]keyTraces),
+		multi: make(map[TraceID]*multiRoot),
 	}, nil
 }
 
@@ -57,10 +76,16 @@ func (c *Correlator) Observe(spans []Span) {
 		if s.ParentID.IsZero() && s.Start > 0 && s.End >= s.Start {
 			rec := c.rootRecordOf(s)
 			if old, ok := c.roots[s.TraceID]; ok {
-				// Two roots (or the same root twice): keep the earlier gone time.
-				if rec.gone < old.gone {
-					c.roots[s.TraceID] = rec
+				// Two roots (or the same root twice): count the second, keep the preferred.
+				n := old.nroots
+				if !rec.detached && (old.detached || old.idLo != rec.idLo) && n < 255 {
+					n++
 				}
+				if preferredRoot(rec, old) {
+					old = rec
+				}
+				old.nroots = n
+				c.roots[s.TraceID] = old
 			} else {
 				c.putRootLocked(s.TraceID, rec)
 			}
@@ -126,11 +151,155 @@ func (c *Correlator) lookupKeyLocked(h uint64) (rootRecord, bool) {
 	return rootRecord{}, false
 }
 
+// knownRoots is what a decision knows of its trace's roots: those among its spans, those kept
+// from earlier decisions.
+type knownRoots struct {
+	n        int        // distinct roots that are not detached work
+	single   rootRecord // the root, when n == 1
+	detached bool       // no root but detached ones is known: work below is detached
+	detRec   rootRecord
+	multi    *multiRoot // the trace's index, if it has one
+}
+
+// knownRootsLocked gathers what is known of the roots of trace t, given the decision's roots.
+func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs []rootRecord) knownRoots {
+	var k knownRoots
+	k.multi = c.multi[t]
+	for j := range roots {
+		if recs[j].detached {
+			k.detached, k.detRec = true, recs[j]
+			continue
+		}
+		k.n++
+		k.single = recs[j]
+	}
+	if k.multi != nil {
+	next:
+		for _, e := range k.multi.roots {
+			for _, r := range roots {
+				if spans[r].SpanID == e.id {
+					continue next
+				}
+			}
+			if e.rec.detached {
+				k.detached, k.detRec = true, e.rec
+				continue
+			}
+			k.n++
+			k.single = e.rec
+		}
+	}
+	if rec, ok := c.roots[t]; ok {
+		if rec.detached {
+			k.detached, k.detRec = true, rec
+		} else if int(rec.nroots) > k.n {
+			k.n, k.single = int(rec.nroots), rec
+		} else if k.n == 0 {
+			k.n, k.single = 1, rec
+		}
+	}
+	if k.n > 0 {
+		k.detached = false
+	}
+	return k
+}
+
+// absentParentRoot is the root a span whose parent is absent is judged against.
+type absentParentRoot struct {
+	rec       rootRecord
+	ok        bool // a root was found
+	detached  bool // the work is detached (the only roots known are detached work)
+	ambiguous bool // several roots, and the trace's index does not know the parent
+}
+
+// rootOfAbsentParentLocked decides the root of a span whose parent is absent from the decision
+// (it came in an earlier one, or never came): the root the parent had, when the trace's index
+// knows it; else the trace's only root (not detached work); else, with several roots, none
+// (ambiguous: the span is unknown and counted); with only detached roots, detached.
+func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *knownRoots) absentParentRoot {
+	if k.multi != nil && !s.ParentID.IsZero() {
+		if j, ok := k.multi.spanRoot[s.ParentID]; ok {
+			rec := k.multi.roots[j].rec
+			return absentParentRoot{rec: rec, ok: true, detached: rec.detached}
+		}
+	}
+	switch {
+	case k.n == 1:
+		return absentParentRoot{rec: k.single, ok: true}
+	case k.n >= 2:
+		return absentParentRoot{ambiguous: true}
+	case k.detached:
+		return absentParentRoot{rec: k.detRec, ok: true, detached: true}
+	}
+	return absentParentRoot{}
+}
+
+// indexRootsLocked records, for a trace with several roots, the decision's roots and which of
+// them each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted).
+func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32, recs []rootRecord) {
+	t := spans[0].TraceID
+	m := c.multi[t]
+	if m == nil {
+		m = &multiRoot{spanRoot: map[SpanID]uint8{}}
+		c.multi[t] = m
+		c.multiOrder.push(t)
+	}
+	pos := make([]int, len(roots)) // position in m.roots of each of the decision's roots, -1 if full
+	for j, r := range roots {
+		pos[j] = -1
+		for q, e := range m.roots {
+			if e.id == spans[r].SpanID {
+				pos[j] = q
+			}
+		}
+		if pos[j] < 0 && len(m.roots) < 255 {
+			pos[j] = len(m.roots)
+			m.roots = append(m.roots, rootEntry{id: spans[r].SpanID, rec: recs[j]})
+		}
+	}
+	for i := range spans {
+		n := &nodes[i]
+		if !n.valid || n.root < 0 || pos[n.root] < 0 {
+			continue
+		}
+		if _, dup := m.spanRoot[spans[i].SpanID]; !dup {
+			m.spanRoot[spans[i].SpanID] = uint8(pos[n.root])
+			c.indexed++
+		}
+	}
+	for c.indexed > c.cfg.MaxIndexedSpans {
+		old, ok := c.multiOrder.pop()
+		if !ok {
+			break
+		}
+		if om, present := c.multi[old]; present {
+			c.indexed -= len(om.spanRoot)
+			c.evictedIndexed += uint64(len(om.spanRoot))
+			delete(c.multi, old)
+		}
+	}
+}
+
 // Held returns the number of root records and idempotency keys kept.
 func (c *Correlator) Held() (roots, keys int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.roots), len(c.keys)
+}
+
+// HeldIndexed returns the number of spans indexed to their root in traces with several roots.
+func (c *Correlator) HeldIndexed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.indexed
+}
+
+// EvictedIndexed returns how many indexed spans of traces with several roots were evicted to
+// stay within MaxIndexedSpans since the Correlator was made.
+func (c *Correlator) EvictedIndexed() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.evictedIndexed
 }
 
 // Evicted returns how many root records and idempotency keys were evicted to stay within

@@ -159,13 +159,22 @@ type Verdict struct {
 	// Cost in USD of a model call, valid when HasCost.
 	Cost    float64
 	HasCost bool
+	// SpendRepeated is set on a span that carries token usage repeated from model calls below
+	// it (an agent or workflow span): its tokens are counted on those calls, never on it.
+	SpendRepeated bool
+	// HasReach is set on roots that ended cancelled or deadline_exceeded: ReachHops is how many
+	// service hops down the news travelled before something noticed, OrphanedDepthHops the
+	// deepest hop still working after the gone time (reach.go).
+	HasReach                     bool
+	ReachHops, OrphanedDepthHops int
 }
 
 // Stats counts what one Decide call saw, for the processor's telemetry.
 type Stats struct {
 	Invalid         [numInvalid]int // spans by Invalid reason (index Valid unused)
 	UnknownRootRuns int             // runs whose root was never seen
-	RootMissing     bool            // the trace's root span was not among the spans nor retained
+	RootMissing     bool            // no root span was among the spans nor retained
+	AmbiguousRoot   int             // spans whose parent is absent in a trace with several roots: unknown
 	NoDuration      int             // spans with end equal to start: liveness unknown
 }
 

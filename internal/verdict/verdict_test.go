@@ -241,7 +241,7 @@ func TestConfigValidate(t *testing.T) {
 	cfg.Prices = map[string]Price{"m": {-1, 0}}
 	err := cfg.Validate()
 	require.Error(t, err)
-	for _, want := range []string{"clock_skew", "retryable.grpc_status_codes", "prices[m]"} {
+	for _, want := range []string{"clock_skew_tolerance: ", "retryable.grpc_status_codes", "prices.m.input_per_million"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	_, err = New(cfg)

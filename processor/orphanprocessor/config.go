@@ -3,7 +3,6 @@ package orphanprocessor
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -110,6 +109,9 @@ type LimitsConfig struct {
 	MaxRootRecords int `mapstructure:"max_root_records"`
 	// MaxIdempotencyKeys bounds idempotency-key hashes remembered (FIFO).
 	MaxIdempotencyKeys int `mapstructure:"max_idempotency_keys"`
+	// MaxMultiRootSpans bounds the spans of traces with several roots whose root is remembered
+	// so that late spans are judged against the root their siblings had (oldest traces first).
+	MaxMultiRootSpans int `mapstructure:"max_multi_root_spans"`
 }
 
 var _ confmap.Validator = (*Config)(nil)
@@ -130,7 +132,7 @@ func (c *Config) Validate() error {
 		if strings.TrimSpace(d.Attribute) == "" {
 			errs = append(errs, fmt.Errorf("attributes.deadlines[%d].attribute: must not be empty", i))
 		}
-		if err := d.Format.Validate(); err != nil {
+		if err := d.Format.Check(); err != nil {
 			errs = append(errs, fmt.Errorf("attributes.deadlines[%d].format: %w", i, err))
 		}
 	}
@@ -145,13 +147,10 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	for m, p := range c.Prices {
-		for field, v := range map[string]float64{"input_per_million": p.InputPerMillion, "output_per_million": p.OutputPerMillion} {
-			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-				errs = append(errs, fmt.Errorf("prices.%s.%s: must be a non-negative number, got %v", m, field, v))
-			}
-		}
-	}
+	// The rules (clock_skew_tolerance, run_timeout, max_attempts, cancellation.grace,
+	// retryable.*, prices, limits.max_root_records, limits.max_idempotency_keys,
+	// limits.max_multi_root_spans) are checked once, by the correlator's own Validate, which
+	// names them as written here.
 	if err := c.verdictConfig().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -179,6 +178,7 @@ func (c *Config) verdictConfig() verdict.Config {
 	vc.DetachLateEntries = c.Detached.LateEntrySpans
 	vc.MaxRootRecords = c.Limits.MaxRootRecords
 	vc.MaxKeys = c.Limits.MaxIdempotencyKeys
+	vc.MaxIndexedSpans = c.Limits.MaxMultiRootSpans
 	return vc
 }
 

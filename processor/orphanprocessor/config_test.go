@@ -2,6 +2,7 @@ package orphanprocessor
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestCustomConfig(t *testing.T) {
 	assert.Len(t, cfg.Attributes.Deadlines, 2)
 	assert.Equal(t, PriceConfig{InputPerMillion: 2.5, OutputPerMillion: 10}, cfg.Prices["gpt-4o"])
 	assert.False(t, cfg.Detached.LinkedRoots)
-	assert.Equal(t, LimitsConfig{MaxTraces: 1000, MaxSpansPerTrace: 500, MaxRootRecords: 2000, MaxIdempotencyKeys: 3000}, cfg.Limits)
+	assert.Equal(t, LimitsConfig{MaxTraces: 1000, MaxSpansPerTrace: 500, MaxRootRecords: 2000, MaxIdempotencyKeys: 3000, MaxMultiRootSpans: 100_000}, cfg.Limits)
 	vc := cfg.verdictConfig()
 	assert.Equal(t, 100*time.Millisecond, vc.ClockSkew)
 	assert.Equal(t, 3000, vc.MaxKeys)
@@ -57,12 +58,15 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		"bad_format": {"attributes.deadlines[0].format", "unix_minutes"},
 		"bad_limits": {"decision_wait", "limits.max_traces"},
 		"bad_price":  {"prices.gpt-4o.input_per_million"},
+		"bad_rules": {"clock_skew_tolerance: ", "run_timeout: ", "max_attempts: ", "cancellation.grace: ",
+			"limits.max_multi_root_spans: "},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := confmap.Validate(loadConfig(t, name))
 			require.Error(t, err)
 			for _, w := range want {
-				assert.Contains(t, err.Error(), w)
+				// Named as in YAML, and each problem said once.
+				assert.Equal(t, 1, strings.Count(err.Error(), w), "%q in %q", w, err.Error())
 			}
 		})
 	}

@@ -81,6 +81,7 @@ func createDefaultConfig() component.Config {
 			MaxSpansPerTrace:   10_000,
 			MaxRootRecords:     vc.MaxRootRecords,
 			MaxIdempotencyKeys: vc.MaxKeys,
+			MaxMultiRootSpans:  vc.MaxIndexedSpans,
 		},
 	}
 }

@@ -38,8 +38,8 @@ type orphanProcessor struct {
 	queue     []*heldTrace            // in order of first arrival; decided entries are skipped
 	spansHeld int
 
-	evictMu               sync.Mutex
-	seenRootEv, seenKeyEv uint64
+	evictMu                              sync.Mutex
+	seenRootEv, seenKeyEv, seenIndexedEv uint64
 
 	dropLog logLimiter
 
@@ -561,6 +561,9 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), p.tel.With("reason", verdict.Invalid(r).String()))
 		}
 	}
+	if st.AmbiguousRoot > 0 {
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.AmbiguousRoot), metric.WithAttributes(attribute.String("reason", "ambiguous_root")))
+	}
 	if st.NoDuration > 0 {
 		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.NoDuration), p.tel.With("reason", "no_duration"))
 	}
@@ -623,6 +626,12 @@ func verdictAttrs(v *verdict.Verdict) int {
 	if v.CallerService != "" {
 		n++
 	}
+	if v.SpendRepeated {
+		n++
+	}
+	if v.HasReach {
+		n += 2
+	}
 	if v.Model != "" {
 		n++
 		if v.InputTokens >= 0 {
@@ -674,6 +683,13 @@ func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
 	if v.CallerService != "" {
 		a.PutStr(verdict.AttrCallerService, v.CallerService)
 	}
+	if v.SpendRepeated {
+		a.PutBool(verdict.AttrSpendRepeated, true)
+	}
+	if v.HasReach {
+		a.PutInt(verdict.AttrCancelReachHops, int64(v.ReachHops))
+		a.PutInt(verdict.AttrOrphanedDepth, int64(v.OrphanedDepthHops))
+	}
 	if v.Model != "" {
 		a.PutStr(verdict.AttrSpendModel, v.Model)
 		if v.InputTokens >= 0 {
@@ -692,10 +708,14 @@ func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
 // since the last call to the evictions counter.
 func (p *orphanProcessor) countCorrelatorEvictions(ctx context.Context) {
 	roots, keys := p.corr.Evicted()
+	indexed := p.corr.EvictedIndexed()
 	p.evictMu.Lock()
-	dr, dk := roots-p.seenRootEv, keys-p.seenKeyEv
-	p.seenRootEv, p.seenKeyEv = roots, keys
+	dr, dk, di := roots-p.seenRootEv, keys-p.seenKeyEv, indexed-p.seenIndexedEv
+	p.seenRootEv, p.seenKeyEv, p.seenIndexedEv = roots, keys, indexed
 	p.evictMu.Unlock()
+	if di > 0 {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(di), metric.WithAttributes(attribute.String("state", "multi_root_spans")))
+	}
 	if dr > 0 {
 		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dr), p.tel.With("state", "root_records"))
 	}

@@ -33,8 +33,9 @@ const (
 	FormatSeconds DeadlineFormat = "seconds"
 )
 
-// Validate reports whether f is a known format.
-func (f DeadlineFormat) Validate() error {
+// Check reports whether f is a known format. (Not named Validate: the collector's confmap would
+// then report a bad format a second time, under its own path.)
+func (f DeadlineFormat) Check() error {
 	switch f {
 	case FormatUnixSeconds, FormatUnixMilliseconds, FormatRFC3339, FormatGRPCTimeout, FormatMilliseconds, FormatSeconds:
 		return nil

@@ -84,6 +84,7 @@ type Reader struct {
 	resend, operation                                                          int
 	rpcMethod, rpcService, msgDest, serverAddr, serverPort, urlFull            int
 	peerService, requestModel                                                  int
+	toolName, toolCallID, aiToolName, aiToolCallID                             int
 	attempt, keys, deadlines, models, inputTokens, outputTokens, costs         []int
 
 	// Masks of the slots of each list, to skip a list none of whose names a span carries.
@@ -131,6 +132,10 @@ func New(o Options) *Reader {
 	r.urlFull = slot("url.full")
 	r.peerService = slot("peer.service")
 	r.requestModel = slot("gen_ai.request.model")
+	r.toolName = slot("gen_ai.tool.name")
+	r.toolCallID = slot("gen_ai.tool.call.id")
+	r.aiToolName = slot("ai.toolCall.name")
+	r.aiToolCallID = slot("ai.toolCall.id")
 	r.attempt = slots(o.AttemptAttributes)
 	r.keys = slots(o.IdempotencyKeys)
 	dl := make([]string, len(o.Deadlines))
@@ -325,6 +330,12 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 	}
 	s.Target = r.target(&a)
 	s.Operation = strValue(a.get(r.operation))
+	for _, slot := range [...]int{r.toolName, r.toolCallID, r.aiToolName, r.aiToolCallID} {
+		if _, ok := a.get(slot); ok {
+			s.ToolCall = true
+			break
+		}
+	}
 	for di, d := range r.o.Deadlines {
 		if !a.any(r.deadlineMask) {
 			break

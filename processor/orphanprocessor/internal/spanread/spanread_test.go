@@ -46,8 +46,8 @@ func TestParseDeadline(t *testing.T) {
 		require.NoError(t, err, "%s %q", c.f, c.v)
 		assert.Equal(t, c.want, got, "%s %q", c.f, c.v)
 	}
-	assert.Error(t, DeadlineFormat("unix_minutes").Validate())
-	assert.NoError(t, FormatGRPCTimeout.Validate())
+	assert.Error(t, DeadlineFormat("unix_minutes").Check())
+	assert.NoError(t, FormatGRPCTimeout.Check())
 }
 
 func testReader() *Reader {

@@ -1,0 +1,75 @@
+package verdict
+
+// The rules of detached work and of liveness (DESIGN.md "Words": detached work, liveness of a
+// span; docs/verdicts.md "Detached work", "Liveness").
+
+// startsDetachedWork reports whether span i begins work meant to outlive the request, given
+// what it inherits (ctx): it is a messaging CONSUMER span, or it is a follow-up (see
+// isFollowUp).
+func (c *Correlator) startsDetachedWork(spans []Span, nodes []node, i int32, ctx *spanContext) bool {
+	s := &spans[i]
+	if c.cfg.DetachConsumers && s.Kind == KindConsumer {
+		return true
+	}
+	return c.cfg.DetachLateEntries && c.isFollowUp(spans, nodes, i, ctx)
+}
+
+// isFollowUp reports whether a SERVER span that started after its parent ended is a follow-up
+// that nobody waits for (a browser following a redirect, a request sent after an answer that
+// completed): its root completed normally and the span it follows ended without error. A late
+// entry is not detached by starting late alone (DESIGN.md): when the request was abandoned
+// (its root cancelled, past its deadline, or failed) or the caller gave up on this call (its
+// span recorded an error, a timeout or a cancellation), the work is the request's own, picked
+// up late: a workflow engine's activity that starts after its scheduling span ended, a server
+// that takes a request after its client timed out. It is judged like any span, and is
+// dispatched for nobody if it starts after the gone time.
+func (c *Correlator) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanContext) bool {
+	s, n := &spans[i], &nodes[i]
+	if s.Kind != KindServer || n.parent < 0 || !nodes[n.parent].timed {
+		return false
+	}
+	p := &spans[n.parent]
+	tol := int64(0)
+	if p.Service != s.Service {
+		tol = int64(c.cfg.ClockSkew)
+	}
+	if s.Start <= p.End+tol {
+		return false // not late
+	}
+	return ctx.hasRoot && ctx.rec.reason == EndReasonCompleted && !failed(p) && !c.rules.noticeSignal(p)
+}
+
+// judgeLiveness decides whether a judged span ended while somebody still waited for its root:
+// live if it ended by its gone time (plus the clock-skew tolerance across services), orphaned
+// after it, unless it noticed (see noticed). A span with no gone time is unknown.
+func (c *Correlator) judgeLiveness(s *Span, n *node, v *Verdict) {
+	gone, ok := c.goneOf(n)
+	if !ok {
+		v.Liveness = LivenessUnknown
+		return
+	}
+	tol := int64(0)
+	if !n.hasRoot || s.Service != n.rec.service {
+		// Different clocks: the span's service is not the root's, or the gone time is only
+		// a deadline (written by some other clock).
+		tol = int64(c.cfg.ClockSkew)
+	}
+	switch {
+	case s.End <= gone+tol:
+		v.Liveness = LivenessLive
+	case c.noticed(s, gone):
+		v.Liveness = LivenessLive
+	default:
+		v.Liveness = LivenessOrphaned
+		v.AfterGone = float64(s.End-gone) / 1e9
+	}
+	v.StartedAfterGone = s.Start > gone+tol
+}
+
+// noticed reports whether a span that ended after its gone time recorded the cancellation (or
+// the passed deadline) itself and ended within cancellation.grace of the gone time: it noticed,
+// and unwinding took a moment (a cancelled client call that returns a few milliseconds after
+// its handler answered 499). It is not orphaned work (DESIGN.md "liveness of a span").
+func (c *Correlator) noticed(s *Span, gone int64) bool {
+	return c.rules.noticeSignal(s) && s.End <= gone+int64(c.cfg.CancellationGrace)
+}

@@ -1,0 +1,68 @@
+package verdict
+
+// How far the news of a cancellation travelled: the edges where it stopped, and the
+// cancellation reach of each abandoned root (DESIGN.md "Words": cancellation reach;
+// docs/verdicts.md "Edges", "Cancellation reach").
+
+// decideEdges names the edges that did not carry the cancellation. On every orphaned path down
+// from the root, the first span that enters another service (an orphaned SERVER or CONSUMER
+// span whose parent is in another service) carries its caller's service: the news stopped at
+// that boundary, whatever became of the caller's own span (still open past a deadline, unwound
+// a few milliseconds late, or live while a nested call went on). Orphaned entries below an
+// orphaned entry are not edges of their own: their caller never knew either.
+func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []Verdict) {
+	for _, i := range sc.order { // parents before children
+		s, n := &spans[i], &nodes[i]
+		if n.parent < 0 {
+			continue
+		}
+		p := &spans[n.parent]
+		above := nodes[n.parent].orphanedEntryAbove
+		if out[i].Liveness == LivenessOrphaned && isEntry(s, p) {
+			if !above {
+				out[i].CallerService = p.Service
+			}
+			above = true
+		}
+		n.orphanedEntryAbove = above
+	}
+}
+
+// decideReach measures, for every root of the decision that ended cancelled or
+// deadline_exceeded, in service hops from the root (isEntry):
+//   - reach: the deepest hop at which work noticed the cancellation: a span there recorded the
+//     cancellation or a passed deadline within cancellation.grace of its gone time, or a run
+//     there ended cancelled; 0 when only the root's own service knew;
+//   - orphaned depth: the deepest hop of an orphaned span; 0 when nothing was orphaned below the
+//     root's own service.
+//
+// Hops are counted along the spans present in the decision; spans whose parent is absent are
+// not counted for any root.
+func (c *Correlator) decideReach(spans []Span, nodes []node, out []Verdict, roots []int32) {
+	abandoned := false
+	for _, r := range roots {
+		if reason := nodes[r].rec.reason; !nodes[r].detached && (reason == EndReasonCancelled || reason == EndReasonDeadlineExceeded) {
+			out[r].HasReach = true
+			abandoned = true
+		}
+	}
+	if !abandoned {
+		return
+	}
+	for i := range spans {
+		n := &nodes[i]
+		if !n.valid || n.root < 0 || n.detached && !n.bound {
+			continue
+		}
+		rv := &out[roots[n.root]]
+		if !rv.HasReach {
+			continue
+		}
+		if out[i].Outcome == OutcomeCancelled || c.rules.noticeSignal(&spans[i]) && c.nearGone(n, spans[i].End) {
+			rv.ReachHops = max(rv.ReachHops, int(n.hop))
+		}
+		if out[i].Liveness == LivenessOrphaned {
+			rv.OrphanedDepthHops = max(rv.OrphanedDepthHops, int(n.hop))
+		}
+	}
+}
