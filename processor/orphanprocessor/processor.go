@@ -562,7 +562,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		}
 	}
 	if st.AmbiguousRoot > 0 {
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.AmbiguousRoot), metric.WithAttributes(attribute.String("reason", "ambiguous_root")))
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.AmbiguousRoot), p.tel.With("reason", "ambiguous_root"))
 	}
 	if st.NoDuration > 0 {
 		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.NoDuration), p.tel.With("reason", "no_duration"))
@@ -714,7 +714,7 @@ func (p *orphanProcessor) countCorrelatorEvictions(ctx context.Context) {
 	p.seenRootEv, p.seenKeyEv, p.seenIndexedEv = roots, keys, indexed
 	p.evictMu.Unlock()
 	if di > 0 {
-		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(di), metric.WithAttributes(attribute.String("state", "multi_root_spans")))
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(di), p.tel.With("state", "multi_root_spans"))
 	}
 	if dr > 0 {
 		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dr), p.tel.With("state", "root_records"))
