@@ -182,7 +182,7 @@ func BenchmarkRatios(b *testing.B) {
 	oNs, oB, oA := per("orphan")
 	gNs, gB, gA := per("groupbytrace")
 	sNs, sB, sA := per("spanmetrics")
-	mNs, _, _ := per("orphanmetrics")
+	mNs, mB, mA := per("orphanmetrics")
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(oNs/fNs, "orphan/floor")
 	b.ReportMetric(gNs/oNs, "groupbytrace/orphan")
@@ -193,4 +193,7 @@ func BenchmarkRatios(b *testing.B) {
 	b.ReportMetric(sB/oB, "spanmetrics/orphan-B")
 	b.ReportMetric(sA/oA, "spanmetrics/orphan-allocs")
 	b.ReportMetric(1e3/oNs, "orphan-Mspans/s")
+	b.ReportMetric(mNs/sNs, "orphanmetrics/spanmetrics")
+	b.ReportMetric(mB/sB, "orphanmetrics/spanmetrics-B")
+	b.ReportMetric(mA/sA, "orphanmetrics/spanmetrics-allocs")
 }

@@ -31,6 +31,12 @@ func DefaultOutliveBuckets() []float64 {
 	return []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 }
 
+// DefaultHopBuckets returns the default upper bounds, in service hops, of the
+// cancel_reach_hops and orphaned_depth_hops histograms.
+func DefaultHopBuckets() []float64 {
+	return []float64{0, 1, 2, 3, 4, 5, 6, 8, 10}
+}
+
 // LimitedLabels are the labels whose values come from span data and are
 // therefore bounded by [LabelLimitsConfig]. All other labels take values from
 // fixed sets.
@@ -60,6 +66,11 @@ type Config struct {
 	// outlive_seconds histogram: positive, finite and strictly increasing.
 	// Default [DefaultOutliveBuckets].
 	OutliveBuckets []float64 `mapstructure:"outlive_buckets"`
+
+	// HopBuckets are the upper bounds, in service hops, of the buckets of
+	// the cancel_reach_hops and orphaned_depth_hops histograms: non-negative,
+	// finite and strictly increasing. Default [DefaultHopBuckets].
+	HopBuckets []float64 `mapstructure:"hop_buckets"`
 
 	// ConstLabels are added to every exported series. Names must be valid
 	// Prometheus label names that do not start with "__" and are not used
@@ -151,6 +162,20 @@ func (c *Config) validateMetrics() error {
 			add("outlive_buckets[%d]: must be positive, got %v", i, b)
 		case i > 0 && b <= c.OutliveBuckets[i-1]:
 			add("outlive_buckets[%d]: must be greater than the previous bound %v, got %v", i, c.OutliveBuckets[i-1], b)
+		}
+	}
+
+	if len(c.HopBuckets) == 0 {
+		add("hop_buckets: must not be empty")
+	}
+	for i, b := range c.HopBuckets {
+		switch {
+		case math.IsNaN(b) || math.IsInf(b, 0):
+			add("hop_buckets[%d]: must be finite, got %v", i, b)
+		case b < 0:
+			add("hop_buckets[%d]: must not be negative, got %v", i, b)
+		case i > 0 && b <= c.HopBuckets[i-1]:
+			add("hop_buckets[%d]: must be greater than the previous bound %v, got %v", i, c.HopBuckets[i-1], b)
 		}
 	}
 
