@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 const sec = time.Second
@@ -565,4 +567,25 @@ func TestSanitize(t *testing.T) {
 	got := sanitize(strings.Repeat("€", 100))
 	assert.Equal(t, strings.Repeat("€", 85), got)
 	assert.Equal(t, strings.Repeat("a", 256), sanitize(strings.Repeat("a", 300)))
+}
+
+// TestExemplarsAtMostOncePerInterval: a series' exemplar is replaced at most once per
+// exemplarInterval (client_golang allocates each one); the first orphaned span always sets it.
+func TestExemplarsAtMostOncePerInterval(t *testing.T) {
+	r := newTestRecorder(t, nil)
+	now := t0
+	r.now = func() time.Time { return now }
+	orphaned := func(trace pcommon.TraceID) ptrace.Traces {
+		return buildTraces(t, testResource{service: "svc", spans: []testSpan{{name: "op", traceID: trace, end: sec, attrs: map[string]any{
+			"orphanwatch.liveness": "orphaned", "orphanwatch.attempt": 1, "orphanwatch.after_gone": 0.5,
+		}}}})
+	}
+	series := `{liveness="outlived_root",operation="op",service_name="svc"}`
+	r.Record(orphaned(traceA))
+	r.Record(orphaned(traceB))
+	assert.Equal(t, traceA.String(), exemplars(t, r.Gatherer(), "orphanwatch_attempts_total")[series]["trace_id"])
+	now = now.Add(exemplarInterval)
+	r.Record(orphaned(traceB))
+	assert.Equal(t, traceB.String(), exemplars(t, r.Gatherer(), "orphanwatch_attempts_total")[series]["trace_id"])
+	assert.Equal(t, 3.0, samples(t, r.Gatherer(), "orphanwatch_attempts_total")[series], "every span counts")
 }

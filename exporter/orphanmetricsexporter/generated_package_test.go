@@ -6,6 +6,8 @@ import (
 	"go.uber.org/goleak"
 )
 
+// Written by hand in the shape mdatagen generates.
+
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
