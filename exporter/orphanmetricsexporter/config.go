@@ -151,33 +151,8 @@ func (c *Config) validateMetrics() error {
 		}
 	}
 
-	if len(c.OutliveBuckets) == 0 {
-		add("outlive_buckets: must not be empty")
-	}
-	for i, b := range c.OutliveBuckets {
-		switch {
-		case math.IsNaN(b) || math.IsInf(b, 0):
-			add("outlive_buckets[%d]: must be finite, got %v", i, b)
-		case b <= 0:
-			add("outlive_buckets[%d]: must be positive, got %v", i, b)
-		case i > 0 && b <= c.OutliveBuckets[i-1]:
-			add("outlive_buckets[%d]: must be greater than the previous bound %v, got %v", i, c.OutliveBuckets[i-1], b)
-		}
-	}
-
-	if len(c.HopBuckets) == 0 {
-		add("hop_buckets: must not be empty")
-	}
-	for i, b := range c.HopBuckets {
-		switch {
-		case math.IsNaN(b) || math.IsInf(b, 0):
-			add("hop_buckets[%d]: must be finite, got %v", i, b)
-		case b < 0:
-			add("hop_buckets[%d]: must not be negative, got %v", i, b)
-		case i > 0 && b <= c.HopBuckets[i-1]:
-			add("hop_buckets[%d]: must be greater than the previous bound %v, got %v", i, c.HopBuckets[i-1], b)
-		}
-	}
+	errs = append(errs, validateBuckets("outlive_buckets", c.OutliveBuckets, false)...)
+	errs = append(errs, validateBuckets("hop_buckets", c.HopBuckets, true)...)
 
 	for _, name := range sortedKeys(c.ConstLabels) {
 		v := c.ConstLabels[name]
@@ -195,6 +170,28 @@ func (c *Config) validateMetrics() error {
 	}
 
 	return errors.Join(errs...)
+}
+
+// validateBuckets checks histogram bounds: not empty, finite, strictly increasing, positive
+// (or, with zeroOK, not negative).
+func validateBuckets(field string, bounds []float64, zeroOK bool) []error {
+	var errs []error
+	if len(bounds) == 0 {
+		errs = append(errs, fmt.Errorf("%s: must not be empty", field))
+	}
+	for i, b := range bounds {
+		switch {
+		case math.IsNaN(b) || math.IsInf(b, 0):
+			errs = append(errs, fmt.Errorf("%s[%d]: must be finite, got %v", field, i, b))
+		case b < 0 && zeroOK:
+			errs = append(errs, fmt.Errorf("%s[%d]: must not be negative, got %v", field, i, b))
+		case b <= 0 && !zeroOK:
+			errs = append(errs, fmt.Errorf("%s[%d]: must be positive, got %v", field, i, b))
+		case i > 0 && b <= bounds[i-1]:
+			errs = append(errs, fmt.Errorf("%s[%d]: must be greater than the previous bound %v, got %v", field, i, bounds[i-1], b))
+		}
+	}
+	return errs
 }
 
 // reservedLabels are every label name the exporter uses itself, plus the

@@ -134,105 +134,72 @@ type modelSeries struct {
 	cost   counterCache // by liveness
 }
 
+// cached returns m[k]; on first use it makes the entry with mk (which also returns the key to
+// keep: its strings copied out of the batch) under mu's write lock. A map that reached
+// maxCached is emptied first.
+func cached[K comparable, V any](mu *sync.RWMutex, m *map[K]*V, k K, mk func(K) (K, *V)) *V {
+	mu.RLock()
+	v := (*m)[k]
+	mu.RUnlock()
+	if v != nil {
+		return v
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if v = (*m)[k]; v != nil {
+		return v
+	}
+	if len(*m) >= maxCached {
+		*m = map[K]*V{}
+	}
+	k, v = mk(k)
+	(*m)[k] = v
+	return v
+}
+
 // service returns the cache of the (sanitized) service name.
 func (r *Recorder) service(name string) *serviceSeries {
-	r.svcMu.RLock()
-	s := r.services[name]
-	r.svcMu.RUnlock()
-	if s != nil {
-		return s
-	}
-	r.svcMu.Lock()
-	defer r.svcMu.Unlock()
-	if s = r.services[name]; s != nil {
-		return s
-	}
-	if len(r.services) >= maxCached {
-		r.services = map[string]*serviceSeries{}
-	}
-	name = strings.Clone(name) // do not keep the batch's memory
-	s = &serviceSeries{
-		name:         name,
-		roots:        make(counterCache, len(endReasonNames)),
-		spendSeconds: make(counterCache, numLiveness),
-		ops:          map[opKey]*opSeries{},
-		models:       map[string]*modelSeries{},
-		edges:        map[string]*edgeSeries{},
-	}
-	r.services[name] = s
-	return s
+	return cached(&r.svcMu, &r.services, name, func(name string) (string, *serviceSeries) {
+		name = strings.Clone(name)
+		return name, &serviceSeries{
+			name:         name,
+			roots:        make(counterCache, len(endReasonNames)),
+			spendSeconds: make(counterCache, numLiveness),
+			ops:          map[opKey]*opSeries{},
+			models:       map[string]*modelSeries{},
+			edges:        map[string]*edgeSeries{},
+		}
+	})
 }
 
-func (s *serviceSeries) operation(r *Recorder, k opKey) *opSeries {
-	s.mu.RLock()
-	o := s.ops[k]
-	s.mu.RUnlock()
-	if o != nil {
-		return o
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o = s.ops[k]; o != nil {
-		return o
-	}
-	if len(s.ops) >= maxCached {
-		s.ops = map[opKey]*opSeries{}
-	}
-	k.a, k.b = strings.Clone(k.a), strings.Clone(k.b)
-	o = &opSeries{
-		name:     k.label(),
-		runs:     make(counterCache, len(outcomeNames)),
-		attempts: make(counterCache, numAttemptLabels),
-	}
-	s.ops[k] = o
-	return o
+func (s *serviceSeries) operation(k opKey) *opSeries {
+	return cached(&s.mu, &s.ops, k, func(k opKey) (opKey, *opSeries) {
+		k.a, k.b = strings.Clone(k.a), strings.Clone(k.b)
+		return k, &opSeries{
+			name:     k.label(),
+			runs:     make(counterCache, len(outcomeNames)),
+			attempts: make(counterCache, numAttemptLabels),
+		}
+	})
 }
 
-func (s *serviceSeries) model(r *Recorder, name string) *modelSeries {
-	s.mu.RLock()
-	m := s.models[name]
-	s.mu.RUnlock()
-	if m != nil {
-		return m
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if m = s.models[name]; m != nil {
-		return m
-	}
-	if len(s.models) >= maxCached {
-		s.models = map[string]*modelSeries{}
-	}
-	name = strings.Clone(name)
-	m = &modelSeries{
-		name:   name,
-		calls:  make(counterCache, numLiveness),
-		tokens: make(counterCache, 2*numLiveness),
-		cost:   make(counterCache, numLiveness),
-	}
-	s.models[name] = m
-	return m
+func (s *serviceSeries) model(name string) *modelSeries {
+	return cached(&s.mu, &s.models, name, func(name string) (string, *modelSeries) {
+		name = strings.Clone(name)
+		return name, &modelSeries{
+			name:   name,
+			calls:  make(counterCache, numLiveness),
+			tokens: make(counterCache, 2*numLiveness),
+			cost:   make(counterCache, numLiveness),
+		}
+	})
 }
 
 func (s *serviceSeries) edge(caller string) *edgeSeries {
-	s.mu.RLock()
-	e := s.edges[caller]
-	s.mu.RUnlock()
-	if e != nil {
-		return e
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e = s.edges[caller]; e != nil {
-		return e
-	}
-	if len(s.edges) >= maxCached {
-		s.edges = map[string]*edgeSeries{}
-	}
-	caller = strings.Clone(caller)
-	e = &edgeSeries{name: caller, count: make(counterCache, 1)}
-	s.edges[caller] = e
-	return e
+	return cached(&s.mu, &s.edges, caller, func(caller string) (string, *edgeSeries) {
+		caller = strings.Clone(caller)
+		return caller, &edgeSeries{name: caller, count: make(counterCache, 1)}
+	})
 }
 
 // The operation label follows the OpenTelemetry semantic conventions' span-name rules, so that

@@ -434,7 +434,7 @@ func (c *spanCtx) resolveLiveness() {
 // operation returns the span's operation series (its label resolved on first use per span).
 func (c *spanCtx) operation() *opSeries {
 	if c.op == nil {
-		c.op = c.svc.operation(c.r, operationKeyOf(c.span, c.v))
+		c.op = c.svc.operation(operationKeyOf(c.span, c.v))
 		c.op.label.use(c.r, labelOperation, c.op.name)
 	}
 	return c.op
@@ -648,7 +648,7 @@ func (r *Recorder) recordModelCall(c *spanCtx) bool {
 	}
 
 	svc := c.useService()
-	ms := svc.model(r, model)
+	ms := svc.model(model)
 	ms.label.use(r, labelModel, ms.name)
 	lv := c.lv
 	if isModelCall {

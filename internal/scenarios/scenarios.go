@@ -59,6 +59,13 @@ var opSearch = "GET " + SearchTool + ":" + strconv.Itoa(HTTPPort)
 
 func opAgent(agent string) string { return "POST " + agent + ":" + strconv.Itoa(HTTPPort) }
 
+// agentCall expects gateway's one call to agent: a run of one attempt with the outcome, the
+// attempt with the liveness label.
+func agentCall(e *Expect, agent, outcome, liveness string) {
+	e.Runs(Gateway, opAgent(agent), outcome, 1)
+	e.Attempts(Gateway, opAgent(agent), liveness, 1)
+}
+
 // subAgentCall adds gateway's CLIENT "POST" to agent and the agent's SERVER "POST /run".
 // serverStatus 0 leaves the server without response status code.
 func subAgentCall(parent *Span, agent string, cs, ce, ss, se float64, clientStatus, serverStatus int) (call, srv *Span) {
@@ -114,8 +121,7 @@ func S1() (ptrace.Traces, Expected) {
 		e.ModelCalls(agent, GPT4oMini, LLive, 1)
 	}
 	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
-		e.Runs(Gateway, opAgent(agent), Success, 1)
-		e.Attempts(Gateway, opAgent(agent), LLive, 1)
+		agentCall(e, agent, Success, LLive)
 	}
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 21.96) // 4 x 5.49
@@ -230,11 +236,9 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 		e.ModelCalls(agent, GPT4oMini, LLive, 1)
 	}
 	for _, agent := range []string{Planner, Coder, Critic} {
-		e.Runs(Gateway, opAgent(agent), Success, 1)
-		e.Attempts(Gateway, opAgent(agent), LLive, 1)
+		agentCall(e, agent, Success, LLive)
 	}
-	e.Runs(Gateway, opAgent(Researcher), Cancelled, 1)
-	e.Attempts(Gateway, opAgent(Researcher), LLive, 1)
+	agentCall(e, Researcher, Cancelled, LLive)
 	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
 	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
 	e.Runs(Researcher, "send research-results", DeliveredToNobody, 1)
@@ -328,11 +332,9 @@ func S3() (ptrace.Traces, Expected) {
 		e.ModelCalls(agent, GPT4oMini, LLive, 1)
 	}
 	for _, agent := range []string{Planner, Coder, Critic} {
-		e.Runs(Gateway, opAgent(agent), Success, 1)
-		e.Attempts(Gateway, opAgent(agent), LLive, 1)
+		agentCall(e, agent, Success, LLive)
 	}
-	e.Runs(Gateway, opAgent(Researcher), Cancelled, 1)
-	e.Attempts(Gateway, opAgent(Researcher), LLive, 1)
+	agentCall(e, Researcher, Cancelled, LLive)
 	e.Runs(Researcher, opSearch, Cancelled, 1)
 	e.Attempts(Researcher, opSearch, LLive, 3)
 	e.Roots(Gateway, Cancelled, 1)
@@ -668,8 +670,7 @@ func S9() (ptrace.Traces, Expected) {
 		e.ModelCalls(agent, GPT4oMini, LUnknown, 1)
 	}
 	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
-		e.Runs(Gateway, opAgent(agent), UnknownRoot, 1)
-		e.Attempts(Gateway, opAgent(agent), LUnknown, 1)
+		agentCall(e, agent, UnknownRoot, LUnknown)
 	}
 	e.Runs(Researcher, opSearch, UnknownRoot, 1)
 	e.Runs(Researcher, "chat gpt-4o", UnknownRoot, 1)

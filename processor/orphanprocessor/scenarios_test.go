@@ -84,19 +84,12 @@ func verdictsOf(out []ptrace.Traces) (map[string][]string, int) {
 	m := map[string][]string{}
 	n := 0
 	for _, td := range out {
-		for i := range td.ResourceSpans().Len() {
-			rs := td.ResourceSpans().At(i)
-			for j := range rs.ScopeSpans().Len() {
-				ss := rs.ScopeSpans().At(j)
-				for k := range ss.Spans().Len() {
-					sp := ss.Spans().At(k)
-					n++
-					tid, sid := sp.TraceID(), sp.SpanID()
-					key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + sp.Name()
-					m[key] = append(m[key], encodeVerdict(sp.Attributes()))
-					sort.Strings(m[key])
-				}
-			}
+		for _, f := range flatten(td) {
+			n++
+			tid, sid := f.sp.TraceID(), f.sp.SpanID()
+			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + f.sp.Name()
+			m[key] = append(m[key], encodeVerdict(f.sp.Attributes()))
+			sort.Strings(m[key])
 		}
 	}
 	return m, n
@@ -208,13 +201,6 @@ func TestScenariosAnyArrivalOrder(t *testing.T) {
 	})
 }
 
-// flatSpan is one span with its resource and scope, so it can be sent alone.
-type flatSpan struct {
-	rs ptrace.ResourceSpans
-	ss ptrace.ScopeSpans
-	sp ptrace.Span
-}
-
 // appendTo appends a copy of the span, with its resource and scope, to td. The source stays
 // untouched (the processor's own moveSpan moves spans: it owns its input).
 func (f flatSpan) appendTo(td ptrace.Traces) {
@@ -225,20 +211,6 @@ func (f flatSpan) appendTo(td ptrace.Traces) {
 	f.ss.Scope().CopyTo(dss.Scope())
 	dss.SetSchemaUrl(f.ss.SchemaUrl())
 	f.sp.CopyTo(dss.Spans().AppendEmpty())
-}
-
-func flatten(td ptrace.Traces) []flatSpan {
-	var out []flatSpan
-	for i := range td.ResourceSpans().Len() {
-		rs := td.ResourceSpans().At(i)
-		for j := range rs.ScopeSpans().Len() {
-			ss := rs.ScopeSpans().At(j)
-			for k := range ss.Spans().Len() {
-				out = append(out, flatSpan{rs, ss, ss.Spans().At(k)})
-			}
-		}
-	}
-	return out
 }
 
 func indexes(n int) []int {
