@@ -237,6 +237,7 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 // and otherwise ignored. td is only read.
 func (r *Recorder) Record(td ptrace.Traces) {
 	var v spanView
+	now := r.now().UnixNano()
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
 		rs := rss.At(i)
@@ -245,7 +246,7 @@ func (r *Recorder) Record(td ptrace.Traces) {
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
 			for k := range spans.Len() {
-				r.recordSpan(svc, spans.At(k), &v)
+				r.recordSpan(svc, spans.At(k), &v, now)
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/labellimit"
 )
 
 // The recorder keeps the series handles it has used, per service, per operation and model of
@@ -104,10 +106,58 @@ type serviceSeries struct {
 	outlive      observerCache
 	reach, depth observerCache
 
-	mu     sync.RWMutex
-	ops    map[opKey]*opSeries
-	models map[string]*modelSeries
-	edges  map[string]*edgeSeries // by caller service, this service the callee
+	// ops and models are read on every span that feeds them: copy-on-write maps, read without
+	// a lock. Only admitted label values are cached (a flood of new names beyond the label
+	// limit would otherwise copy a full map per span): the others share one "other" entry.
+	ops        cowMap[opKey, opSeries]
+	models     cowMap[string, modelSeries]
+	otherOp    atomic.Pointer[opSeries]
+	otherModel atomic.Pointer[modelSeries]
+	mu         sync.RWMutex
+	edges      map[string]*edgeSeries // by caller service, this service the callee
+}
+
+// cowMap is a copy-on-write map: lookups load it atomically, inserts copy it under mu.
+type cowMap[K comparable, V any] struct {
+	mu sync.Mutex
+	p  atomic.Pointer[map[K]*V]
+}
+
+func (c *cowMap[K, V]) load(k K) *V {
+	if m := c.p.Load(); m != nil {
+		return (*m)[k]
+	}
+	return nil
+}
+
+// insert adds v under k unless k is there already, and returns what k holds. A map that
+// reached maxCached starts again empty.
+func (c *cowMap[K, V]) insert(k K, v *V) *V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n map[K]*V
+	if old := c.p.Load(); old != nil {
+		if e := (*old)[k]; e != nil {
+			return e
+		}
+		if len(*old) < maxCached {
+			n = make(map[K]*V, len(*old)+1)
+			for ok, ov := range *old {
+				n[ok] = ov
+			}
+		}
+	}
+	if n == nil {
+		n = map[K]*V{}
+	}
+	n[k] = v
+	c.p.Store(&n)
+	return v
+}
+
+// preset resolves a label slot that is made already resolved.
+func (l *labelSlot) preset(value string, over bool) {
+	l.once.Do(func() { l.value, l.over = value, over })
 }
 
 // edgeSeries is the cache of one caller of a service (unpropagated_total).
@@ -165,34 +215,75 @@ func (r *Recorder) service(name string) *serviceSeries {
 			name:         name,
 			roots:        make(counterCache, len(endReasonNames)),
 			spendSeconds: make(counterCache, numLiveness),
-			ops:          map[opKey]*opSeries{},
-			models:       map[string]*modelSeries{},
 			edges:        map[string]*edgeSeries{},
 		}
 	})
 }
 
-func (s *serviceSeries) operation(k opKey) *opSeries {
-	return cached(&s.mu, &s.ops, k, func(k opKey) (opKey, *opSeries) {
-		k.a, k.b = strings.Clone(k.a), strings.Clone(k.b)
-		return k, &opSeries{
-			name:     k.label(),
-			runs:     make(counterCache, len(outcomeNames)),
-			attempts: make(counterCache, numAttemptLabels),
-		}
-	})
+// operation returns the cache of an operation, its label admitted by the limiter when it is
+// made; operations beyond the label's limit share the service's "other" entry.
+func (s *serviceSeries) operation(r *Recorder, k opKey) *opSeries {
+	if o := s.ops.load(k); o != nil {
+		return o
+	}
+	name := k.label()
+	value, over := r.limiter.Admit(labelOperation, name)
+	if over {
+		return sharedOther(&s.otherOp, func() *opSeries { return newOpSeries(labellimit.Overflow) })
+	}
+	o := newOpSeries(value)
+	o.label.preset(value, false)
+	k.a, k.b = strings.Clone(k.a), strings.Clone(k.b)
+	return s.ops.insert(k, o)
 }
 
-func (s *serviceSeries) model(name string) *modelSeries {
-	return cached(&s.mu, &s.models, name, func(name string) (string, *modelSeries) {
-		name = strings.Clone(name)
-		return name, &modelSeries{
-			name:   name,
-			calls:  make(counterCache, numLiveness),
-			tokens: make(counterCache, 2*numLiveness),
-			cost:   make(counterCache, numLiveness),
-		}
-	})
+func newOpSeries(name string) *opSeries {
+	o := &opSeries{
+		name:     name,
+		runs:     make(counterCache, len(outcomeNames)),
+		attempts: make(counterCache, numAttemptLabels),
+	}
+	if name == labellimit.Overflow {
+		o.label.preset(name, true)
+	}
+	return o
+}
+
+// sharedOther returns *p, made by mk on first use.
+func sharedOther[V any](p *atomic.Pointer[V], mk func() *V) *V {
+	if v := p.Load(); v != nil {
+		return v
+	}
+	p.CompareAndSwap(nil, mk())
+	return p.Load()
+}
+
+// model returns the cache of a model, by the name as the span carries it (its label value is
+// the name sanitized, made once).
+func (s *serviceSeries) model(r *Recorder, raw string) *modelSeries {
+	if m := s.models.load(raw); m != nil {
+		return m
+	}
+	value, over := r.limiter.Admit(labelModel, sanitize(raw))
+	if over {
+		return sharedOther(&s.otherModel, func() *modelSeries { return newModelSeries(labellimit.Overflow) })
+	}
+	m := newModelSeries(strings.Clone(value))
+	m.label.preset(m.name, false)
+	return s.models.insert(strings.Clone(raw), m)
+}
+
+func newModelSeries(name string) *modelSeries {
+	m := &modelSeries{
+		name:   name,
+		calls:  make(counterCache, numLiveness),
+		tokens: make(counterCache, 2*numLiveness),
+		cost:   make(counterCache, numLiveness),
+	}
+	if name == labellimit.Overflow {
+		m.label.preset(name, true)
+	}
+	return m
 }
 
 func (s *serviceSeries) edge(caller string) *edgeSeries {

@@ -318,6 +318,7 @@ type spanCtx struct {
 	svc  *serviceSeries
 	v    *spanView
 
+	now      int64 // unix nanoseconds of the Record call, for exemplars
 	svcUsed  bool
 	op       *opSeries
 	exemplar prometheus.Labels
@@ -358,7 +359,7 @@ func (c *spanCtx) exemplarLabels() prometheus.Labels {
 // add increments s by v, with the span's IDs as exemplar when withExemplar is set (and the
 // series' exemplar is due for replacement).
 func (c *spanCtx) add(s *counterSlot, v float64, withExemplar bool) {
-	if withExemplar && !c.span.TraceID().IsEmpty() && exemplarDue(&s.exemplarAt, c.r.now().UnixNano()) {
+	if withExemplar && !c.span.TraceID().IsEmpty() && exemplarDue(&s.exemplarAt, c.now) {
 		s.ea.AddWithExemplar(v, c.exemplarLabels())
 		return
 	}
@@ -366,19 +367,19 @@ func (c *spanCtx) add(s *counterSlot, v float64, withExemplar bool) {
 }
 
 func (c *spanCtx) observe(s *observerSlot, v float64) {
-	if !c.span.TraceID().IsEmpty() && exemplarDue(&s.exemplarAt, c.r.now().UnixNano()) {
+	if !c.span.TraceID().IsEmpty() && exemplarDue(&s.exemplarAt, c.now) {
 		s.eo.ObserveWithExemplar(v, c.exemplarLabels())
 		return
 	}
 	s.o.Observe(v)
 }
 
-func (r *Recorder) recordSpan(svc *serviceSeries, span ptrace.Span, v *spanView) {
+func (r *Recorder) recordSpan(svc *serviceSeries, span ptrace.Span, v *spanView, now int64) {
 	v.read(span.Attributes())
 	if v.has == 0 {
 		return // nothing any metric reads
 	}
-	c := spanCtx{r: r, span: span, svc: svc, v: v}
+	c := spanCtx{r: r, span: span, svc: svc, v: v, now: now}
 	c.resolveLiveness()
 
 	r.recordRun(&c)
@@ -434,7 +435,7 @@ func (c *spanCtx) resolveLiveness() {
 // operation returns the span's operation series (its label resolved on first use per span).
 func (c *spanCtx) operation() *opSeries {
 	if c.op == nil {
-		c.op = c.svc.operation(operationKeyOf(c.span, c.v))
+		c.op = c.svc.operation(c.r, operationKeyOf(c.span, c.v))
 		c.op.label.use(c.r, labelOperation, c.op.name)
 	}
 	return c.op
@@ -602,10 +603,8 @@ func (r *Recorder) recordSpendSeconds(c *spanCtx) {
 func (r *Recorder) recordModelCall(c *spanCtx) bool {
 	v := c.v
 	model, mState := v.str(kSpendModel)
-	if mState == attrValid {
-		if model = sanitize(model); model == "" {
-			mState = attrInvalid
-		}
+	if mState == attrValid && !validModel(model) {
+		mState = attrInvalid
 	}
 	inKey, outKey := kSpendInput, kSpendOutput
 	hasIn, hasOut, hasCost := v.present(kSpendInput), v.present(kSpendOutput), v.present(kSpendCost)
@@ -621,10 +620,7 @@ func (r *Recorder) recordModelCall(c *spanCtx) bool {
 			inKey, outKey, isModelCall = kGenAIInputTokens, kGenAIOutputTokens, true
 			for _, key := range [...]int{kGenAIResponseModel, kGenAIRequestModel} {
 				m, st := v.str(key)
-				if st == attrValid {
-					m = sanitize(m)
-				}
-				if st == attrValid && m != "" {
+				if st == attrValid && validModel(m) {
 					model, mState = m, attrValid
 					break
 				}
@@ -648,7 +644,7 @@ func (r *Recorder) recordModelCall(c *spanCtx) bool {
 	}
 
 	svc := c.useService()
-	ms := svc.model(model)
+	ms := svc.model(r, model) // the label is the sanitized model
 	ms.label.use(r, labelModel, ms.name)
 	lv := c.lv
 	if isModelCall {
@@ -694,6 +690,20 @@ func (r *Recorder) recordOutlive(c *spanCtx) {
 	}
 	svc := c.useService()
 	c.observe(svc.outlive.get(func() prometheus.Observer { return r.outlive.WithLabelValues(svc.label.value) }), v)
+}
+
+// validModel reports whether a model name makes a label value (not empty once sanitized).
+func validModel(m string) bool {
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if c >= utf8.RuneSelf {
+			break // Unicode spaces: ask sanitize
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\v' && c != '\f' {
+			return true
+		}
+	}
+	return sanitize(m) != ""
 }
 
 func serviceName(attrs pcommon.Map) string {
