@@ -215,9 +215,20 @@ type spanView struct {
 func (v *spanView) read(m pcommon.Map) {
 	v.has = 0
 	for k, val := range m.All() {
-		if i := keyIndex(k); i >= 0 && v.has&(1<<i) == 0 {
-			v.has |= 1 << i
-			v.vals[i] = val
+		// keyIndex, inlined: this loop is half of the exporter's time.
+		n := len(k)
+		if n > 63 || keyLengths&(1<<n) == 0 {
+			continue
+		}
+		slot := &keyTable[keyHash(k)]
+		for _, c := range slot {
+			if c != 0 && attrNames[c-1] == k {
+				if bit := uint64(1) << (c - 1); v.has&bit == 0 {
+					v.has |= bit
+					v.vals[c-1] = val
+				}
+				break
+			}
 		}
 	}
 }
