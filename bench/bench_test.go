@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"golang.org/x/sys/unix"
 )
 
 // The benchmark mix: 10,000 agent fan-out traces of about 40 spans, 25 whole traces a batch.
@@ -44,14 +45,27 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// processCPU is the CPU time the process has used, in nanoseconds.
+func processCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
 // cost is what one pass of a component over the mix took.
 type cost struct {
 	ns, bytes, allocs float64
-	spans             int
+	// cpuNs is the process's CPU time (CLOCK_PROCESS_CPUTIME_ID): on a shared machine it does
+	// not grow with the time other processes take the core, as wall time does.
+	cpuNs float64
+	spans int
 }
 
 func (c *cost) add(o cost) {
 	c.ns += o.ns
+	c.cpuNs += o.cpuNs
 	c.bytes += o.bytes
 	c.allocs += o.allocs
 	c.spans += o.spans
@@ -110,9 +124,11 @@ func pass(tb testing.TB, b *testing.B, k contender, c component) cost {
 	if b != nil {
 		b.StartTimer()
 	}
+	cpu0 := processCPU()
 	t0 := time.Now()
 	c.consume(tb, in)
 	el := time.Since(t0)
+	cpu := processCPU() - cpu0
 	if b != nil {
 		b.StopTimer()
 	}
@@ -122,6 +138,7 @@ func pass(tb testing.TB, b *testing.B, k contender, c component) cost {
 	}
 	return cost{
 		ns:     float64(el.Nanoseconds()),
+		cpuNs:  float64(cpu),
 		bytes:  float64(m1.TotalAlloc - m0.TotalAlloc),
 		allocs: float64(m1.Mallocs - m0.Mallocs),
 		spans:  spans,
@@ -132,6 +149,7 @@ func report(b *testing.B, c cost) {
 	ns, bytes, allocs := c.perSpan()
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(ns, "ns/span")
+	b.ReportMetric(c.cpuNs/float64(c.spans), "cpu-ns/span")
 	b.ReportMetric(bytes, "B/span")
 	b.ReportMetric(allocs, "allocs/span")
 	b.ReportMetric(1e3/ns, "Mspans/s")
@@ -182,7 +200,7 @@ func BenchmarkRatios(b *testing.B) {
 	oNs, oB, oA := per("orphan")
 	gNs, gB, gA := per("groupbytrace")
 	sNs, sB, sA := per("spanmetrics")
-	mNs, _, _ := per("orphanmetrics")
+	mNs, mB, mA := per("orphanmetrics")
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(oNs/fNs, "orphan/floor")
 	b.ReportMetric(gNs/oNs, "groupbytrace/orphan")
@@ -193,4 +211,14 @@ func BenchmarkRatios(b *testing.B) {
 	b.ReportMetric(sB/oB, "spanmetrics/orphan-B")
 	b.ReportMetric(sA/oA, "spanmetrics/orphan-allocs")
 	b.ReportMetric(1e3/oNs, "orphan-Mspans/s")
+	b.ReportMetric(mNs, "orphanmetrics-ns/span")
+	b.ReportMetric(sNs, "spanmetrics-ns/span")
+	b.ReportMetric(mB, "orphanmetrics-B/span")
+	b.ReportMetric(sB, "spanmetrics-B/span")
+	b.ReportMetric(mA, "orphanmetrics-allocs/span")
+	b.ReportMetric(sA, "spanmetrics-allocs/span")
+	b.ReportMetric(mNs/sNs, "orphanmetrics/spanmetrics")
+	b.ReportMetric(totals["orphanmetrics"].cpuNs/totals["spanmetrics"].cpuNs*float64(totals["spanmetrics"].spans)/float64(totals["orphanmetrics"].spans), "orphanmetrics/spanmetrics-cpu")
+	b.ReportMetric(mB/sB, "orphanmetrics/spanmetrics-B")
+	b.ReportMetric(mA/sA, "orphanmetrics/spanmetrics-allocs")
 }

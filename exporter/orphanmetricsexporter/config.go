@@ -31,6 +31,12 @@ func DefaultOutliveBuckets() []float64 {
 	return []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 }
 
+// DefaultHopBuckets returns the default upper bounds, in service hops, of the
+// cancel_reach_hops and orphaned_depth_hops histograms.
+func DefaultHopBuckets() []float64 {
+	return []float64{0, 1, 2, 3, 4, 5, 6, 8, 10}
+}
+
 // LimitedLabels are the labels whose values come from span data and are
 // therefore bounded by [LabelLimitsConfig]. All other labels take values from
 // fixed sets.
@@ -60,6 +66,11 @@ type Config struct {
 	// outlive_seconds histogram: positive, finite and strictly increasing.
 	// Default [DefaultOutliveBuckets].
 	OutliveBuckets []float64 `mapstructure:"outlive_buckets"`
+
+	// HopBuckets are the upper bounds, in service hops, of the buckets of
+	// the cancel_reach_hops and orphaned_depth_hops histograms: non-negative,
+	// finite and strictly increasing. Default [DefaultHopBuckets].
+	HopBuckets []float64 `mapstructure:"hop_buckets"`
 
 	// ConstLabels are added to every exported series. Names must be valid
 	// Prometheus label names that do not start with "__" and are not used
@@ -140,19 +151,8 @@ func (c *Config) validateMetrics() error {
 		}
 	}
 
-	if len(c.OutliveBuckets) == 0 {
-		add("outlive_buckets: must not be empty")
-	}
-	for i, b := range c.OutliveBuckets {
-		switch {
-		case math.IsNaN(b) || math.IsInf(b, 0):
-			add("outlive_buckets[%d]: must be finite, got %v", i, b)
-		case b <= 0:
-			add("outlive_buckets[%d]: must be positive, got %v", i, b)
-		case i > 0 && b <= c.OutliveBuckets[i-1]:
-			add("outlive_buckets[%d]: must be greater than the previous bound %v, got %v", i, c.OutliveBuckets[i-1], b)
-		}
-	}
+	errs = append(errs, validateBuckets("outlive_buckets", c.OutliveBuckets, false)...)
+	errs = append(errs, validateBuckets("hop_buckets", c.HopBuckets, true)...)
 
 	for _, name := range sortedKeys(c.ConstLabels) {
 		v := c.ConstLabels[name]
@@ -170,6 +170,28 @@ func (c *Config) validateMetrics() error {
 	}
 
 	return errors.Join(errs...)
+}
+
+// validateBuckets checks histogram bounds: not empty, finite, strictly increasing, positive
+// (or, with zeroOK, not negative).
+func validateBuckets(field string, bounds []float64, zeroOK bool) []error {
+	var errs []error
+	if len(bounds) == 0 {
+		errs = append(errs, fmt.Errorf("%s: must not be empty", field))
+	}
+	for i, b := range bounds {
+		switch {
+		case math.IsNaN(b) || math.IsInf(b, 0):
+			errs = append(errs, fmt.Errorf("%s[%d]: must be finite, got %v", field, i, b))
+		case b < 0 && zeroOK:
+			errs = append(errs, fmt.Errorf("%s[%d]: must not be negative, got %v", field, i, b))
+		case b <= 0 && !zeroOK:
+			errs = append(errs, fmt.Errorf("%s[%d]: must be positive, got %v", field, i, b))
+		case i > 0 && b <= bounds[i-1]:
+			errs = append(errs, fmt.Errorf("%s[%d]: must be greater than the previous bound %v, got %v", field, i, bounds[i-1], b))
+		}
+	}
+	return errs
 }
 
 // reservedLabels are every label name the exporter uses itself, plus the

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
 )
 
 // metricsExporter serves a Recorder's metrics over HTTP for the collector.
@@ -19,6 +21,7 @@ type metricsExporter struct {
 	cfg      *Config
 	settings component.TelemetrySettings
 	recorder *Recorder
+	tel      *metadata.TelemetryBuilder
 
 	mu       sync.Mutex
 	server   *http.Server
@@ -30,7 +33,15 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 	if err != nil {
 		return nil, err
 	}
-	return &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, recorder: rec}, nil
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func(report func(string, int64)) {
+		for _, l := range LimitedLabels {
+			report(l, int64(rec.limiter.Len(l)))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, recorder: rec, tel: tel}, nil
 }
 
 func (e *metricsExporter) consumeTraces(_ context.Context, td ptrace.Traces) error {
@@ -85,6 +96,7 @@ func (e *metricsExporter) start(ctx context.Context, host component.Host) error 
 func (e *metricsExporter) shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.tel.Shutdown()
 	if e.server == nil {
 		return nil
 	}

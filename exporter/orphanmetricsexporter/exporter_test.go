@@ -144,8 +144,8 @@ func TestServeMetrics(t *testing.T) {
 	for _, m := range mfs["orphanwatch_spend_seconds_total"].GetMetric() {
 		seconds[labelString(m.GetLabel())] = m.GetCounter().GetValue()
 	}
-	assert.Equal(t, 5.75, seconds[`{liveness="orphaned",service_name="agent"}`])
-	assert.Equal(t, 4.0, seconds[`{liveness="live",service_name="agent"}`])
+	assert.Equal(t, 2.75, seconds[`{liveness="orphaned",service_name="agent"}`])
+	assert.Equal(t, 7.0, seconds[`{liveness="live",service_name="agent"}`])
 
 	// Only the configured path serves metrics.
 	resp, _ = scrape(t, "http://"+cfg.NetAddr.Endpoint+"/metrics", "")

@@ -38,6 +38,7 @@ func NewDefaultConfig() *Config {
 		Namespace:      DefaultNamespace,
 		LabelLimits:    LabelLimitsConfig{Default: DefaultLabelLimit},
 		OutliveBuckets: DefaultOutliveBuckets(),
+		HopBuckets:     DefaultHopBuckets(),
 	}
 }
 

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -43,6 +46,8 @@ const (
 	MetricModelCalls    = "model_calls_total"
 	MetricOutlive       = "outlive_seconds"
 	MetricUnpropagated  = "unpropagated_total"
+	MetricCancelReach   = "cancel_reach_hops"
+	MetricOrphanedDepth = "orphaned_depth_hops"
 	MetricLabelOverflow = "label_overflow_total"
 	MetricSpansSkipped  = "spans_skipped_total"
 )
@@ -63,13 +68,40 @@ const (
 	ReasonInvalidCost             = "invalid_cost"               // orphanwatch.spend.cost not a finite number >= 0
 	ReasonZeroTime                = "zero_time"                  // an attempt span without start or end time
 	ReasonEndBeforeStart          = "end_before_start"           // an attempt span that ends before it starts
+	ReasonInvalidReachHops        = "invalid_reach_hops"         // orphanwatch.cancel.reach_hops not an integer >= 0
+	ReasonInvalidDepthHops        = "invalid_depth_hops"         // orphanwatch.orphaned.depth_hops not an integer >= 0
+	ReasonInvalidSpendRepeated    = "invalid_spend_repeated"     // orphanwatch.spend.repeated not a bool (the span is not counted by its gen_ai attributes)
 )
 
-var skipReasons = []string{
+// skipReason indexes skipReasons.
+type skipReason uint8
+
+const (
+	skipInvalidLiveness skipReason = iota
+	skipInvalidDetached
+	skipInvalidStartedAfterGone
+	skipInvalidAfterGone
+	skipInvalidAttempt
+	skipInvalidRunOutcome
+	skipInvalidEndReason
+	skipInvalidCallerService
+	skipInvalidModel
+	skipInvalidTokens
+	skipInvalidCost
+	skipZeroTime
+	skipEndBeforeStart
+	skipInvalidReachHops
+	skipInvalidDepthHops
+	skipInvalidSpendRepeated
+	numSkipReasons
+)
+
+var skipReasons = [numSkipReasons]string{
 	ReasonInvalidLiveness, ReasonInvalidDetached, ReasonInvalidStartedAfterGone,
 	ReasonInvalidAfterGone, ReasonInvalidAttempt, ReasonInvalidRunOutcome,
 	ReasonInvalidEndReason, ReasonInvalidCallerService, ReasonInvalidModel,
 	ReasonInvalidTokens, ReasonInvalidCost, ReasonZeroTime, ReasonEndBeforeStart,
+	ReasonInvalidReachHops, ReasonInvalidDepthHops, ReasonInvalidSpendRepeated,
 }
 
 // Recorder turns spans annotated with orphanwatch.* verdicts (and, for spans
@@ -90,9 +122,18 @@ type Recorder struct {
 	spendCost    *prometheus.CounterVec
 	modelCalls   *prometheus.CounterVec
 	outlive      *prometheus.HistogramVec
+	reach        *prometheus.HistogramVec
+	depth        *prometheus.HistogramVec
 	unpropagated *prometheus.CounterVec
 	overflow     *prometheus.CounterVec
 	skipped      *prometheus.CounterVec
+
+	// Series handles already used (series.go), and the health counters.
+	now       func() time.Time // when exemplars are taken
+	svcMu     sync.RWMutex
+	services  map[string]*serviceSeries
+	overflows map[string]prometheus.Counter // by limited label
+	skips     [numSkipReasons]prometheus.Counter
 }
 
 // NewRecorder returns a Recorder for the metric settings of cfg (namespace,
@@ -106,7 +147,7 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 	if err := cfg.validateMetrics(); err != nil {
 		return nil, err
 	}
-	r := &Recorder{reg: prometheus.NewRegistry()}
+	r := &Recorder{reg: prometheus.NewRegistry(), services: map[string]*serviceSeries{}, now: time.Now}
 
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -137,13 +178,24 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 	r.modelCalls = counter(MetricModelCalls,
 		"Model calls by model and liveness.",
 		labelServiceName, labelModel, labelLiveness)
-	r.outlive = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace:   cfg.Namespace,
-		Name:        MetricOutlive,
-		Help:        "How long orphaned spans outlived their root's gone time, in seconds (orphanwatch.after_gone).",
-		ConstLabels: cfg.ConstLabels,
-		Buckets:     append([]float64(nil), cfg.OutliveBuckets...),
-	}, []string{labelServiceName})
+	histogram := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace:   cfg.Namespace,
+			Name:        name,
+			Help:        help,
+			ConstLabels: cfg.ConstLabels,
+			Buckets:     slices.Clone(buckets),
+		}, []string{labelServiceName})
+	}
+	r.outlive = histogram(MetricOutlive,
+		"How long orphaned spans outlived their root's gone time, in seconds (orphanwatch.after_gone).",
+		cfg.OutliveBuckets)
+	r.reach = histogram(MetricCancelReach,
+		"Cancelled and deadline-exceeded root requests by how many service hops down the cancellation travelled before something noticed it (orphanwatch.cancel.reach_hops).",
+		cfg.HopBuckets)
+	r.depth = histogram(MetricOrphanedDepth,
+		"Cancelled and deadline-exceeded root requests by the deepest service hop still working after the gone time (orphanwatch.orphaned.depth_hops).",
+		cfg.HopBuckets)
 	r.unpropagated = counter(MetricUnpropagated,
 		"Orphaned spans that entered a service whose caller was not orphaned: the edge the cancellation did not cross.",
 		labelCallerService, labelCalleeService)
@@ -156,23 +208,23 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 
 	for _, c := range []prometheus.Collector{
 		r.runs, r.attempts, r.roots, r.spendSeconds, r.spendTokens, r.spendCost,
-		r.modelCalls, r.outlive, r.unpropagated, r.overflow, r.skipped,
+		r.modelCalls, r.outlive, r.reach, r.depth, r.unpropagated, r.overflow, r.skipped,
 	} {
 		if err := r.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering metric: %w", err)
 		}
 	}
 	// Create the health series up front so that they read 0, not absent.
+	r.overflows = make(map[string]prometheus.Counter, len(LimitedLabels))
 	for _, l := range LimitedLabels {
-		r.overflow.WithLabelValues(l)
+		r.overflows[l] = r.overflow.WithLabelValues(l)
 	}
-	for _, reason := range skipReasons {
-		r.skipped.WithLabelValues(reason)
+	for i, reason := range skipReasons {
+		r.skips[i] = r.skipped.WithLabelValues(reason)
 	}
 
-	limiter, err := labellimit.New(cfg.LabelLimits.Default, cfg.LabelLimits.PerLabel, func(label string) {
-		r.overflow.WithLabelValues(label).Inc()
-	})
+	// Overflows are counted by the recorder, once for every use of an "other" value.
+	limiter, err := labellimit.New(cfg.LabelLimits.Default, cfg.LabelLimits.PerLabel, nil)
 	if err != nil {
 		return nil, fmt.Errorf("label_limits: %w", err)
 	}
@@ -184,15 +236,17 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 // with malformed attributes are counted in <namespace>_spans_skipped_total
 // and otherwise ignored. td is only read.
 func (r *Recorder) Record(td ptrace.Traces) {
+	var v spanView
+	now := r.now().UnixNano()
 	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
+	for i := range rss.Len() {
 		rs := rss.At(i)
-		service := serviceName(rs.Resource().Attributes())
+		svc := r.service(serviceName(rs.Resource().Attributes()))
 		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
+		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				r.recordSpan(service, spans.At(k))
+			for k := range spans.Len() {
+				r.recordSpan(svc, spans.At(k), &v, now)
 			}
 		}
 	}

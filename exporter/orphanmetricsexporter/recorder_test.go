@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 const sec = time.Second
@@ -108,10 +110,13 @@ func TestRecordScenario(t *testing.T) {
 		`{end_reason="cancelled",service_name="agent"}`: 1,
 	}, samples(t, g, "orphanwatch_roots_total"))
 
-	// live: call_tool#1 2s + live chat 2s; orphaned: 3.5s + 1s + 1.25s.
+	// Orphaned spans count their seconds after the gone time (after_gone, at most their
+	// duration) as orphaned, the rest as live. live: call_tool#1 2s + live chat 2s + call_tool#2
+	// 3.5s-1.5s + orphaned chat 1.25s-0.25s = 7s; orphaned: 1.5s + 1s (started after gone: all
+	// of it, after_gone 4 > 1) + 0.25s = 2.75s.
 	assert.Equal(t, map[string]float64{
-		`{liveness="live",service_name="agent"}`:     4,
-		`{liveness="orphaned",service_name="agent"}`: 5.75,
+		`{liveness="live",service_name="agent"}`:     7,
+		`{liveness="orphaned",service_name="agent"}`: 2.75,
 		`{liveness="detached",service_name="tools"}`: 60,
 		`{liveness="unknown",service_name="tools"}`:  1,
 	}, samples(t, g, "orphanwatch_spend_seconds_total"))
@@ -233,9 +238,19 @@ func TestSelfAnnotatedSpans(t *testing.T) {
 			"orphanwatch.spend.model": "claude", "orphanwatch.spend.input_tokens": "20", "orphanwatch.spend.output_tokens": 2,
 			"orphanwatch.spend.cost": "0.5",
 		}},
-		// Judged by the processor without spend attributes: no fallback.
+		// Annotated by the application with liveness but no orphanwatch.spend.*: the gen_ai
+		// fallback applies (not an attempt, judged: no spend seconds).
 		{name: "chat f", traceID: traceB, end: 1 * sec, attrs: map[string]any{
 			"orphanwatch.liveness": "live", "gen_ai.usage.input_tokens": 1000, "gen_ai.request.model": "claude",
+		}},
+		// An agent span repeating the usage of the model calls below it: never counted by the
+		// fallback, judged or not.
+		{name: "invoke_agent planner", traceID: traceB, end: 1 * sec, attrs: map[string]any{
+			"orphanwatch.liveness": "live", "orphanwatch.spend.repeated": true,
+			"gen_ai.usage.input_tokens": 1010, "gen_ai.usage.output_tokens": 20, "gen_ai.request.model": "claude",
+		}},
+		{name: "invoke_agent coder", traceID: traceB, end: 1 * sec, attrs: map[string]any{
+			"orphanwatch.spend.repeated": true, "gen_ai.usage.input_tokens": 1010, "gen_ai.response.model": "claude",
 		}},
 		// A model name alone (an agent span, say) is not a model call.
 		{name: "invoke_agent", traceID: traceB, end: 1 * sec, attrs: map[string]any{"gen_ai.request.model": "claude"}},
@@ -247,6 +262,7 @@ func TestSelfAnnotatedSpans(t *testing.T) {
 		`{liveness="unknown",model="claude",service_name="app"}`:            2,
 		`{liveness="unknown",model="unknown",service_name="app"}`:           1,
 		`{liveness="orphaned",model="claude",service_name="app"}`:           1,
+		`{liveness="live",model="claude",service_name="app"}`:               1,
 	}, samples(t, g, "orphanwatch_model_calls_total"))
 	assert.Equal(t, map[string]float64{
 		`{direction="input",liveness="unknown",model="gpt-4o-2024-08-06",service_name="app"}`:  10,
@@ -255,6 +271,7 @@ func TestSelfAnnotatedSpans(t *testing.T) {
 		`{direction="output",liveness="unknown",model="claude",service_name="app"}`:            3,
 		`{direction="input",liveness="orphaned",model="claude",service_name="app"}`:            20,
 		`{direction="output",liveness="orphaned",model="claude",service_name="app"}`:           2,
+		`{direction="input",liveness="live",model="claude",service_name="app"}`:                1000,
 	}, samples(t, g, "orphanwatch_spend_tokens_total"))
 	assert.Equal(t, map[string]float64{
 		`{liveness="orphaned",model="claude",service_name="app"}`: 0.5,
@@ -331,6 +348,14 @@ func TestMalformedSpans(t *testing.T) {
 		{name: "i", end: 1 * sec, attrs: map[string]any{
 			"orphanwatch.liveness": "orphaned", "orphanwatch.attempt": 1, "orphanwatch.after_gone": 0.5,
 		}},
+		// Bad cancellation reach and a spend.repeated that is not a bool (no fallback).
+		{name: "j", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+			"orphanwatch.cancel.reach_hops": -1, "orphanwatch.orphaned.depth_hops": "2",
+			"orphanwatch.spend.repeated": "yes", "gen_ai.usage.input_tokens": 3,
+		}},
+		{name: "j", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+			"orphanwatch.cancel.reach_hops": 1.5, "orphanwatch.orphaned.depth_hops": 2.0,
+		}},
 	}})
 	require.NotPanics(t, func() { r.Record(td) })
 	g := r.Gatherer()
@@ -349,6 +374,9 @@ func TestMalformedSpans(t *testing.T) {
 		`{reason="invalid_cost"}`:               1,
 		`{reason="zero_time"}`:                  1,
 		`{reason="end_before_start"}`:           1,
+		`{reason="invalid_reach_hops"}`:         2,
+		`{reason="invalid_depth_hops"}`:         1,
+		`{reason="invalid_spend_repeated"}`:     1,
 	}, samples(t, g, "orphanwatch_spans_skipped_total"))
 
 	assert.Equal(t, map[string]float64{
@@ -359,10 +387,14 @@ func TestMalformedSpans(t *testing.T) {
 		`{liveness="live",operation="h",service_name="svc"}`:          2,
 		`{liveness="outlived_root",operation="i",service_name="svc"}`: 1,
 	}, samples(t, g, "orphanwatch_attempts_total"))
+	// i (1 s, after_gone 0.5): half of it orphaned, half live; orphaned attempts whose
+	// after_gone is unusable count all their seconds as orphaned.
 	assert.Equal(t, map[string]float64{
-		`{liveness="live",service_name="svc"}`:     1,
-		`{liveness="orphaned",service_name="svc"}`: 3,
+		`{liveness="live",service_name="svc"}`:     1.5,
+		`{liveness="orphaned",service_name="svc"}`: 2.5,
 	}, samples(t, g, "orphanwatch_spend_seconds_total"))
+	depth := samples(t, g, "orphanwatch_orphaned_depth_hops")
+	assert.Equal(t, 1.0, depth[`_count{service_name="svc"}`], "the valid 2.0 of the second j")
 	assert.Equal(t, map[string]float64{
 		`{liveness="live",model="m",service_name="svc"}`: 1,
 	}, samples(t, g, "orphanwatch_model_calls_total"))
@@ -491,7 +523,7 @@ func TestRecordConcurrent(t *testing.T) {
 	wg.Wait()
 	n := float64(workers * rounds)
 	got := samples(t, r.Gatherer(), "orphanwatch_spend_seconds_total")
-	assert.InDelta(t, 5.75*n, got[`{liveness="orphaned",service_name="agent"}`], 1e-6)
+	assert.InDelta(t, 2.75*n, got[`{liveness="orphaned",service_name="agent"}`], 1e-6)
 	assert.Equal(t, n, samples(t, r.Gatherer(), "orphanwatch_runs_total")[`{operation="call_tool",outcome="delivered_to_nobody",service_name="agent"}`])
 }
 
@@ -535,4 +567,25 @@ func TestSanitize(t *testing.T) {
 	got := sanitize(strings.Repeat("€", 100))
 	assert.Equal(t, strings.Repeat("€", 85), got)
 	assert.Equal(t, strings.Repeat("a", 256), sanitize(strings.Repeat("a", 300)))
+}
+
+// TestExemplarsAtMostOncePerInterval: a series' exemplar is replaced at most once per
+// exemplarInterval (client_golang allocates each one); the first orphaned span always sets it.
+func TestExemplarsAtMostOncePerInterval(t *testing.T) {
+	r := newTestRecorder(t, nil)
+	now := t0
+	r.now = func() time.Time { return now }
+	orphaned := func(trace pcommon.TraceID) ptrace.Traces {
+		return buildTraces(t, testResource{service: "svc", spans: []testSpan{{name: "op", traceID: trace, end: sec, attrs: map[string]any{
+			"orphanwatch.liveness": "orphaned", "orphanwatch.attempt": 1, "orphanwatch.after_gone": 0.5,
+		}}}})
+	}
+	series := `{liveness="outlived_root",operation="op",service_name="svc"}`
+	r.Record(orphaned(traceA))
+	r.Record(orphaned(traceB))
+	assert.Equal(t, traceA.String(), exemplars(t, r.Gatherer(), "orphanwatch_attempts_total")[series]["trace_id"])
+	now = now.Add(exemplarInterval)
+	r.Record(orphaned(traceB))
+	assert.Equal(t, traceB.String(), exemplars(t, r.Gatherer(), "orphanwatch_attempts_total")[series]["trace_id"])
+	assert.Equal(t, 3.0, samples(t, r.Gatherer(), "orphanwatch_attempts_total")[series], "every span counts")
 }

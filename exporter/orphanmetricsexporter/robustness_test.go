@@ -10,12 +10,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-var fuzzKeys = []string{
-	attrLiveness, attrStartedAfterGone, attrAfterGone, attrDetached, attrAttempt,
-	attrRunOutcome, attrRootEndReason, attrCallerService, attrSpendModel,
-	attrSpendInput, attrSpendOutput, attrSpendCost,
-	attrGenAIResponseModel, attrGenAIRequestModel, attrGenAIInputTokens, attrGenAIOutputTokens,
-}
+var fuzzKeys = attrNames[:]
 
 // anyValue draws an attribute value of any type, biased towards the values
 // the contract uses so that the interesting paths are reached.
@@ -77,4 +72,20 @@ func TestRecordArbitraryAttributes(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func TestKeyIndex(t *testing.T) {
+	for i, name := range attrNames {
+		if got := keyIndex(name); got != i {
+			t.Errorf("keyIndex(%q) = %d, want %d", name, got, i)
+		}
+		if len(name) < minKeyLen {
+			t.Errorf("%q is shorter than minKeyLen", name)
+		}
+	}
+	for _, other := range []string{"service.name", "", "x", "orphanwatch.liveness2", "http.response.status_code", "rpc.methox"} {
+		if keyIndex(other) != -1 {
+			t.Errorf("keyIndex(%q) found a name the exporter does not read", other)
+		}
+	}
 }

@@ -22,6 +22,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/orphanwatch/orphanwatch/internal/zipkinaddr"
 )
 
 // RepoRoot returns the repository root (the folder holding go.mod).
@@ -315,23 +317,8 @@ func FixZipkinIPv4(body []byte) []byte {
 			break
 		}
 		b.WriteString(s[:start])
-		b.WriteString(canonicalIPv4(s[start : start+end]))
+		b.WriteString(zipkinaddr.CanonicalIPv4(s[start : start+end]))
 		s = s[start+end:]
 	}
 	return []byte(b.String())
-}
-
-func canonicalIPv4(ip string) string {
-	parts := strings.Split(ip, ".")
-	if len(parts) != 4 {
-		return ip
-	}
-	for i, p := range parts {
-		q := strings.TrimLeft(p, "0")
-		if q == "" {
-			q = "0"
-		}
-		parts[i] = q
-	}
-	return strings.Join(parts, ".")
 }

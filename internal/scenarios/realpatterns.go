@@ -93,14 +93,14 @@ func S14() (ptrace.Traces, Expected) {
 	e.Attempts(Gateway, "chat gpt-4o", LStartedAfterGone, 3)
 	e.ModelCalls(Gateway, GPT4o, LLive, 2)
 	e.ModelCalls(Gateway, GPT4o, LOrphaned, 3)
-	e.Runs(Gateway, "POST", Cancelled, 1)
-	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Runs(Gateway, "POST researcher:8080", Cancelled, 1)
+	e.Attempts(Gateway, "POST researcher:8080", LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 3.39)     // chat 0.90 + 0.50, POST 1.99
 	e.SpendSeconds(Gateway, LOrphaned, 1.10) // chat 0.40 + 0.40 + 0.30
 	e.Outlive(Gateway, 3, 16.10)             // 1.40 + 4.40 + 10.30
-	e.Runs(Researcher, "GET", DeliveredToNobody, 1)
-	e.Attempts(Researcher, "GET", LLive, 2)
-	e.Attempts(Researcher, "GET", LStartedAfterGone, 2)
+	e.Runs(Researcher, "GET search-tool:8080", DeliveredToNobody, 1)
+	e.Attempts(Researcher, "GET search-tool:8080", LLive, 2)
+	e.Attempts(Researcher, "GET search-tool:8080", LStartedAfterGone, 2)
 	e.SpendSeconds(Researcher, LLive, 0.80)
 	e.SpendSeconds(Researcher, LOrphaned, 0.70)
 	e.Outlive(Researcher, 3, 5.55) // 2.35 + 0.90 + 2.30
@@ -157,12 +157,12 @@ func S15() (ptrace.Traces, Expected) {
 
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Gateway, "POST", Cancelled, 1)
-	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Runs(Gateway, "POST planner:8080", Cancelled, 1)
+	e.Attempts(Gateway, "POST planner:8080", LLive, 1)
 	e.Runs(Gateway, "execute_tool web_search", DeliveredToNobody, 1)
 	e.Attempts(Gateway, "execute_tool web_search", LOutlivedRoot, 1)
-	e.Runs(Gateway, "GET", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "GET", LOutlivedRoot, 1)
+	e.Runs(Gateway, "GET search-tool:8080", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "GET search-tool:8080", LOutlivedRoot, 1)
 	e.SpendSeconds(Gateway, LLive, 3.894)   // POST 2.994 (noticed: all live) + tool 0.50 + GET 0.40 before gone
 	e.SpendSeconds(Gateway, LOrphaned, 5.9) // tool 3.00 + GET 2.90 after gone
 	e.Outlive(Gateway, 2, 5.90)
@@ -209,8 +209,8 @@ func S16() (ptrace.Traces, Expected) {
 
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Gateway, "POST", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "POST", LOutlivedRoot, 1)
+	e.Runs(Gateway, "POST coder:8080", DeliveredToNobody, 1)
+	e.Attempts(Gateway, "POST coder:8080", LOutlivedRoot, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
 	e.SpendSeconds(Gateway, LOrphaned, 2.80)
 	e.Outlive(Gateway, 1, 2.80)
@@ -285,9 +285,10 @@ func S17() (ptrace.Traces, Expected) {
 	e.Reach(Gateway, 1, 0, 1)
 	e.Runs(Gateway, "StartActivity:Summarize", Success, 1)
 	e.Attempts(Gateway, "StartActivity:Summarize", LLive, 1)
-	e.Runs(Gateway, "POST", RetryableFailure, 1)
-	e.Runs(Gateway, "POST", Success, 1)
-	e.Attempts(Gateway, "POST", LLive, 2)
+	e.Runs(Gateway, "POST critic:8080", RetryableFailure, 1)
+	e.Runs(Gateway, "POST planner:8080", Success, 1)
+	e.Attempts(Gateway, "POST critic:8080", LLive, 1)
+	e.Attempts(Gateway, "POST planner:8080", LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 1.12) // 0.02 + 1.00 + 0.10
 	e.Runs(Coder, "chat gpt-4o", DeliveredToNobody, 1)
 	e.Attempts(Coder, "chat gpt-4o", LStartedAfterGone, 1)
@@ -371,8 +372,8 @@ func S18() (ptrace.Traces, Expected) {
 	e.Tokens(Scheduler, GPT4oMini, LLive, 2000, 300)
 	e.Cost(Scheduler, GPT4oMini, LLive, 0.00048)
 	e.ModelCalls(Scheduler, GPT4oMini, LLive, 1)
-	e.Runs(Gateway, "POST", Cancelled, 1)
-	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Runs(Gateway, "POST researcher:8080", Cancelled, 1)
+	e.Attempts(Gateway, "POST researcher:8080", LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
 	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
 	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 1)
@@ -382,8 +383,8 @@ func S18() (ptrace.Traces, Expected) {
 	e.ModelCalls(Researcher, GPT4o, LOrphaned, 1)
 	e.Outlive(Researcher, 2, 3.90) // 2.00 + 1.90
 	e.Unpropagated(Gateway, Researcher, 1)
-	e.Runs(Planner, "GET", UnknownRoot, 1)
-	e.Attempts(Planner, "GET", LUnknown, 1)
+	e.Runs(Planner, "GET search-tool:8080", UnknownRoot, 1)
+	e.Attempts(Planner, "GET search-tool:8080", LUnknown, 1)
 	e.SpendSeconds(Planner, LUnknown, 0.50)
 	return b.Traces(), e.Build()
 }
@@ -446,14 +447,14 @@ func S19() (ptrace.Traces, Expected) {
 			}
 			e.Span(tool, Live())
 		}
-		e.Runs(c.agent, "GET", Cancelled, 1)
-		e.Attempts(c.agent, "GET", LLive, 2)
+		e.Runs(c.agent, "GET search-tool:8080", Cancelled, 1)
+		e.Attempts(c.agent, "GET search-tool:8080", LLive, 2)
 		e.SpendSeconds(c.agent, LLive, 0.40)
+		e.Runs(Gateway, "POST "+c.agent+":8080", Cancelled, 1)
+		e.Attempts(Gateway, "POST "+c.agent+":8080", LLive, 1)
 	}
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, 1, 0)
-	e.Runs(Gateway, "POST", Cancelled, 3)
-	e.Attempts(Gateway, "POST", LLive, 3)
 	e.SpendSeconds(Gateway, LLive, 5.97) // 3 x 1.99
 
 	const model = "gpt-4o-mini-2024-07-18"

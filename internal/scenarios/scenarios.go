@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"math/rand/v2"
+	"strconv"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -51,6 +52,20 @@ const (
 	searchPath = "/search?q=orphaned+retries"
 )
 
+// Operation labels of the exporter: HTTP CLIENT spans are named by method and target host
+// (the semantic conventions' span name, not the bare method), so every search-tool call is
+// "GET search-tool:8080" and gateway's call to an agent "POST <agent>:8080".
+var opSearch = "GET " + SearchTool + ":" + strconv.Itoa(HTTPPort)
+
+func opAgent(agent string) string { return "POST " + agent + ":" + strconv.Itoa(HTTPPort) }
+
+// agentCall expects gateway's one call to agent: a run of one attempt with the outcome, the
+// attempt with the liveness label.
+func agentCall(e *Expect, agent, outcome, liveness string) {
+	e.Runs(Gateway, opAgent(agent), outcome, 1)
+	e.Attempts(Gateway, opAgent(agent), liveness, 1)
+}
+
 // subAgentCall adds gateway's CLIENT "POST" to agent and the agent's SERVER "POST /run".
 // serverStatus 0 leaves the server without response status code.
 func subAgentCall(parent *Span, agent string, cs, ce, ss, se float64, clientStatus, serverStatus int) (call, srv *Span) {
@@ -96,17 +111,18 @@ func S1() (ptrace.Traces, Expected) {
 		// 1200 * 0.15e-6 + 300 * 0.60e-6 = 0.00018 + 0.00018
 		e.Span(chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
 
-		e.Runs(agent, "GET", Success, 1)
+		e.Runs(agent, opSearch, Success, 1)
 		e.Runs(agent, "chat gpt-4o-mini", Success, 1)
-		e.Attempts(agent, "GET", LLive, 1)
+		e.Attempts(agent, opSearch, LLive, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
 		e.SpendSeconds(agent, LLive, 5.20) // GET 0.20 + chat 5.00
 		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
 		e.Cost(agent, GPT4oMini, LLive, 0.00036)
 		e.ModelCalls(agent, GPT4oMini, LLive, 1)
 	}
-	e.Runs(Gateway, "POST", Success, 4)
-	e.Attempts(Gateway, "POST", LLive, 4)
+	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
+		agentCall(e, agent, Success, LLive)
+	}
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 21.96) // 4 x 5.49
 	return b.Traces(), e.Build()
@@ -210,23 +226,24 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 	e.Span(x.publish, Orphaned(3.52, true).Single(DeliveredToNobody, ok))
 
 	for _, agent := range x.otherNames {
-		e.Runs(agent, "GET", Success, 1)
+		e.Runs(agent, opSearch, Success, 1)
 		e.Runs(agent, "chat gpt-4o-mini", Success, 1)
-		e.Attempts(agent, "GET", LLive, 1)
+		e.Attempts(agent, opSearch, LLive, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
 		e.SpendSeconds(agent, LLive, 2.20) // 0.20 + 2.00
 		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
 		e.Cost(agent, GPT4oMini, LLive, 0.00036)
 		e.ModelCalls(agent, GPT4oMini, LLive, 1)
 	}
-	e.Runs(Gateway, "POST", Success, 3)
-	e.Runs(Gateway, "POST", Cancelled, 1)
-	e.Runs(Researcher, "GET", DeliveredToNobody, 1)
+	for _, agent := range []string{Planner, Coder, Critic} {
+		agentCall(e, agent, Success, LLive)
+	}
+	agentCall(e, Researcher, Cancelled, LLive)
+	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
 	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
 	e.Runs(Researcher, "send research-results", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "POST", LLive, 4)
-	e.Attempts(Researcher, "GET", LLive, 3)
-	e.Attempts(Researcher, "GET", LStartedAfterGone, 1)
+	e.Attempts(Researcher, opSearch, LLive, 3)
+	e.Attempts(Researcher, opSearch, LStartedAfterGone, 1)
 	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 1)
 	e.Attempts(Researcher, "send research-results", LStartedAfterGone, 1)
 	e.Roots(Gateway, Cancelled, 1)
@@ -305,20 +322,21 @@ func S3() (ptrace.Traces, Expected) {
 	}
 
 	for _, agent := range others {
-		e.Runs(agent, "GET", Success, 1)
+		e.Runs(agent, opSearch, Success, 1)
 		e.Runs(agent, "chat gpt-4o-mini", Success, 1)
-		e.Attempts(agent, "GET", LLive, 1)
+		e.Attempts(agent, opSearch, LLive, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
 		e.SpendSeconds(agent, LLive, 2.20)
 		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
 		e.Cost(agent, GPT4oMini, LLive, 0.00036)
 		e.ModelCalls(agent, GPT4oMini, LLive, 1)
 	}
-	e.Runs(Gateway, "POST", Success, 3)
-	e.Runs(Gateway, "POST", Cancelled, 1)
-	e.Runs(Researcher, "GET", Cancelled, 1)
-	e.Attempts(Gateway, "POST", LLive, 4)
-	e.Attempts(Researcher, "GET", LLive, 3)
+	for _, agent := range []string{Planner, Coder, Critic} {
+		agentCall(e, agent, Success, LLive)
+	}
+	agentCall(e, Researcher, Cancelled, LLive)
+	e.Runs(Researcher, opSearch, Cancelled, 1)
+	e.Attempts(Researcher, opSearch, LLive, 3)
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, 1, 0)
 	e.SpendSeconds(Gateway, LLive, 10.46) // 3 x 2.49 + 2.99
@@ -364,11 +382,11 @@ func S4() (ptrace.Traces, Expected) {
 	// 500 * 0.15e-6 + 100 * 0.60e-6 = 0.000075 + 0.00006
 	e.Span(chat, Orphaned(1.50, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 500, 100, 0.000135))
 
-	e.Runs(Gateway, "POST", Cancelled, 1)
-	e.Runs(Coder, "GET", Success, 1)
+	e.Runs(Gateway, opAgent(Coder), Cancelled, 1)
+	e.Runs(Coder, opSearch, Success, 1)
 	e.Runs(Coder, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "POST", LLive, 1)
-	e.Attempts(Coder, "GET", LLive, 1)
+	e.Attempts(Gateway, opAgent(Coder), LLive, 1)
+	e.Attempts(Coder, opSearch, LLive, 1)
 	e.Attempts(Coder, "chat gpt-4o-mini", LStartedAfterGone, 1)
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
@@ -419,10 +437,10 @@ func S5() (ptrace.Traces, Expected) {
 		}
 		e.Span(tool, Live())
 	}
-	e.Runs(Gateway, "POST", Success, 1)
-	e.Runs(Researcher, "GET", RetryableFailure, 1)
-	e.Attempts(Gateway, "POST", LLive, 1)
-	e.Attempts(Researcher, "GET", LLive, 5)
+	e.Runs(Gateway, opAgent(Researcher), Success, 1)
+	e.Runs(Researcher, opSearch, RetryableFailure, 1)
+	e.Attempts(Gateway, opAgent(Researcher), LLive, 1)
+	e.Attempts(Researcher, opSearch, LLive, 5)
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 4.05)
 	e.SpendSeconds(Researcher, LLive, 1.00) // 5 x 0.20
@@ -482,12 +500,14 @@ func S6() (ptrace.Traces, Expected) {
 		e.Span(sv, Live())
 	}
 	const op = "search.v1.SearchService/Search"
-	e.Runs(Gateway, "POST", Success, 2)
-	e.Runs(Coder, "GET", HardFailure, 1)
+	e.Runs(Gateway, opAgent(Coder), Success, 1)
+	e.Runs(Gateway, opAgent(Planner), Success, 1)
+	e.Runs(Coder, opSearch, HardFailure, 1)
 	e.Runs(Planner, op, Success, 1)
 	e.Runs(Planner, op, HardFailure, 1)
-	e.Attempts(Gateway, "POST", LLive, 2)
-	e.Attempts(Coder, "GET", LLive, 1)
+	e.Attempts(Gateway, opAgent(Coder), LLive, 1)
+	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
+	e.Attempts(Coder, opSearch, LLive, 1)
 	e.Attempts(Planner, op, LLive, 4)
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 2.98) // 0.99 + 1.99
@@ -547,10 +567,10 @@ func S7() (ptrace.Traces, Expected) {
 	// 2000 * 2.5e-6 + 500 * 10e-6 = 0.005 + 0.005
 	e.Span(a2, Orphaned(4.50, true).Attempt(2).Run(DeliveredToNobody, 2, ok).Spend(GPT4o, 2000, 500, 0.010))
 
-	e.Runs(Gateway, "POST", Success, 1)
+	e.Runs(Gateway, opAgent(Researcher), Success, 1)
 	e.Runs(Researcher, "send research-jobs", Success, 1)
 	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Attempts(Gateway, opAgent(Researcher), LLive, 1)
 	e.Attempts(Researcher, "send research-jobs", LLive, 1)
 	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 2)
 	e.Roots(Gateway, Cancelled, 1)
@@ -640,21 +660,22 @@ func S9() (ptrace.Traces, Expected) {
 	e.Span(x.publish, Unknown().Single(UnknownRoot, ok))
 
 	for _, agent := range x.otherNames {
-		e.Runs(agent, "GET", UnknownRoot, 1)
+		e.Runs(agent, opSearch, UnknownRoot, 1)
 		e.Runs(agent, "chat gpt-4o-mini", UnknownRoot, 1)
-		e.Attempts(agent, "GET", LUnknown, 1)
+		e.Attempts(agent, opSearch, LUnknown, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LUnknown, 1)
 		e.SpendSeconds(agent, LUnknown, 2.20)
 		e.Tokens(agent, GPT4oMini, LUnknown, 1200, 300)
 		e.Cost(agent, GPT4oMini, LUnknown, 0.00036)
 		e.ModelCalls(agent, GPT4oMini, LUnknown, 1)
 	}
-	e.Runs(Gateway, "POST", UnknownRoot, 4)
-	e.Runs(Researcher, "GET", UnknownRoot, 1)
+	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
+		agentCall(e, agent, UnknownRoot, LUnknown)
+	}
+	e.Runs(Researcher, opSearch, UnknownRoot, 1)
 	e.Runs(Researcher, "chat gpt-4o", UnknownRoot, 1)
 	e.Runs(Researcher, "send research-results", UnknownRoot, 1)
-	e.Attempts(Gateway, "POST", LUnknown, 4)
-	e.Attempts(Researcher, "GET", LUnknown, 4)
+	e.Attempts(Researcher, opSearch, LUnknown, 4)
 	e.Attempts(Researcher, "chat gpt-4o", LUnknown, 1)
 	e.Attempts(Researcher, "send research-results", LUnknown, 1)
 	e.SpendSeconds(Gateway, LUnknown, 10.46)
@@ -702,9 +723,9 @@ func S10() (ptrace.Traces, Expected) {
 	e.Span(srv, Live())
 	e.Span(chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
 
-	e.Runs(Gateway, "POST", Success, 1)
+	e.Runs(Gateway, opAgent(Planner), Success, 1)
 	e.Runs(Planner, "chat gpt-4o-mini", Success, 1)
-	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
 	e.Attempts(Planner, "chat gpt-4o-mini", LLive, 1)
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 1.98)
@@ -744,9 +765,10 @@ func S11() (ptrace.Traces, Expected) {
 	e.Span(mail, Detached().Single(Success, ok))
 
 	e.Runs(Gateway, "send receipt", Success, 1)
-	e.Runs("mailer", "POST", Success, 1)
+	// url.full is http://mail-provider.example:443/v3/send: 443 is not http's default port.
+	e.Runs("mailer", "POST mail-provider.example:443", Success, 1)
 	e.Attempts(Gateway, "send receipt", LLive, 1)
-	e.Attempts("mailer", "POST", LDetached, 1)
+	e.Attempts("mailer", "POST mail-provider.example:443", LDetached, 1)
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 0.02)
 	e.SpendSeconds("mailer", LDetached, 0.03)
@@ -788,18 +810,20 @@ func S12() (ptrace.Traces, Expected) {
 	// 1000 * 2.5e-6 + 200 * 10e-6 = 0.0025 + 0.002
 	e.Span(cChat, Orphaned(2.00, false).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
 
-	e.Runs(Gateway, "POST", Success, 1)
-	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Runs(Gateway, opAgent(Researcher), Success, 1)
+	e.Runs(Gateway, opAgent(Critic), Cancelled, 1)
 	e.Runs(Researcher, "chat gpt-4o-mini", Success, 1)
 	e.Runs(Critic, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "POST", LLive, 2)
+	e.Attempts(Gateway, opAgent(Researcher), LLive, 1)
+	e.Attempts(Gateway, opAgent(Critic), LLive, 1)
 	e.Attempts(Researcher, "chat gpt-4o-mini", LLive, 1)
 	e.Attempts(Critic, "chat gpt-4o", LOutlivedRoot, 1)
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 3.38) // 1.39 + 1.99
 	e.SpendSeconds(Researcher, LLive, 1.25)
-	e.SpendSeconds(Critic, LLive, 0.50)     // 1.50-2.00, while the caller still waited
-	e.SpendSeconds(Critic, LOrphaned, 2.00) // the seconds after the gone time
+	// The chat ran 1.50-4.00: its 2.00 s after the gone time are orphaned, the 0.50 s before live.
+	e.SpendSeconds(Critic, LOrphaned, 2.00)
+	e.SpendSeconds(Critic, LLive, 0.50)
 	e.Tokens(Researcher, GPT4oMini, LLive, 1200, 300)
 	e.Tokens(Critic, GPT4o, LOrphaned, 1000, 200)
 	e.Cost(Researcher, GPT4oMini, LLive, 0.00036)
@@ -916,25 +940,29 @@ func S13() (ptrace.Traces, Expected) {
 	e.Span(c1, Unchecked())
 	e.Span(c2, Unchecked())
 
-	e.Runs(Gateway, "POST", Cancelled, 1)
+	e.Runs(Gateway, opAgent(Planner), Cancelled, 1)
 	e.Runs(Planner, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Runs(LegacyAgent, "GET", Success, 2)
+	e.Runs(LegacyAgent, opSearch, Success, 1)
+	e.Runs(LegacyAgent, "GET docs-tool:8080", Success, 1)
 	e.Runs(LegacyAgent, "chat gpt-4o-mini", Success, 1)
-	e.Attempts(LegacyAgent, "GET", LLive, 2)
+	e.Attempts(LegacyAgent, opSearch, LLive, 1)
+	e.Attempts(LegacyAgent, "GET docs-tool:8080", LLive, 1)
 	e.Attempts(LegacyAgent, "chat gpt-4o-mini", LLive, 1)
 	e.SpendSeconds(LegacyAgent, LLive, 0.50) // 0.10 + 0.30 + 0.10
 	e.Tokens(LegacyAgent, GPT4oMini, LLive, 0, 10)
 	e.Cost(LegacyAgent, GPT4oMini, LLive, 0.000006)
 	e.ModelCalls(LegacyAgent, GPT4oMini, LLive, 1)
-	e.Attempts(Gateway, "POST", LLive, 1)
+	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
 	e.Attempts(Planner, "chat gpt-4o-mini", LOutlivedRoot, 1)
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, 0, 1)
 	e.Roots(Gateway, Completed, 1)
 	e.Roots(LegacyAgent, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 0.99)
-	e.SpendSeconds(Planner, LLive, 0.95)     // the chat's seconds before the gone time
-	e.SpendSeconds(Planner, LOrphaned, 0.90) // after it
+	// The chat ran 0.05-1.90, gone at 1.00: its 0.90 s after the gone time are orphaned, the
+	// 0.95 s before live.
+	e.SpendSeconds(Planner, LOrphaned, 0.90)
+	e.SpendSeconds(Planner, LLive, 0.95)
 	e.Tokens(Planner, GPT4oMini, LOrphaned, 1200, 300)
 	e.Cost(Planner, GPT4oMini, LOrphaned, 0.00036)
 	e.ModelCalls(Planner, GPT4oMini, LOrphaned, 1)

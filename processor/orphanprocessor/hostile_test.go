@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -90,10 +90,9 @@ func hostileBatch() ptrace.Traces {
 }
 
 func TestHostileInputPassesThroughUnchanged(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
+	cfg := testConfig(time.Hour)
+	p, _ := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
 	in := hostileBatch()
 	// Upstream exporters that retry send the same spans twice.
 	again := ptrace.NewTraces()
@@ -159,10 +158,9 @@ func TestHugeTracesStayBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100k spans")
 	}
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
+	cfg := testConfig(time.Hour)
+	p, _ := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
 	const n = 100_000
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -199,13 +197,11 @@ func TestHugeTracesStayBounded(t *testing.T) {
 // decided early and passed on in the sender's goroutine, which is the backpressure) and every
 // span arrives.
 func TestOverloadEvictsAndLosesNothing(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
+	cfg := testConfig(time.Hour)
 	cfg.Limits.MaxTraces = 100
-	slow := &slowSink{delay: 100 * time.Microsecond}
-	p, err := newOrphanProcessor(nopSettings(), cfg, slow)
-	require.NoError(t, err)
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	slow := &slowSink{yields: 50}
+	p, clk := newTestProcessor(t, cfg, slow)
+	startTestProcessor(t, p, clk)
 	var wg sync.WaitGroup
 	const senders, perSender = 8, 125 // 1000 traces: ten times the limit
 	maxHeld := 0
@@ -242,13 +238,15 @@ func TestOverloadEvictsAndLosesNothing(t *testing.T) {
 
 type slowSink struct {
 	consumertest.TracesSink
-	delay time.Duration
-	mu    sync.Mutex
-	n     int
+	yields int // the consumer gives way this often per batch: slow, without sleeping
+	mu     sync.Mutex
+	n      int
 }
 
 func (s *slowSink) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
-	time.Sleep(s.delay)
+	for range s.yields {
+		runtime.Gosched()
+	}
 	s.mu.Lock()
 	s.n += td.SpanCount()
 	s.mu.Unlock()
@@ -264,14 +262,12 @@ func (s *slowSink) count() int {
 // TestIdempotencyKeysNeverInClear checks that no verdict attribute or log line carries a key.
 func TestIdempotencyKeysNeverInClear(t *testing.T) {
 	const key = "secret-key-4f1c9a"
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = 0
-	sink := new(consumertest.TracesSink)
+	cfg := testConfig(0)
 	set := nopSettings()
 	var logs bytes.Buffer
 	set.Logger = newBufferLogger(&logs)
-	p, err := newOrphanProcessor(set, cfg, sink)
-	require.NoError(t, err)
+	p, _ := newTestProcessorWith(t, set, cfg, nil)
+	sink := sinkOf(p)
 	td := ptrace.NewTraces()
 	addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 1)
 	for i := byte(2); i < 5; i++ {

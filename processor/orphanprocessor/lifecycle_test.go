@@ -2,6 +2,8 @@ package orphanprocessor
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,12 +50,10 @@ func TestRestartStartsClean(t *testing.T) {
 // TestLateSpanJudgedAgainstRetainedRoot: a span arriving after its trace was decided is held
 // for the wait like any other and judged against the kept root record.
 func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Minute
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
-	now := time.Unix(1000, 0)
-	p.now = func() time.Time { return now }
+	cfg := testConfig(time.Minute)
+	p, clk := newTestProcessor(t, cfg, nil) // due() is driven by hand
+	sink := sinkOf(p)
+	now := clk.Now()
 	td := ptrace.NewTraces()
 	root := addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
 	root.Attributes().PutInt("http.response.status_code", 499)
@@ -61,7 +61,8 @@ func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
 	require.NoError(t, p.release(context.Background(), p.due(now.Add(time.Minute))))
 	require.Equal(t, 1, sink.SpanCount())
 
-	now = now.Add(2 * time.Minute)
+	clk.Advance(2 * time.Minute)
+	now = clk.Now()
 	late := ptrace.NewTraces()
 	addSpan(late, "worker", 1, 2, 1, ptrace.SpanKindClient, 1, 5)
 	require.NoError(t, p.ConsumeTraces(context.Background(), late))
@@ -77,18 +78,30 @@ func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
 }
 
 // TestConcurrentConsumeWhileReleasing runs ConsumeTraces from several goroutines while the
-// loop releases traces (for -race), and checks that every span comes out exactly once.
+// loop releases traces (for -race: the test clock moves on all the while), and checks that
+// every span comes out exactly once.
 func TestConcurrentConsumeWhileReleasing(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = 5 * time.Millisecond
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
-	done := make(chan struct{})
+	cfg := testConfig(5 * time.Millisecond)
+	p, clk := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
+	startTestProcessor(t, p, clk)
+	stop, ticking := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ticking)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				clk.Advance(time.Millisecond)
+				runtime.Gosched()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
 	const workers, traces = 4, 200
 	for w := range workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
+		wg.Go(func() {
 			for i := range traces {
 				td := ptrace.NewTraces()
 				tid := pcommon.TraceID{byte(w), byte(i), byte(i >> 8), 3}
@@ -101,11 +114,11 @@ func TestConcurrentConsumeWhileReleasing(t *testing.T) {
 				}
 				assert.NoError(t, p.ConsumeTraces(context.Background(), td))
 			}
-		}()
+		})
 	}
-	for range workers {
-		<-done
-	}
+	wg.Wait()
+	close(stop)
+	<-ticking
 	require.NoError(t, p.Shutdown(context.Background()))
 	assert.Equal(t, workers*traces*3, sink.SpanCount())
 }

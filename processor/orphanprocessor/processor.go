@@ -9,11 +9,10 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -31,7 +30,7 @@ type orphanProcessor struct {
 	corr   *verdict.Correlator
 	reader *spanread.Reader
 	tel    *metadata.TelemetryBuilder
-	now    func() time.Time
+	clock  clock
 
 	mu        sync.Mutex
 	held      map[verdict.TraceID]*heldTrace
@@ -41,6 +40,8 @@ type orphanProcessor struct {
 
 	evictMu                              sync.Mutex
 	seenRootEv, seenKeyEv, seenIndexedEv uint64
+
+	dropLog logLimiter
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -92,13 +93,14 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		next:     next,
 		corr:     corr,
 		reader:   spanread.New(cfg.readerOptions()),
-		now:      time.Now,
+		clock:    wallClock{},
 		held:     map[verdict.TraceID]*heldTrace{},
 		perTrace: map[verdict.TraceID]int{},
 		stop:     make(chan struct{}),
+		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
-	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, func() (int64, int64) {
+	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func() (int64, int64) {
 		r, k := corr.Held()
 		return int64(r), int64(k)
 	})
@@ -155,7 +157,7 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	}
 	p.queue = nil
 	p.mu.Unlock()
-	err := p.release(ctx, ready)
+	err := p.dropped(ctx, p.release(ctx, ready))
 	err = errors.Join(err, p.keyShareShutdown(ctx)) // key sharing (keysharing.go)
 	p.tel.Shutdown()
 	return err
@@ -167,32 +169,38 @@ func (p *orphanProcessor) loop() {
 		<-p.stop
 		return
 	}
-	// The timer is set to the moment the oldest held trace is due, so no span waits longer
-	// than decision_wait (plus the time to decide); an arrival into an empty queue wakes it.
-	t := time.NewTimer(p.cfg.DecisionWait)
-	defer t.Stop()
+	// The timer is armed for the moment the oldest held trace is due, so no span waits longer
+	// than decision_wait (plus the time to decide), and stopped while nothing is held; an
+	// arrival when nothing is held wakes the loop to arm it.
+	t := p.clock.NewTimer(p.cfg.DecisionWait)
+	t.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-p.wake:
-		case <-t.C:
-			_ = p.release(context.Background(), p.due(p.now()))
+		case <-t.C():
+			ctx := context.Background()
+			_ = p.dropped(ctx, p.release(ctx, p.due(p.clock.Now())))
 		}
-		t.Reset(p.untilNextDue())
+		if d, ok := p.untilNextDue(); ok {
+			t.Reset(d)
+		} else {
+			t.Stop()
+		}
 	}
 }
 
-// untilNextDue is the time until the oldest held trace is due (decision_wait when none is held).
-func (p *orphanProcessor) untilNextDue() time.Duration {
+// untilNextDue is the time until the oldest held trace is due; false when none is held.
+func (p *orphanProcessor) untilNextDue() (time.Duration, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, h := range p.queue {
 		if !h.decided {
-			return max(h.first.Add(p.cfg.DecisionWait).Sub(p.now()), 0)
+			return max(h.first.Add(p.cfg.DecisionWait).Sub(p.clock.Now()), 0), true
 		}
 	}
-	return p.cfg.DecisionWait
+	return 0, false
 }
 
 // due takes the traces whose wait is over at now.
@@ -220,8 +228,8 @@ func (p *orphanProcessor) takeLocked(h *heldTrace) *heldTrace {
 	h.decided = true
 	delete(p.held, h.id)
 	p.spansHeld -= len(h.refs)
-	p.tel.ProcessorOrphanTracesHeld.Add(context.Background(), -1)
-	p.tel.ProcessorOrphanSpansHeld.Add(context.Background(), int64(-len(h.refs)))
+	p.tel.ProcessorOrphanTracesHeld.Add(context.Background(), -1, p.tel.ID)
+	p.tel.ProcessorOrphanSpansHeld.Add(context.Background(), int64(-len(h.refs)), p.tel.ID)
 	return h
 }
 
@@ -240,7 +248,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		newTraces   int64
 		newSpans    int64
 	)
-	now := p.now()
+	now := p.clock.Now()
 
 	p.mu.Lock()
 	rss := td.ResourceSpans()
@@ -314,15 +322,15 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					h = p.held[traceID]
 				}
 				if h == nil {
+					if len(p.held) == 0 {
+						select { // wake the loop: its timer is stopped while nothing is held
+						case p.wake <- struct{}{}:
+						default: // a wake is pending already
+						}
+					}
 					h = &heldTrace{id: traceID, first: now}
 					h.late = p.corr.Knows(traceID) && !parentID.IsZero()
 					p.held[traceID] = h
-					if len(p.queue) == 0 {
-						select { // wake the loop: its timer is waiting for nothing
-						case p.wake <- struct{}{}:
-						default:
-						}
-					}
 					p.queue = append(p.queue, h)
 					newTraces++
 				}
@@ -337,7 +345,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 				p.spansHeld++
 				newSpans++
 				if len(h.refs) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
-					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, metric.WithAttributes(attribute.String("state", "spans_per_trace")))
+					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "spans_per_trace"))
 					// The next spans of this batch start a new holding for the trace.
 					ready = append(ready, p.takeLocked(h))
 				}
@@ -349,10 +357,10 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	}
 	// Held counts go up once a batch, before any of this batch's traces can be taken.
 	if newTraces > 0 {
-		p.tel.ProcessorOrphanTracesHeld.Add(ctx, newTraces)
+		p.tel.ProcessorOrphanTracesHeld.Add(ctx, newTraces, p.tel.ID)
 	}
 	if newSpans > 0 {
-		p.tel.ProcessorOrphanSpansHeld.Add(ctx, newSpans)
+		p.tel.ProcessorOrphanSpansHeld.Add(ctx, newSpans, p.tel.ID)
 	}
 	// Observe before any decision, under p.mu, so the loop cannot decide a trace that should
 	// find this batch's roots or keys.
@@ -362,7 +370,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		if h == nil {
 			break
 		}
-		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, metric.WithAttributes(attribute.String("state", "traces")))
+		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "traces"))
 		ready = append(ready, p.takeLocked(h))
 	}
 	if p.cfg.DecisionWait == 0 {
@@ -377,11 +385,11 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 
 	p.countReaderStats(ctx, &rst)
 	if invalidIDs > 0 {
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, invalidIDs, metric.WithAttributes(attribute.String("reason", verdict.InvalidTraceID.String())))
-		p.tel.ProcessorOrphanSpansProcessed.Add(ctx, invalidIDs)
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, invalidIDs, p.tel.With("reason", verdict.InvalidTraceID.String()))
+		p.tel.ProcessorOrphanSpansProcessed.Add(ctx, invalidIDs, p.tel.ID)
 	}
 	if late > 0 {
-		p.tel.ProcessorOrphanSpansLate.Add(ctx, late)
+		p.tel.ProcessorOrphanSpansLate.Add(ctx, late, p.tel.ID)
 	}
 	if hasPass {
 		if err := p.next.ConsumeTraces(ctx, passthrough); err != nil {
@@ -404,12 +412,14 @@ func (p *orphanProcessor) oldestLocked() *heldTrace {
 }
 
 // release decides the given traces, writes their verdicts and passes them on in one batch.
+// A refusal by the next consumer is returned; where nobody can be told (the release loop,
+// shutdown), the caller passes the error to dropped.
 func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error {
 	ready = p.keyShareHold(ready) // key sharing: traces waiting for a key record (keysharing.go)
 	if len(ready) == 0 {
 		return nil
 	}
-	now := p.now()
+	now := p.clock.Now()
 	n := 0
 	// The spans leave grouped as they came: by the ScopeSpans they arrived in.
 	type group struct {
@@ -420,7 +430,7 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 	index := map[*heldScope]int{}
 	for _, h := range ready {
 		p.decide(ctx, h)
-		p.tel.ProcessorOrphanDecisionWait.Record(ctx, now.Sub(h.first).Seconds())
+		p.tel.ProcessorOrphanDecisionWait.Record(ctx, now.Sub(h.first).Seconds(), p.tel.ID)
 		n += len(h.refs)
 		for _, r := range h.refs {
 			gi, ok := index[r.src]
@@ -453,14 +463,73 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 			sp.MoveTo(dst.AppendEmpty())
 		}
 	}
-	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n))
+	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n), p.tel.ID)
 	p.countCorrelatorEvictions(ctx)
 	if err := p.next.ConsumeTraces(ctx, out); err != nil {
-		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n))
-		p.logger.Warn("next consumer refused decided spans", zap.Int("spans", n), zap.Error(err))
-		return err
+		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
+		return &refusedError{err: err, spans: n}
 	}
 	return nil
+}
+
+// refusedError is the next consumer's refusal of n decided spans.
+type refusedError struct {
+	err   error
+	spans int
+}
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// dropped counts, and logs at a bounded rate, the spans of a refused release that had nowhere
+// to go back to: the release loop and shutdown have no caller to return the error to. It
+// returns err.
+func (p *orphanProcessor) dropped(ctx context.Context, err error) error {
+	var re *refusedError
+	if !errors.As(err, &re) {
+		return err
+	}
+	reason := dropRefused
+	if consumererror.IsPermanent(re.err) {
+		reason = dropPermanent
+	}
+	p.tel.ProcessorOrphanSpansDropped.Add(ctx, int64(re.spans), p.tel.With("reason", reason))
+	if n, ok := p.dropLog.allow(p.clock.Now(), re.spans); ok {
+		p.logger.Warn("Next consumer refused decided spans; they are dropped",
+			zap.Int("dropped_spans", n), zap.String("reason", reason), zap.Error(re.err),
+			zap.Duration("log_interval", dropLogInterval))
+	}
+	return err
+}
+
+// Reasons of otelcol_processor_orphan_spans_dropped.
+const (
+	dropRefused   = "downstream_refused"         // a retryable refusal (memory_limiter, a full queue)
+	dropPermanent = "downstream_permanent_error" // a permanent error: the data itself was rejected
+)
+
+// dropLogInterval bounds the warnings about dropped spans: one per interval, with the spans
+// dropped since the previous one.
+const dropLogInterval = 10 * time.Second
+
+// logLimiter lets one log line through per dropLogInterval and counts what it held back.
+type logLimiter struct {
+	mu      sync.Mutex
+	last    time.Time
+	pending int
+}
+
+// allow adds n to the pending count; when a line may be logged at now it returns the count
+// since the last line and true.
+func (l *logLimiter) allow(now time.Time, n int) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending += n
+	if !l.last.IsZero() && now.Sub(l.last) < dropLogInterval {
+		return 0, false
+	}
+	n, l.pending, l.last = l.pending, 0, now
+	return n, true
 }
 
 // decide asks the correlator for one trace's verdicts and writes them onto its spans.
@@ -497,34 +566,34 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		}
 	}
 	if orphaned > 0 {
-		p.tel.ProcessorOrphanSpansOrphaned.Add(ctx, orphaned)
+		p.tel.ProcessorOrphanSpansOrphaned.Add(ctx, orphaned, p.tel.ID)
 	}
 	for r, n := range st.Invalid {
 		if r != int(verdict.Valid) && n > 0 {
-			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", verdict.Invalid(r).String())))
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), p.tel.With("reason", verdict.Invalid(r).String()))
 		}
 	}
 	if st.AmbiguousRoot > 0 {
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.AmbiguousRoot), metric.WithAttributes(attribute.String("reason", "ambiguous_root")))
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.AmbiguousRoot), p.tel.With("reason", "ambiguous_root"))
 	}
 	if st.NoDuration > 0 {
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.NoDuration), metric.WithAttributes(attribute.String("reason", "no_duration")))
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.NoDuration), p.tel.With("reason", "no_duration"))
 	}
 	if st.RootMissing {
-		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1)
+		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1, p.tel.ID)
 		if n := len(h.refs) - st.InvalidTotal(); n > 0 { // malformed spans are counted by their own reason
-			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "root_missing")))
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), p.tel.With("reason", "root_missing"))
 		}
 	}
 	if st.UnknownRootRuns > 0 {
-		p.tel.ProcessorOrphanRunsUnknownRoot.Add(ctx, int64(st.UnknownRootRuns))
+		p.tel.ProcessorOrphanRunsUnknownRoot.Add(ctx, int64(st.UnknownRootRuns), p.tel.ID)
 	}
 }
 
 func (p *orphanProcessor) countReaderStats(ctx context.Context, st *spanread.Stats) {
 	for r := spanread.BadNone + 1; r < spanread.NumBadReasons; r++ {
 		if n := st[r]; n > 0 {
-			p.tel.ProcessorOrphanAttributesIgnored.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", r.String())))
+			p.tel.ProcessorOrphanAttributesIgnored.Add(ctx, int64(n), p.tel.With("reason", r.String()))
 		}
 	}
 }
@@ -657,12 +726,12 @@ func (p *orphanProcessor) countCorrelatorEvictions(ctx context.Context) {
 	p.seenRootEv, p.seenKeyEv, p.seenIndexedEv = roots, keys, indexed
 	p.evictMu.Unlock()
 	if di > 0 {
-		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(di), metric.WithAttributes(attribute.String("state", "multi_root_spans")))
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(di), p.tel.With("state", "multi_root_spans"))
 	}
 	if dr > 0 {
-		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dr), metric.WithAttributes(attribute.String("state", "root_records")))
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dr), p.tel.With("state", "root_records"))
 	}
 	if dk > 0 {
-		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dk), metric.WithAttributes(attribute.String("state", "idempotency_keys")))
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dk), p.tel.With("state", "idempotency_keys"))
 	}
 }

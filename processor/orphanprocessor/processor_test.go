@@ -1,7 +1,6 @@
 package orphanprocessor
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -9,75 +8,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/collector/processor/processortest"
-	"go.uber.org/goleak"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// at returns t0 + s seconds as a pdata timestamp.
-func at(s float64) pcommon.Timestamp {
-	return pcommon.NewTimestampFromTime(t0.Add(time.Duration(s * float64(time.Second))))
-}
-
-// addSpan appends a span to td in its own resource.
-func addSpan(td ptrace.Traces, service string, trace byte, id, parent byte, kind ptrace.SpanKind, start, end float64) ptrace.Span {
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", service)
-	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-	sp.SetTraceID(pcommon.TraceID{trace, 1})
-	sp.SetSpanID(pcommon.SpanID{id, 1})
-	if parent != 0 {
-		sp.SetParentSpanID(pcommon.SpanID{parent, 1})
-	}
-	sp.SetName(service + "-op")
-	sp.SetKind(kind)
-	sp.SetStartTimestamp(at(start))
-	sp.SetEndTimestamp(at(end))
-	return sp
-}
-
-func newTestProcessor(t *testing.T, cfg *Config, sink *consumertest.TracesSink) *orphanProcessor {
-	t.Helper()
-	p, err := newOrphanProcessor(processortest.NewNopSettings(metadata.Type), cfg, sink)
-	require.NoError(t, err)
-	return p
-}
-
-func spanAttrs(td []ptrace.Traces) map[pcommon.SpanID]pcommon.Map {
-	out := map[pcommon.SpanID]pcommon.Map{}
-	for _, t := range td {
-		for i := range t.ResourceSpans().Len() {
-			rs := t.ResourceSpans().At(i)
-			for j := range rs.ScopeSpans().Len() {
-				ss := rs.ScopeSpans().At(j)
-				for k := range ss.Spans().Len() {
-					out[ss.Spans().At(k).SpanID()] = ss.Spans().At(k).Attributes()
-				}
-			}
-		}
-	}
-	return out
-}
-
 func TestHoldsForTheWaitThenReleasesWithVerdicts(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Minute // the loop never fires in this test; due() is driven by hand
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
-	now := time.Unix(1000, 0)
-	p.now = func() time.Time { return now }
+	p, clk := newTestProcessor(t, testConfig(time.Minute), nil) // due() is driven by hand
+	sink := sinkOf(p)
+	now := clk.Now()
 
 	td := ptrace.NewTraces()
 	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
@@ -110,10 +50,9 @@ func TestHoldsForTheWaitThenReleasesWithVerdicts(t *testing.T) {
 }
 
 func TestShutdownReleasesEverySpan(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
+	cfg := testConfig(time.Hour)
+	p, _ := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	td := ptrace.NewTraces()
 	for tr := byte(1); tr <= 20; tr++ {
@@ -127,11 +66,10 @@ func TestShutdownReleasesEverySpan(t *testing.T) {
 }
 
 func TestMaxTracesDecidesTheOldestEarly(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
+	cfg := testConfig(time.Hour)
 	cfg.Limits.MaxTraces = 3
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
+	p, _ := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
 	for tr := byte(1); tr <= 5; tr++ {
 		td := ptrace.NewTraces()
 		addSpan(td, "a", tr, 1, 0, ptrace.SpanKindServer, 0, 1)
@@ -150,11 +88,10 @@ func TestMaxTracesDecidesTheOldestEarly(t *testing.T) {
 }
 
 func TestMaxSpansPerTraceDecidesEarly(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
+	cfg := testConfig(time.Hour)
 	cfg.Limits.MaxSpansPerTrace = 10
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
+	p, _ := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
 	td := ptrace.NewTraces()
 	addSpan(td, "a", 1, 1, 0, ptrace.SpanKindServer, 0, 10)
 	for i := byte(2); i < 26; i++ {
@@ -173,10 +110,9 @@ func TestMaxSpansPerTraceDecidesEarly(t *testing.T) {
 }
 
 func TestZeroWaitDecidesEachBatch(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = 0
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
+	cfg := testConfig(0)
+	p, _ := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	td := ptrace.NewTraces()
 	addSpan(td, "a", 1, 1, 0, ptrace.SpanKindServer, 0, 1)
@@ -189,10 +125,9 @@ func TestZeroWaitDecidesEachBatch(t *testing.T) {
 }
 
 func TestZeroTraceIDPassesThroughUnchanged(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = time.Hour
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
+	cfg := testConfig(time.Hour)
+	p, _ := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
 	td := ptrace.NewTraces()
 	sp := addSpan(td, "a", 0, 1, 0, ptrace.SpanKindServer, 0, 1)
 	sp.SetTraceID(pcommon.TraceID{})
@@ -207,24 +142,58 @@ func TestZeroTraceIDPassesThroughUnchanged(t *testing.T) {
 	require.NoError(t, p.Shutdown(context.Background()))
 }
 
+// TestLoopReleasesAfterTheWait drives the release loop on the test clock: a trace is released
+// exactly decision_wait after its first span arrived, not a nanosecond earlier.
 func TestLoopReleasesAfterTheWait(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.DecisionWait = 50 * time.Millisecond
-	sink := new(consumertest.TracesSink)
-	p := newTestProcessor(t, cfg, sink)
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	const wait = 30 * time.Second
+	p, clk := newTestProcessor(t, testConfig(wait), nil)
+	sink := sinkOf(p)
+	startTestProcessor(t, p, clk)
+	clk.Advance(time.Hour) // idle: nothing to fire
+	arrived := clk.Now()
 	td := ptrace.NewTraces()
 	addSpan(td, "a", 1, 1, 0, ptrace.SpanKindServer, 0, 1)
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
-	require.Eventually(t, func() bool { return sink.SpanCount() == 1 }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, p.Shutdown(context.Background()))
+	require.Equal(t, arrived.Add(wait), clk.waitArmed(t))
+
+	clk.Advance(wait - time.Nanosecond)
+	assert.Zero(t, sink.SpanCount())
+	clk.Advance(time.Nanosecond)
+	clk.waitStopped(t) // released, nothing left to wait for
+	assert.Equal(t, 1, sink.SpanCount())
 }
 
-type processorSettings = processor.Settings
+// TestArrivalWakesTheLoop: a trace that arrives while nothing is held wakes the loop, which
+// arms its timer for the trace's due time; the next traces (something is held) do not wake it,
+// and after each release the timer is armed for the next trace due. Before the wake channel
+// was created the loop never heard of the arrival.
+func TestArrivalWakesTheLoop(t *testing.T) {
+	const wait = 10 * time.Second
+	p, clk := newTestProcessor(t, testConfig(wait), nil)
+	sink := sinkOf(p)
+	startTestProcessor(t, p, clk)
+	clk.Advance(3 * time.Second)
+	first := clk.Now()
+	td := ptrace.NewTraces()
+	addSpan(td, "a", 1, 1, 0, ptrace.SpanKindServer, 0, 1)
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	require.Equal(t, first.Add(wait), clk.waitArmed(t), "the arrival must wake the loop")
 
-func nopSettings() processor.Settings { return processortest.NewNopSettings(metadata.Type) }
+	clk.Advance(4 * time.Second)
+	second := clk.Now()
+	td = ptrace.NewTraces()
+	addSpan(td, "a", 2, 1, 0, ptrace.SpanKindServer, 0, 1)
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 
-func newBufferLogger(w *bytes.Buffer) *zap.Logger {
-	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), zapcore.DebugLevel))
+	clk.Advance(6 * time.Second) // the first trace is due
+	require.Equal(t, second.Add(wait), clk.waitArmed(t), "armed for the second trace")
+	assert.Equal(t, 1, sink.SpanCount())
+	clk.Advance(4 * time.Second)
+	clk.waitStopped(t)
+	assert.Equal(t, 2, sink.SpanCount())
+	select {
+	case ev := <-clk.events:
+		t.Fatalf("unexpected timer event %v: the second arrival woke the loop", ev)
+	default:
+	}
 }

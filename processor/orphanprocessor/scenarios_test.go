@@ -63,7 +63,7 @@ func loadScenarios(t *testing.T) []scenarioCase {
 // runBatches feeds the batches to a fresh processor and returns what came out.
 func runBatches(t interface{ Fatal(...any) }, batches []ptrace.Traces) []ptrace.Traces {
 	sink := new(consumertest.TracesSink)
-	p, err := newOrphanProcessor(processortestSettings(), scenarioConfig(), sink)
+	p, err := newOrphanProcessor(nopSettings(), scenarioConfig(), sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,19 +84,12 @@ func verdictsOf(out []ptrace.Traces) (map[string][]string, int) {
 	m := map[string][]string{}
 	n := 0
 	for _, td := range out {
-		for i := range td.ResourceSpans().Len() {
-			rs := td.ResourceSpans().At(i)
-			for j := range rs.ScopeSpans().Len() {
-				ss := rs.ScopeSpans().At(j)
-				for k := range ss.Spans().Len() {
-					sp := ss.Spans().At(k)
-					n++
-					tid, sid := sp.TraceID(), sp.SpanID()
-					key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + sp.Name()
-					m[key] = append(m[key], encodeVerdict(sp.Attributes()))
-					sort.Strings(m[key])
-				}
-			}
+		for _, f := range flatten(td) {
+			n++
+			tid, sid := f.sp.TraceID(), f.sp.SpanID()
+			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + f.sp.Name()
+			m[key] = append(m[key], encodeVerdict(f.sp.Attributes()))
+			sort.Strings(m[key])
 		}
 	}
 	return m, n
@@ -169,8 +162,6 @@ func checkScenario(t require.TestingT, sc scenarioCase, out []ptrace.Traces) {
 	}
 }
 
-func processortestSettings() processorSettings { return nopSettings() }
-
 // TestScenarios checks every scenario's verdicts against its expected.json, with all spans in
 // one batch.
 func TestScenarios(t *testing.T) {
@@ -210,13 +201,6 @@ func TestScenariosAnyArrivalOrder(t *testing.T) {
 	})
 }
 
-// flatSpan is one span with its resource and scope, so it can be sent alone.
-type flatSpan struct {
-	rs ptrace.ResourceSpans
-	ss ptrace.ScopeSpans
-	sp ptrace.Span
-}
-
 // appendTo appends a copy of the span, with its resource and scope, to td. The source stays
 // untouched (the processor's own moveSpan moves spans: it owns its input).
 func (f flatSpan) appendTo(td ptrace.Traces) {
@@ -227,20 +211,6 @@ func (f flatSpan) appendTo(td ptrace.Traces) {
 	f.ss.Scope().CopyTo(dss.Scope())
 	dss.SetSchemaUrl(f.ss.SchemaUrl())
 	f.sp.CopyTo(dss.Spans().AppendEmpty())
-}
-
-func flatten(td ptrace.Traces) []flatSpan {
-	var out []flatSpan
-	for i := range td.ResourceSpans().Len() {
-		rs := td.ResourceSpans().At(i)
-		for j := range rs.ScopeSpans().Len() {
-			ss := rs.ScopeSpans().At(j)
-			for k := range ss.Spans().Len() {
-				out = append(out, flatSpan{rs, ss, ss.Spans().At(k)})
-			}
-		}
-	}
-	return out
 }
 
 func indexes(n int) []int {

@@ -129,8 +129,17 @@ type SpanReport struct {
 	Cost          *float64 `json:"cost_usd,omitempty"`
 }
 
-// Spend sums model calls.
+// Spend sums model calls, in all and by model.
 type Spend struct {
+	ModelSpend
+	// AttemptSeconds sums the durations of attempt spans (all of them, not only model calls).
+	AttemptSeconds float64 `json:"attempt_seconds"`
+	// Models holds the same sums by model.
+	Models map[string]*ModelSpend `json:"models,omitempty"`
+}
+
+// ModelSpend sums model calls (of one model, or, in a Spend, of all).
+type ModelSpend struct {
 	ModelCalls   int     `json:"model_calls"`
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
@@ -140,20 +149,26 @@ type Spend struct {
 	Unpriced int `json:"unpriced_calls"`
 	// NoUsage counts model calls with neither token usage nor cost (a failed call, say).
 	NoUsage int `json:"calls_without_usage"`
-	// AttemptSeconds sums the durations of attempt spans (all of them, not only model calls).
-	AttemptSeconds float64 `json:"attempt_seconds"`
-	// Models holds the same sums by model.
-	Models map[string]*ModelSpend `json:"models,omitempty"`
 }
 
-// ModelSpend sums the calls of one model.
-type ModelSpend struct {
-	ModelCalls   int     `json:"model_calls"`
-	InputTokens  int64   `json:"input_tokens"`
-	OutputTokens int64   `json:"output_tokens"`
-	Cost         float64 `json:"cost_usd"`
-	Unpriced     int     `json:"unpriced_calls"`
-	NoUsage      int     `json:"calls_without_usage"`
+// add adds o's sums to m.
+func (m *ModelSpend) add(o *ModelSpend) {
+	m.ModelCalls += o.ModelCalls
+	m.InputTokens += o.InputTokens
+	m.OutputTokens += o.OutputTokens
+	m.Cost += o.Cost
+	m.Unpriced += o.Unpriced
+	m.NoUsage += o.NoUsage
+}
+
+// model returns the sums of model, made on first use.
+func (s *Spend) model(model string) *ModelSpend {
+	ms := s.Models[model]
+	if ms == nil {
+		ms = &ModelSpend{}
+		s.Models[model] = ms
+	}
+	return ms
 }
 
 // Edge is a service edge that did not carry cancellation, with how many orphaned spans
@@ -529,61 +544,36 @@ func spendOf(m map[string]*Spend, cat string) *Spend {
 	return s
 }
 
+// addSpend adds the model call s to sp, in all and under its model.
 func addSpend(sp *Spend, s *span, model string) {
-	ms := sp.Models[model]
-	if ms == nil {
-		ms = &ModelSpend{}
-		sp.Models[model] = ms
-	}
-	sp.ModelCalls++
-	ms.ModelCalls++
+	call := ModelSpend{ModelCalls: 1}
 	usage := false
 	if n, ok := s.integer(verdict.AttrSpendInput); ok {
-		sp.InputTokens += n
-		ms.InputTokens += n
-		usage = true
+		call.InputTokens, usage = n, true
 	}
 	if n, ok := s.integer(verdict.AttrSpendOutput); ok {
-		sp.OutputTokens += n
-		ms.OutputTokens += n
-		usage = true
+		call.OutputTokens, usage = n, true
 	}
 	c, ok := s.num(verdict.AttrSpendCost)
 	switch {
 	case ok:
-		sp.Cost += c
-		ms.Cost += c
+		call.Cost = c
 	case usage:
-		sp.Unpriced++
-		ms.Unpriced++
+		call.Unpriced = 1
 	default:
-		sp.NoUsage++
-		ms.NoUsage++
+		call.NoUsage = 1
 	}
+	sp.add(&call)
+	sp.model(model).add(&call)
 }
 
 func mergeSpend(dst map[string]*Spend, src map[string]*Spend) {
 	for cat, s := range src {
 		d := spendOf(dst, cat)
-		d.ModelCalls += s.ModelCalls
-		d.InputTokens += s.InputTokens
-		d.OutputTokens += s.OutputTokens
-		d.Cost += s.Cost
-		d.Unpriced += s.Unpriced
-		d.NoUsage += s.NoUsage
+		d.add(&s.ModelSpend)
 		d.AttemptSeconds += s.AttemptSeconds
 		for m, ms := range s.Models {
-			dm := d.Models[m]
-			if dm == nil {
-				dm = &ModelSpend{}
-				d.Models[m] = dm
-			}
-			dm.ModelCalls += ms.ModelCalls
-			dm.InputTokens += ms.InputTokens
-			dm.OutputTokens += ms.OutputTokens
-			dm.Cost += ms.Cost
-			dm.Unpriced += ms.Unpriced
-			dm.NoUsage += ms.NoUsage
+			d.model(m).add(ms)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/translator/zipkin/zipkinv1"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/translator/zipkin/zipkinv2"
 	zipkinmodel "github.com/openzipkin/zipkin-go/model"
+
+	"github.com/orphanwatch/orphanwatch/internal/zipkinaddr"
 )
 
 // zipkinV2 converts a Zipkin v2 JSON array with the contrib Zipkin translator, as the
@@ -130,7 +132,7 @@ func (r *Result) fixEndpoint(m map[string]json.RawMessage, key string) {
 			continue
 		}
 		if f == "ipv4" {
-			if c := canonicalIPv4(s); net.ParseIP(c) != nil {
+			if c := zipkinaddr.CanonicalIPv4(s); net.ParseIP(c) != nil {
 				ep[f], _ = json.Marshal(c)
 				changed = true
 				r.warnf("Zipkin %s.%s %q read as %s", key, f, s, c)
@@ -144,21 +146,6 @@ func (r *Result) fixEndpoint(m map[string]json.RawMessage, key string) {
 	if changed {
 		m[key], _ = json.Marshal(ep)
 	}
-}
-
-func canonicalIPv4(ip string) string {
-	parts := strings.Split(ip, ".")
-	if len(parts) != 4 {
-		return ip
-	}
-	for i, p := range parts {
-		q := strings.TrimLeft(p, "0")
-		if q == "" {
-			q = "0"
-		}
-		parts[i] = q
-	}
-	return strings.Join(parts, ".")
 }
 
 // zipkinV1 converts a Zipkin v1 JSON array with the contrib translator (all or nothing: v1

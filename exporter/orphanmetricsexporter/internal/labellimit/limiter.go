@@ -67,33 +67,37 @@ func (l *Limiter) Limit(label string) int {
 // Value returns value if it is (or can still be) admitted for label, and
 // [Overflow] otherwise, in which case the overflow callback is called.
 func (l *Limiter) Value(label, value string) string {
+	v, over := l.Admit(label, value)
+	if over && l.onOverflow != nil {
+		l.onOverflow(label)
+	}
+	return v
+}
+
+// Admit is Value without the overflow callback: it returns the value to export and whether
+// it is [Overflow] because the label reached its limit.
+func (l *Limiter) Admit(label, value string) (string, bool) {
 	l.mu.RLock()
 	_, ok := l.seen[label][value]
 	l.mu.RUnlock()
 	if ok {
-		return value
+		return value, false
 	}
-
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	values, ok := l.seen[label]
 	if !ok {
 		values = make(map[string]struct{})
 		l.seen[label] = values
 	}
 	if _, ok := values[value]; ok {
-		l.mu.Unlock()
-		return value
+		return value, false
 	}
 	if len(values) < l.Limit(label) {
 		values[value] = struct{}{}
-		l.mu.Unlock()
-		return value
+		return value, false
 	}
-	l.mu.Unlock()
-	if l.onOverflow != nil {
-		l.onOverflow(label)
-	}
-	return Overflow
+	return Overflow, true
 }
 
 // Len returns the number of distinct values admitted so far for label.

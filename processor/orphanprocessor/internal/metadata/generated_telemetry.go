@@ -3,8 +3,10 @@ package metadata
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -15,8 +17,18 @@ func Meter(settings component.TelemetrySettings) metric.Meter {
 
 // TelemetryBuilder holds the processor's internal metrics. Names follow the collector's
 // convention (otelcol_processor_<type>_...); the Prometheus exposition of the collector's own
-// telemetry adds `_total` to counters. Each is documented in the component README.
+// telemetry adds `_total` to counters. Each is documented in documentation.md.
+//
+// Every measurement carries `processor=<component ID>` (as the core batch and memory_limiter
+// processors do), so that two instances in one collector (`orphan`, `orphan/custom`) are told
+// apart: record with the ID option, or With for a measurement with one more attribute.
 type TelemetryBuilder struct {
+	// ID is the measurement option carrying only the processor's component ID.
+	ID metric.MeasurementOption
+	id attribute.KeyValue
+	// with caches the options of With, keyed by attribute key and value.
+	with sync.Map
+
 	// ProcessorOrphanTracesHeld is the number of traces whose spans are held, waiting.
 	ProcessorOrphanTracesHeld metric.Int64UpDownCounter
 	// ProcessorOrphanSpansHeld is the number of spans held.
@@ -43,6 +55,9 @@ type TelemetryBuilder struct {
 	ProcessorOrphanDecisionWait metric.Float64Histogram
 	// ProcessorOrphanDownstreamErrors counts spans the next consumer refused after a decision.
 	ProcessorOrphanDownstreamErrors metric.Int64Counter
+	// ProcessorOrphanSpansDropped counts spans lost because the next consumer refused them when
+	// nobody could be told (the release loop, shutdown), by `reason`.
+	ProcessorOrphanSpansDropped metric.Int64Counter
 	// ProcessorOrphanRootRecords and ProcessorOrphanIdempotencyKeys are observed gauges of the
 	// cross-trace memory.
 	ProcessorOrphanRootRecords     metric.Int64ObservableGauge
@@ -51,11 +66,15 @@ type TelemetryBuilder struct {
 	registrations []metric.Registration
 }
 
-// NewTelemetryBuilder creates the instruments. observe, when not nil, is called on collection
-// to report the root records and idempotency keys held.
-func NewTelemetryBuilder(settings component.TelemetrySettings, observe func() (roots, keys int64)) (*TelemetryBuilder, error) {
+// ProcessorAttribute is the attribute of every measurement that names the processor instance.
+const ProcessorAttribute = "processor"
+
+// NewTelemetryBuilder creates the instruments of the processor instance id. observe, when not
+// nil, is called on collection to report the root records and idempotency keys it holds.
+func NewTelemetryBuilder(settings component.TelemetrySettings, id component.ID, observe func() (roots, keys int64)) (*TelemetryBuilder, error) {
 	m := Meter(settings)
-	tb := &TelemetryBuilder{}
+	tb := &TelemetryBuilder{id: attribute.String(ProcessorAttribute, id.String())}
+	tb.ID = metric.WithAttributeSet(attribute.NewSet(tb.id))
 	var errs, err error
 	tb.ProcessorOrphanTracesHeld, err = m.Int64UpDownCounter("otelcol_processor_orphan_traces_held",
 		metric.WithDescription("Traces whose spans are held, waiting for their decision."), metric.WithUnit("{traces}"))
@@ -94,6 +113,9 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, observe func() (r
 	tb.ProcessorOrphanDownstreamErrors, err = m.Int64Counter("otelcol_processor_orphan_downstream_errors",
 		metric.WithDescription("Spans the next consumer refused after their decision."), metric.WithUnit("{spans}"))
 	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanSpansDropped, err = m.Int64Counter("otelcol_processor_orphan_spans_dropped",
+		metric.WithDescription("Decided spans lost because the next consumer refused them where no caller could be told (the release loop, shutdown), by reason."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
 	tb.ProcessorOrphanRootRecords, err = m.Int64ObservableGauge("otelcol_processor_orphan_root_records",
 		metric.WithDescription("Root records kept for late spans and key-bound traces."), metric.WithUnit("{records}"))
 	errs = errors.Join(errs, err)
@@ -103,8 +125,8 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, observe func() (r
 	if errs == nil && observe != nil {
 		reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 			r, k := observe()
-			o.ObserveInt64(tb.ProcessorOrphanRootRecords, r)
-			o.ObserveInt64(tb.ProcessorOrphanIdempotencyKeys, k)
+			o.ObserveInt64(tb.ProcessorOrphanRootRecords, r, tb.ID)
+			o.ObserveInt64(tb.ProcessorOrphanIdempotencyKeys, k, tb.ID)
 			return nil
 		}, tb.ProcessorOrphanRootRecords, tb.ProcessorOrphanIdempotencyKeys)
 		errs = errors.Join(errs, err)
@@ -113,6 +135,16 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, observe func() (r
 		}
 	}
 	return tb, errs
+}
+
+// With returns the measurement option carrying the processor's ID and key=value.
+func (tb *TelemetryBuilder) With(key, value string) metric.MeasurementOption {
+	k := key + "\x00" + value
+	if o, ok := tb.with.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o, _ := tb.with.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(tb.id, attribute.String(key, value))))
+	return o.(metric.MeasurementOption)
 }
 
 // Shutdown unregisters the observed gauges' callback.

@@ -1,10 +1,12 @@
-package orphanmetricsexporter
+package orphanprocessor
 
 import (
 	"testing"
 
 	"go.uber.org/goleak"
 )
+
+// Written by hand in the shape mdatagen generates.
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
