@@ -71,6 +71,7 @@ const (
 	ReasonInvalidReachHops        = "invalid_reach_hops"         // orphanwatch.cancel.reach_hops not an integer >= 0
 	ReasonInvalidDepthHops        = "invalid_depth_hops"         // orphanwatch.orphaned.depth_hops not an integer >= 0
 	ReasonInvalidSpendRepeated    = "invalid_spend_repeated"     // orphanwatch.spend.repeated not a bool (the span is not counted by its gen_ai attributes)
+	ReasonInvalidSpendNested      = "invalid_spend_nested"       // orphanwatch.spend.nested not a bool (its seconds are counted)
 )
 
 // skipReason indexes skipReasons.
@@ -93,6 +94,7 @@ const (
 	skipInvalidReachHops
 	skipInvalidDepthHops
 	skipInvalidSpendRepeated
+	skipInvalidSpendNested
 	numSkipReasons
 )
 
@@ -102,6 +104,7 @@ var skipReasons = [numSkipReasons]string{
 	ReasonInvalidEndReason, ReasonInvalidCallerService, ReasonInvalidModel,
 	ReasonInvalidTokens, ReasonInvalidCost, ReasonZeroTime, ReasonEndBeforeStart,
 	ReasonInvalidReachHops, ReasonInvalidDepthHops, ReasonInvalidSpendRepeated,
+	ReasonInvalidSpendNested,
 }
 
 // Recorder turns spans annotated with orphanwatch.* verdicts (and, for spans

@@ -356,6 +356,14 @@ func TestMalformedSpans(t *testing.T) {
 		{name: "j", traceID: traceA, end: 1 * sec, attrs: map[string]any{
 			"orphanwatch.cancel.reach_hops": 1.5, "orphanwatch.orphaned.depth_hops": 2.0,
 		}},
+		// A spend.nested that is not a bool: counted, and the attempt's second counts.
+		{name: "k", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+			"orphanwatch.liveness": "live", "orphanwatch.attempt": 1, "orphanwatch.spend.nested": "yes",
+		}},
+		// A nested attempt: counted as an attempt, its second counted on the enclosing one.
+		{name: "k", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+			"orphanwatch.liveness": "live", "orphanwatch.attempt": 1, "orphanwatch.spend.nested": true,
+		}},
 	}})
 	require.NotPanics(t, func() { r.Record(td) })
 	g := r.Gatherer()
@@ -377,6 +385,7 @@ func TestMalformedSpans(t *testing.T) {
 		`{reason="invalid_reach_hops"}`:         2,
 		`{reason="invalid_depth_hops"}`:         1,
 		`{reason="invalid_spend_repeated"}`:     1,
+		`{reason="invalid_spend_nested"}`:       1,
 	}, samples(t, g, "orphanwatch_spans_skipped_total"))
 
 	assert.Equal(t, map[string]float64{
@@ -386,11 +395,13 @@ func TestMalformedSpans(t *testing.T) {
 		`{liveness="live",operation="b",service_name="svc"}`:          1,
 		`{liveness="live",operation="h",service_name="svc"}`:          2,
 		`{liveness="outlived_root",operation="i",service_name="svc"}`: 1,
+		`{liveness="live",operation="k",service_name="svc"}`:          2,
 	}, samples(t, g, "orphanwatch_attempts_total"))
 	// i (1 s, after_gone 0.5): half of it orphaned, half live; orphaned attempts whose
-	// after_gone is unusable count all their seconds as orphaned.
+	// after_gone is unusable count all their seconds as orphaned; the first k's second counts,
+	// the nested k's does not.
 	assert.Equal(t, map[string]float64{
-		`{liveness="live",service_name="svc"}`:     1.5,
+		`{liveness="live",service_name="svc"}`:     2.5,
 		`{liveness="orphaned",service_name="svc"}`: 2.5,
 	}, samples(t, g, "orphanwatch_spend_seconds_total"))
 	depth := samples(t, g, "orphanwatch_orphaned_depth_hops")

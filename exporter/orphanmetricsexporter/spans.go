@@ -90,6 +90,7 @@ const (
 	kSpendOutput
 	kSpendCost
 	kSpendRepeated
+	kSpendNested
 	kReachHops
 	kDepthHops
 	kGenAIResponseModel
@@ -134,6 +135,7 @@ var attrNames = [numKeys]string{
 	kSpendOutput:        "orphanwatch.spend.output_tokens",
 	kSpendCost:          "orphanwatch.spend.cost",
 	kSpendRepeated:      "orphanwatch.spend.repeated",
+	kSpendNested:        "orphanwatch.spend.nested",
 	kReachHops:          "orphanwatch.cancel.reach_hops",
 	kDepthHops:          "orphanwatch.orphaned.depth_hops",
 	kGenAIResponseModel: "gen_ai.response.model",
@@ -402,7 +404,7 @@ func (r *Recorder) recordSpan(svc *serviceSeries, span ptrace.Span, v *spanView,
 	r.recordUnpropagated(&c)
 	isAttempt := r.recordAttempt(&c)
 	isModelCall := r.recordModelCall(&c)
-	if isAttempt || (isModelCall && !c.judged) {
+	if (isAttempt || (isModelCall && !c.judged)) && !r.nested(&c) {
 		r.recordSpendSeconds(&c)
 	}
 	r.recordOutlive(&c)
@@ -576,6 +578,17 @@ func (r *Recorder) recordAttempt(c *spanCtx) bool {
 		return r.attempts.WithLabelValues(c.svc.label.value, op.label.value, attemptNames[label])
 	}), 1, label == alOutlivedRoot || label == alStartedAfterGone)
 	return true
+}
+
+// nested reports whether the span is an attempt inside another attempt of its own service
+// (orphanwatch.spend.nested): its seconds are counted on the enclosing attempt. A malformed value
+// is counted and read as false.
+func (r *Recorder) nested(c *spanCtx) bool {
+	nested, st := c.v.boolean(kSpendNested)
+	if st == attrInvalid {
+		c.skip(skipInvalidSpendNested)
+	}
+	return st == attrValid && nested
 }
 
 // recordSpendSeconds adds the span's duration. Of an orphaned span only the seconds after its

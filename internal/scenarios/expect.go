@@ -26,6 +26,7 @@ const (
 	VSpendOutput      = "orphanwatch.spend.output_tokens"
 	VSpendCost        = "orphanwatch.spend.cost"
 	VSpendRepeated    = "orphanwatch.spend.repeated"
+	VSpendNested      = "orphanwatch.spend.nested"
 	VCancelReach      = "orphanwatch.cancel.reach_hops"
 	VOrphanedDepth    = "orphanwatch.orphaned.depth_hops"
 )
@@ -137,6 +138,10 @@ func (v V) Reach(reach, depth int) V {
 	v[VOrphanedDepth] = depth
 	return v
 }
+
+// Nested marks an attempt inside another attempt of its own service: its seconds are the
+// enclosing attempt's.
+func (v V) Nested() V { v[VSpendNested] = true; return v }
 
 // Repeated marks a span whose token usage repeats that of model calls below it.
 func (v V) Repeated() V { v[VSpendRepeated] = true; return v }

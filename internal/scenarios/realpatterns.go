@@ -151,7 +151,8 @@ func S15() (ptrace.Traces, Expected) {
 		Set(AttrGenAIOperation, "execute_tool").Set(attrToolName, "web_search")
 	e.Span(tool, Orphaned(3.00, false).Single(DeliveredToNobody, ok))
 	get := tool.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 2.60, 5.90, 200)
-	e.Span(get, Orphaned(2.90, false).Single(DeliveredToNobody, ok))
+	// Inside the tool call, in the same service: its seconds are the tool call's.
+	e.Span(get, Orphaned(2.90, false).Single(DeliveredToNobody, ok).Nested())
 	srvT := get.HTTPServer(SearchTool, "/search", 2.61, 5.89, 200)
 	e.Span(srvT, Orphaned(2.89, false).Caller(Gateway))
 
@@ -163,8 +164,8 @@ func S15() (ptrace.Traces, Expected) {
 	e.Attempts(Gateway, "execute_tool web_search", LOutlivedRoot, 1)
 	e.Runs(Gateway, "GET search-tool:8080", DeliveredToNobody, 1)
 	e.Attempts(Gateway, "GET search-tool:8080", LOutlivedRoot, 1)
-	e.SpendSeconds(Gateway, LLive, 3.894)   // POST 2.994 (noticed: all live) + tool 0.50 + GET 0.40 before gone
-	e.SpendSeconds(Gateway, LOrphaned, 5.9) // tool 3.00 + GET 2.90 after gone
+	e.SpendSeconds(Gateway, LLive, 3.494)    // POST 2.994 (noticed: all live) + the tool call's 0.50 before gone
+	e.SpendSeconds(Gateway, LOrphaned, 3.00) // the tool call's 3.00 after gone (its GET is inside it)
 	e.Outlive(Gateway, 2, 5.90)
 	e.Runs(Planner, "chat gpt-4o-mini", DeliveredToNobody, 1)
 	e.Attempts(Planner, "chat gpt-4o-mini", LStartedAfterGone, 1)

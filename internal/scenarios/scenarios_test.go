@@ -327,13 +327,16 @@ func deriveMetrics(td ptrace.Traces, exp Expected) map[string]float64 {
 				}
 			}
 			add(MAttempts, 1, "service_name", svc, "operation", operation(f.span), "liveness", al)
-			d := float64(int64(f.span.EndTimestamp())-int64(f.span.StartTimestamp())) / 1e9
-			if ag, ok := a[VAfterGone]; ok && liveness == LOrphaned && num(ag) < d {
-				// Only the seconds after the gone time are orphaned.
-				add(MSpendSeconds, d-num(ag), "service_name", svc, "liveness", LLive)
-				d = num(ag)
+			// A nested attempt's seconds are the enclosing attempt's.
+			if a[VSpendNested] != true {
+				d := float64(int64(f.span.EndTimestamp())-int64(f.span.StartTimestamp())) / 1e9
+				if ag, ok := a[VAfterGone]; ok && liveness == LOrphaned && num(ag) < d {
+					// Only the seconds after the gone time are orphaned.
+					add(MSpendSeconds, d-num(ag), "service_name", svc, "liveness", LLive)
+					d = num(ag)
+				}
+				add(MSpendSeconds, d, "service_name", svc, "liveness", liveness)
 			}
-			add(MSpendSeconds, d, "service_name", svc, "liveness", liveness)
 		}
 		if r, ok := a[VRootEndReason]; ok {
 			add(MRoots, 1, "service_name", svc, "end_reason", r.(string))

@@ -19,6 +19,7 @@ const (
 	AttrSpendOutput      = "orphanwatch.spend.output_tokens"
 	AttrSpendCost        = "orphanwatch.spend.cost"
 	AttrSpendRepeated    = "orphanwatch.spend.repeated"
+	AttrSpendNested      = "orphanwatch.spend.nested"
 	AttrCancelReachHops  = "orphanwatch.cancel.reach_hops"
 	AttrOrphanedDepth    = "orphanwatch.orphaned.depth_hops"
 )

@@ -88,11 +88,13 @@ func DefaultConfig() Config {
 			"CancelledError", "CancellationException", "JobCancellationException",
 			"OperationCanceledException", "TaskCanceledException", "AbortError",
 			"CancellationError", "task * was cancelled", "task * was canceled",
+			"rpc error: code = Canceled*", // grpc-go's status error text
 			"ClientDisconnect", "ClientAbortException",
 		},
 		DeadlineErrorTypes: []string{
 			"context deadline exceeded", "context.DeadlineExceeded", "deadline_exceeded",
 			"DeadlineExceeded", "DeadlineExceededError", "TimeoutCancellationException",
+			"rpc error: code = DeadlineExceeded*",
 		},
 		RetryableErrorTypes: []string{"timeout", "connection_reset", "connection_refused",
 			"ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "RateLimitError", "APIConnectionError",

@@ -28,6 +28,8 @@ type node struct {
 	// orphanedEntryAbove: an orphaned span entering a service stands above this one (the
 	// edge was already named there).
 	orphanedEntryAbove bool
+	// attemptAbove: an attempt of the span's own service stands above it (decideNested).
+	attemptAbove bool
 }
 
 // idChain lists the spans indexed under one span ID: scratch.next links them, head to tail, in
@@ -392,6 +394,7 @@ index:
 	// 8. Spend, 9. runs, then 10. how far the cancellation reached (reach.go).
 	c.decideSpend(sc, spans, nodes, out, &st)
 	c.decideRuns(sc, spans, nodes, out, &st)
+	decideNested(sc, spans, nodes, out)
 	c.decideReach(spans, nodes, out, roots)
 
 	// 11. What later decisions of this trace need: which root each span had, when the trace

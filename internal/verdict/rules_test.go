@@ -218,3 +218,52 @@ func TestToolCallsAreAttempts(t *testing.T) {
 	assert.Equal(t, OutcomeDeliveredToNobody, v[1].Outcome)
 	assert.Equal(t, LivenessOrphaned, v[1].Liveness)
 }
+
+func TestCancellationSaidOnlyInAMessage(t *testing.T) {
+	mk := func(edit func(*Span)) Verdict {
+		root := sp(1, 0, "gw", KindServer, 0, 2)
+		root.HTTPStatus = 499
+		work := sp(2, 1, "svc", KindInternal, 0.02, 2.41) // ends beyond the tolerance, within the grace
+		edit(&work)
+		return decide(t, DefaultConfig(), root, work)[1]
+	}
+	for _, msgs := range [][]string{
+		{"context canceled"},                             // Go: span.RecordError(ctx.Err()), type *errors.errorString
+		{`Get "http://search:8080/q": context canceled`}, // Go: *url.Error
+		{"rpc error: code = Canceled desc = context canceled"},
+		{"CANCELLED: io.grpc.Context was cancelled"}, // grpc-java StatusRuntimeException
+		{"task 42 was cancelled"},                    // tokio JoinError
+	} {
+		v := mk(func(s *Span) { s.ExceptionTypes, s.Messages = []string{"*errors.errorString"}, msgs })
+		assert.Equal(t, LivenessLive, v.Liveness, "%q noticed", msgs)
+	}
+	v := mk(func(s *Span) {
+		s.Messages = []string{"upstream closed the stream: 5 retries cancelled by policy later"}
+	})
+	assert.Equal(t, LivenessOrphaned, v.Liveness, "free text that only mentions a cancellation is not one")
+}
+
+func TestRetryableExceptionTypes(t *testing.T) {
+	root := sp(1, 0, "gw", KindServer, 0, 10)
+	a1 := sp(2, 1, "gw", KindInternal, 0.1, 1)
+	a1.Operation, a1.Status, a1.ExceptionTypes = "chat", StatusError, []string{"litellm.RateLimitError"}
+	a2 := sp(3, 1, "gw", KindInternal, 2, 3)
+	a2.Operation = "chat"
+	v := decide(t, DefaultConfig(), root, a1, a2)
+	assert.Equal(t, OutcomeNone, v[1].Outcome, "a rate limit recorded as an exception is retried: one run")
+	assert.Equal(t, 2, v[2].RunAttempts)
+	assert.Equal(t, OutcomeSuccess, v[2].Outcome)
+}
+
+func TestNestedAttemptsAreMarked(t *testing.T) {
+	root := sp(1, 0, "app", KindServer, 0, 10)
+	chat := sp(2, 1, "app", KindClient, 0.1, 6) // an SDK's chat call
+	chat.Operation = "chat"
+	httpA := sp(3, 2, "app", KindClient, 0.2, 1) // its HTTP attempt
+	callee := sp(4, 3, "provider", KindServer, 0.3, 0.9)
+	calleeCall := sp(5, 4, "provider", KindClient, 0.4, 0.8) // in another service: its own
+	v := decide(t, DefaultConfig(), root, chat, httpA, callee, calleeCall)
+	assert.False(t, v[1].SpendNested)
+	assert.True(t, v[2].SpendNested)
+	assert.False(t, v[4].SpendNested)
+}

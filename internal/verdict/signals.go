@@ -156,13 +156,22 @@ func (r *rules) classify(v string) typeClass {
 	return typeOther
 }
 
-// recordsType reports whether the span's error.type or one of its exception types is of class.
+// recordsType reports whether the span's error.type, one of its exception types or one of its
+// exception or status messages is of class. A message counts when it is, as a whole, by its
+// text before the first colon, by its text after the last colon, or by a '*' pattern, one of
+// the listed names: "context canceled", `Get "http://x/": context canceled` (Go's url.Error),
+// "CANCELLED: io.grpc.Context was cancelled" (grpc-java), "task 42 was cancelled" (tokio).
 func (r *rules) recordsType(s *Span, class typeClass) bool {
 	if r.classify(s.ErrorType) == class {
 		return true
 	}
 	for _, t := range s.ExceptionTypes {
 		if r.classify(t) == class {
+			return true
+		}
+	}
+	for _, m := range s.Messages {
+		if r.classify(m) == class {
 			return true
 		}
 	}
@@ -224,6 +233,11 @@ func (r *rules) attemptResult(s *Span) result {
 	}
 	if r.retryable.matchExact(s.ErrorType) {
 		return resultRetryable
+	}
+	for _, t := range s.ExceptionTypes { // litellm.RateLimitError recorded as an exception
+		if r.retryable.matchExact(t) {
+			return resultRetryable
+		}
 	}
 	return resultHard
 }

@@ -84,6 +84,11 @@ type Span struct {
 	// ExceptionTypes are exception.type values of the span's exception events (and of
 	// exception.type attributes), used to recognise cancellation exceptions.
 	ExceptionTypes []string
+	// Messages are the exception.message values of the span's exception events (and of an
+	// exception.message attribute) and its status message. Some languages say a cancellation
+	// only there: Go's span.RecordError(ctx.Err()) records type *errors.errorString with
+	// message "context canceled"; grpc-java "CANCELLED: ..."; tokio "task 42 was cancelled".
+	Messages []string
 	// ResendCount is http.request.resend_count; -1 when absent.
 	ResendCount int
 	// Attempt is the 1-based attempt number from a configured attempt attribute; 0 when absent.

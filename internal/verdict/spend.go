@@ -63,3 +63,19 @@ func (c *Correlator) priceOf(model string) (Price, bool) {
 	}
 	return best, bestLen > 0
 }
+
+// decideNested marks the attempts that run inside another attempt of their own service (an
+// SDK's chat call around its HTTP retries, a tool call around its request): their seconds are
+// part of the enclosing attempt's spend seconds, which counts them once. Attempts in another
+// service (the callee of a call) are not nested: their service spends its own seconds.
+func decideNested(sc *scratch, spans []Span, nodes []node, out []Verdict) {
+	for _, i := range sc.order { // parents before children
+		n := &nodes[i]
+		if p := n.parent; p >= 0 && spans[p].Service == spans[i].Service {
+			n.attemptAbove = nodes[p].attemptAbove || out[p].Attempt > 0
+		}
+		if n.attemptAbove && out[i].Attempt > 0 {
+			out[i].SpendNested = true
+		}
+	}
+}

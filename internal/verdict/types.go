@@ -162,6 +162,10 @@ type Verdict struct {
 	// SpendRepeated is set on a span that carries token usage repeated from model calls below
 	// it (an agent or workflow span): its tokens are counted on those calls, never on it.
 	SpendRepeated bool
+	// SpendNested is set on an attempt inside another attempt of its own service (httpx
+	// retries inside an SDK's chat call, a tool call's HTTP request): its seconds are part of
+	// the enclosing attempt's, and counting both would count them twice.
+	SpendNested bool
 	// HasReach is set on roots that ended cancelled or deadline_exceeded: ReachHops is how many
 	// service hops down the news travelled before something noticed, OrphanedDepthHops the
 	// deepest hop still working after the gone time (reach.go).

@@ -641,6 +641,9 @@ func verdictAttrs(v *verdict.Verdict) int {
 	if v.SpendRepeated {
 		n++
 	}
+	if v.SpendNested {
+		n++
+	}
 	if v.HasReach {
 		n += 2
 	}
@@ -697,6 +700,9 @@ func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
 	}
 	if v.SpendRepeated {
 		a.PutBool(verdict.AttrSpendRepeated, true)
+	}
+	if v.SpendNested {
+		a.PutBool(verdict.AttrSpendNested, true)
 	}
 	if v.HasReach {
 		a.PutInt(verdict.AttrCancelReachHops, int64(v.ReachHops))

@@ -81,6 +81,7 @@ type Reader struct {
 	byLen [][]int
 
 	method, status, statusOld, grpcStatus, rpcStatus, errorType, exceptionType int
+	rpcResponseStatus, exceptionMessage, openInferenceKind, llmRequestType     int
 	resend, operation                                                          int
 	rpcMethod, rpcService, msgDest, serverAddr, serverPort, urlFull            int
 	peerService, requestModel                                                  int
@@ -123,6 +124,10 @@ func New(o Options) *Reader {
 	r.rpcStatus = slot("rpc.status_code")
 	r.errorType = slot("error.type")
 	r.exceptionType = slot("exception.type")
+	r.exceptionMessage = slot("exception.message")
+	r.rpcResponseStatus = slot("rpc.response.status_code")
+	r.openInferenceKind = slot("openinference.span.kind")
+	r.llmRequestType = slot("llm.request.type")
 	r.resend = slot("http.request.resend_count")
 	r.operation = slot("gen_ai.operation.name")
 	r.rpcMethod = slot("rpc.method")
@@ -293,6 +298,12 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 	if t := strValue(a.get(r.exceptionType)); t != "" {
 		s.ExceptionTypes = append(s.ExceptionTypes, t)
 	}
+	if m := strValue(a.get(r.exceptionMessage)); m != "" {
+		s.Messages = append(s.Messages, m)
+	}
+	if m := sp.Status().Message(); m != "" {
+		s.Messages = append(s.Messages, m)
+	}
 	evs := sp.Events()
 	for i := range evs.Len() {
 		e := evs.At(i)
@@ -301,6 +312,9 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 		}
 		if t := strAttr(e.Attributes(), "exception.type"); t != "" {
 			s.ExceptionTypes = append(s.ExceptionTypes, t)
+		}
+		if m := strAttr(e.Attributes(), "exception.message"); m != "" {
+			s.Messages = append(s.Messages, m)
 		}
 	}
 	// A resend count beyond maxResend is no retry count any client keeps: ignored, counted.
@@ -331,6 +345,9 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 	}
 	s.Target = r.target(&a)
 	s.Operation = strValue(a.get(r.operation))
+	if s.Operation == "" {
+		s.Operation = llmOperation(&a)
+	}
 	for _, slot := range [...]int{r.toolName, r.toolCallID, r.aiToolName, r.aiToolCallID} {
 		if _, ok := a.get(slot); ok {
 			s.ToolCall = true
@@ -522,6 +539,23 @@ var grpcCodeNames = map[string]int{
 
 // grpcStatus reads rpc.grpc.status_code (int) or rpc.status_code (int, numeric string or the
 // canonical code name, as newer RPC conventions write it); -1 when absent.
+// llmOperation names the model operation of an LLM span that instrumentations other than the
+// GenAI conventions mark as one: OpenInference's openinference.span.kind LLM (a chat) and
+// OpenLLMetry's llm.request.type ("chat", "completion", "embedding"). A failed call carries no
+// tokens, and without this it would not be an attempt of its run.
+func llmOperation(a *view) string {
+	if k := strValue(a.get(a.r.openInferenceKind)); strings.EqualFold(k, "LLM") {
+		return "chat"
+	}
+	switch t := strings.ToLower(strValue(a.get(a.r.llmRequestType))); t {
+	case "chat", "completion":
+		return t
+	case "embedding":
+		return "embeddings"
+	}
+	return ""
+}
+
 func grpcStatus(a *view, st *Stats) int {
 	for _, slot := range [...]int{a.r.grpcStatus, a.r.rpcStatus} {
 		v, ok := a.get(slot)
@@ -543,6 +577,20 @@ func grpcStatus(a *view, st *Stats) int {
 			}
 		}
 		st[BadAttributeType]++
+	}
+	// The current RPC conventions: rpc.response.status_code, a string; for gRPC the code's
+	// name ("UNAVAILABLE"). Values of other RPC systems are not gRPC codes: passed over.
+	if v, ok := a.get(a.r.rpcResponseStatus); ok && v.Type() == pcommon.ValueTypeStr {
+		if c, ok := grpcCodeNames[strings.ToUpper(strings.TrimSpace(v.Str()))]; ok {
+			return c
+		}
+	}
+	// The current RPC conventions: rpc.response.status_code, a string; for gRPC the code's
+	// name ("UNAVAILABLE"). Values of other RPC systems are not gRPC codes: passed over.
+	if v, ok := a.get(a.r.rpcResponseStatus); ok && v.Type() == pcommon.ValueTypeStr {
+		if c, ok := grpcCodeNames[strings.ToUpper(strings.TrimSpace(v.Str()))]; ok {
+			return c
+		}
 	}
 	return -1
 }

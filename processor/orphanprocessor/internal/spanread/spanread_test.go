@@ -216,3 +216,41 @@ func TestReadEmptyAttributeKey(t *testing.T) {
 	testReader().Read(pcommon.NewResource(), sp, &s, &st)
 	assert.Equal(t, 503, s.HTTPStatus)
 }
+
+func TestReadNewerConventionsAndMessages(t *testing.T) {
+	res := pcommon.NewResource()
+	res.Attributes().PutStr("service.name", "proxy")
+	sp := ptrace.NewSpan()
+	sp.SetTraceID(pcommon.TraceID{1})
+	sp.SetSpanID(pcommon.SpanID{2})
+	sp.SetStartTimestamp(pcommon.Timestamp(1767225600e9))
+	sp.SetEndTimestamp(pcommon.Timestamp(1767225601e9))
+	sp.Status().SetMessage("context canceled")
+	a := sp.Attributes()
+	a.PutStr("rpc.system", "grpc")
+	a.PutStr("rpc.response.status_code", "UNAVAILABLE") // the current RPC conventions: a string
+	a.PutStr("openinference.span.kind", "LLM")
+	a.PutStr("gen_ai.tool.name", "web_search")
+	ev := sp.Events().AppendEmpty()
+	ev.SetName("exception")
+	ev.Attributes().PutStr("exception.type", "*errors.errorString")
+	ev.Attributes().PutStr("exception.message", "context canceled")
+
+	var s verdict.Span
+	var st Stats
+	testReader().Read(res, sp, &s, &st)
+	assert.Equal(t, 14, s.GRPCStatus)
+	assert.Equal(t, "chat", s.Operation, "an OpenInference LLM span is a model operation")
+	assert.True(t, s.ToolCall)
+	assert.Equal(t, []string{"context canceled", "context canceled"}, s.Messages, "status message and exception message")
+	assert.Equal(t, []string{"*errors.errorString"}, s.ExceptionTypes)
+
+	sp.Attributes().PutStr("rpc.response.status_code", "-32601") // JSON-RPC: not a gRPC code
+	sp.Attributes().Remove("openinference.span.kind")
+	sp.Attributes().PutStr("llm.request.type", "embedding")
+	st = Stats{}
+	testReader().Read(res, sp, &s, &st)
+	assert.Equal(t, -1, s.GRPCStatus)
+	assert.Equal(t, Stats{}, st, "another RPC system's status code is not a malformed gRPC code")
+	assert.Equal(t, "embeddings", s.Operation)
+}
