@@ -1,5 +1,7 @@
 package verdict
 
+import "github.com/orphanwatch/orphanwatch/internal/fifo"
+
 // Key sharing across a tier of collectors (README "Scale"; processor README "Key sharing across
 // a tier"). Routing by trace ID puts a trace that carries idempotency key K (a queue
 // redelivery, a client re-sending) on another collector than the request whose root K binds it
@@ -49,7 +51,7 @@ const (
 type keyDir struct {
 	d       KeyDirectory
 	pending map[TraceID][]uint64
-	order   fifo[TraceID]
+	order   fifo.Queue[TraceID]
 	max     int
 }
 
@@ -109,13 +111,13 @@ func (c *Correlator) keyDirKeyLocked(s *Span) {
 	keys, ok := kd.pending[s.TraceID]
 	if !ok {
 		for len(kd.pending) >= kd.max {
-			old, ok := kd.order.pop()
+			old, ok := kd.order.Pop()
 			if !ok {
 				break
 			}
 			delete(kd.pending, old)
 		}
-		kd.order.push(s.TraceID)
+		kd.order.Push(s.TraceID)
 	}
 	for _, k := range keys {
 		if k == s.KeyHash {

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"github.com/orphanwatch/orphanwatch/internal/fifo"
 	"sync"
 )
 
@@ -14,14 +15,14 @@ type Correlator struct {
 	mu    sync.Mutex
 	roots map[TraceID]rootRecord
 	// rootOrder is a ring of trace IDs in insertion order, for FIFO eviction.
-	rootOrder fifo[TraceID]
+	rootOrder fifo.Queue[TraceID]
 	keys      map[uint64]keyTraces
-	keyOrder  fifo[uint64]
+	keyOrder  fifo.Queue[uint64]
 	// multi indexes, for traces with several roots, which root each decided span had, so that
 	// a span arriving later is judged against the root its siblings had. Bounded by
 	// MaxIndexedSpans entries in all (whole traces evicted, oldest first).
 	multi      map[TraceID]*multiRoot
-	multiOrder fifo[TraceID]
+	multiOrder fifo.Queue[TraceID]
 	indexed    int
 
 	evictedRoots, evictedKeys, evictedIndexed uint64
@@ -114,14 +115,14 @@ func (c *Correlator) observeKeyLocked(s *Span) {
 	kt, ok := c.keys[s.KeyHash]
 	if !ok {
 		for len(c.keys) >= c.cfg.MaxKeys {
-			old, ok := c.keyOrder.pop()
+			old, ok := c.keyOrder.Pop()
 			if !ok {
 				break
 			}
 			delete(c.keys, old)
 			c.evictedKeys++
 		}
-		c.keyOrder.push(s.KeyHash)
+		c.keyOrder.Push(s.KeyHash)
 	}
 	for i := uint8(0); i < kt.n; i++ {
 		if kt.traces[i] == s.TraceID {
@@ -137,7 +138,7 @@ func (c *Correlator) observeKeyLocked(s *Span) {
 
 func (c *Correlator) putRootLocked(t TraceID, rec rootRecord) {
 	for len(c.roots) >= c.cfg.MaxRootRecords {
-		old, ok := c.rootOrder.pop()
+		old, ok := c.rootOrder.Pop()
 		if !ok {
 			break
 		}
@@ -147,7 +148,7 @@ func (c *Correlator) putRootLocked(t TraceID, rec rootRecord) {
 		}
 	}
 	c.roots[t] = rec
-	c.rootOrder.push(t)
+	c.rootOrder.Push(t)
 }
 
 // lookupKeyLocked finds the root an idempotency key binds to: the first trace that carried the
@@ -255,7 +256,7 @@ func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32,
 	if m == nil {
 		m = &multiRoot{spanRoot: map[SpanID]uint8{}}
 		c.multi[t] = m
-		c.multiOrder.push(t)
+		c.multiOrder.Push(t)
 	}
 	for j, r := range roots {
 		if m.position(spans[r].SpanID) < 0 && len(m.roots) < 255 {
@@ -277,7 +278,7 @@ func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32,
 		}
 	}
 	for c.indexed > c.cfg.MaxIndexedSpans {
-		old, ok := c.multiOrder.pop()
+		old, ok := c.multiOrder.Pop()
 		if !ok {
 			break
 		}
@@ -317,38 +318,4 @@ func (c *Correlator) Evicted() (roots, keys uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.evictedRoots, c.evictedKeys
-}
-
-// fifo is a growable ring buffer queue.
-type fifo[T any] struct {
-	buf        []T
-	head, size int
-}
-
-func (q *fifo[T]) push(v T) {
-	if q.size == len(q.buf) {
-		n := len(q.buf) * 2
-		if n == 0 {
-			n = 64
-		}
-		nb := make([]T, n)
-		for i := 0; i < q.size; i++ {
-			nb[i] = q.buf[(q.head+i)%len(q.buf)]
-		}
-		q.buf, q.head = nb, 0
-	}
-	q.buf[(q.head+q.size)%len(q.buf)] = v
-	q.size++
-}
-
-func (q *fifo[T]) pop() (T, bool) {
-	var zero T
-	if q.size == 0 {
-		return zero, false
-	}
-	v := q.buf[q.head]
-	q.buf[q.head] = zero
-	q.head = (q.head + 1) % len(q.buf)
-	q.size--
-	return v, true
 }

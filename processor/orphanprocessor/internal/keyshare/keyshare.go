@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/orphanwatch/orphanwatch/internal/fifo"
 	"hash"
 	"sync"
 	"time"
@@ -89,20 +90,20 @@ type Sharer struct {
 
 	mu      sync.RWMutex
 	table   map[uint64]verdict.RootRef
-	order   fifo[uint64]
+	order   fifo.Queue[uint64]
 	evicted int64
 
 	pubMu     sync.Mutex
 	published map[uint64]int64 // key hash -> gone time published, to publish a record once
-	pubOrder  fifo[uint64]
+	pubOrder  fifo.Queue[uint64]
 
 	carMu    sync.Mutex
 	carried  map[verdict.TraceID][]uint64
-	carOrder fifo[verdict.TraceID]
+	carOrder fifo.Queue[verdict.TraceID]
 
 	missMu     sync.Mutex
 	missed     map[uint64]struct{}
-	missOrder  fifo[uint64]
+	missOrder  fifo.Queue[uint64]
 	updated    chan struct{} // buffered 1: records arrived
 	corr       *verdict.Correlator
 	prod, cons *kgo.Client
@@ -348,7 +349,7 @@ func (s *Sharer) put(h uint64, ref verdict.RootRef) (late bool) {
 	s.mu.Lock()
 	if _, ok := s.table[h]; !ok {
 		for len(s.table) >= s.cfg.MaxRecords {
-			old, ok := s.order.pop()
+			old, ok := s.order.Pop()
 			if !ok {
 				break
 			}
@@ -356,7 +357,7 @@ func (s *Sharer) put(h uint64, ref verdict.RootRef) (late bool) {
 			s.evicted++
 			s.ev.Add(context.Background(), 1)
 		}
-		s.order.push(h)
+		s.order.Push(h)
 	}
 	s.table[h] = ref
 	s.mu.Unlock()
@@ -391,13 +392,13 @@ func (s *Sharer) Publish(h uint64, ref verdict.RootRef) {
 	}
 	if _, ok := s.published[h]; !ok {
 		for len(s.published) >= s.cfg.MaxRecords {
-			old, ok := s.pubOrder.pop()
+			old, ok := s.pubOrder.Pop()
 			if !ok {
 				break
 			}
 			delete(s.published, old)
 		}
-		s.pubOrder.push(h)
+		s.pubOrder.Push(h)
 	}
 	s.published[h] = ref.Gone
 	s.pubMu.Unlock()
@@ -423,13 +424,13 @@ func (s *Sharer) Carried(t verdict.TraceID, h uint64) {
 	keys, ok := s.carried[t]
 	if !ok {
 		for len(s.carried) >= s.cfg.MaxRecords {
-			old, ok := s.carOrder.pop()
+			old, ok := s.carOrder.Pop()
 			if !ok {
 				break
 			}
 			delete(s.carried, old)
 		}
-		s.carOrder.push(t)
+		s.carOrder.Push(t)
 	}
 	for _, k := range keys {
 		if k == h {
@@ -495,14 +496,14 @@ func (s *Sharer) noteMissed(k uint64) {
 		return
 	}
 	for len(s.missed) >= s.cfg.MaxRecords {
-		old, ok := s.missOrder.pop()
+		old, ok := s.missOrder.Pop()
 		if !ok {
 			break
 		}
 		delete(s.missed, old)
 	}
 	s.missed[k] = struct{}{}
-	s.missOrder.push(k)
+	s.missOrder.Push(k)
 }
 
 // Record format: key = the 8 bytes of the keyed hash (big endian); value = version 1, gone time
@@ -537,35 +538,4 @@ func decode(key, val []byte) (uint64, verdict.RootRef, bool) {
 		Reason:  verdict.EndReason(val[9]),
 		Service: string(val[12:]),
 	}, true
-}
-
-// fifo is a growable ring buffer queue.
-type fifo[T any] struct {
-	buf        []T
-	head, size int
-}
-
-func (q *fifo[T]) push(v T) {
-	if q.size == len(q.buf) {
-		n := max(len(q.buf)*2, 64)
-		nb := make([]T, n)
-		for i := 0; i < q.size; i++ {
-			nb[i] = q.buf[(q.head+i)%len(q.buf)]
-		}
-		q.buf, q.head = nb, 0
-	}
-	q.buf[(q.head+q.size)%len(q.buf)] = v
-	q.size++
-}
-
-func (q *fifo[T]) pop() (T, bool) {
-	var zero T
-	if q.size == 0 {
-		return zero, false
-	}
-	v := q.buf[q.head]
-	q.buf[q.head] = zero
-	q.head = (q.head + 1) % len(q.buf)
-	q.size--
-	return v, true
 }
