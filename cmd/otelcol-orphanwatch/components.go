@@ -1,67 +1,10 @@
 package main
 
 import (
-	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/jaegerreceiver"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/zipkinreceiver"
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/exporter/debugexporter"
-	"go.opentelemetry.io/collector/exporter/otlpexporter"
-	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
-	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/otelcol"
-	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/collector/processor/batchprocessor"
-	"go.opentelemetry.io/collector/processor/memorylimiterprocessor"
-	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/collector/receiver/otlpreceiver"
-	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
+	"github.com/orphanwatch/orphanwatch/internal/distribution"
 )
 
-// components lists the factories of the orphanwatch distribution. Every component that listens
-// binds localhost by default (the contrib jaeger receiver's defaults are localhost:14250, 14268,
-// 6831 and 6832); the kafka receiver and exporter are clients of the brokers configured.
-func components() (otelcol.Factories, error) {
-	var err error
-	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
-	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
-		otlpreceiver.NewFactory(),
-		zipkinreceiver.NewFactory(),
-		jaegerreceiver.NewFactory(),
-		// kafka: the orphanwatch tier behind a front tier that partitions by trace ID
-		// (config/scaleout, README "Scale").
-		kafkareceiver.NewFactory(),
-	); err != nil {
-		return f, err
-	}
-	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
-		memorylimiterprocessor.NewFactory(),
-		batchprocessor.NewFactory(),
-		orphanprocessor.NewFactory(),
-	); err != nil {
-		return f, err
-	}
-	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](
-		orphanmetricsexporter.NewFactory(),
-		otlpexporter.NewFactory(),
-		otlphttpexporter.NewFactory(),
-		debugexporter.NewFactory(),
-		// kafka: the front tier, partitioned by trace ID (partition_traces_by_id).
-		kafkaexporter.NewFactory(),
-	); err != nil {
-		return f, err
-	}
-	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](
-		healthcheckextension.NewFactory(),
-	); err != nil {
-		return f, err
-	}
-	_ = component.Type{}
-	return f, nil
-}
+// components lists the factories of the orphanwatch distribution (internal/distribution).
+func components() (otelcol.Factories, error) { return distribution.Components() }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/orphanwatch/orphanwatch/internal/distribution"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -17,11 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/jaegerreceiver"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/zipkinreceiver"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -33,45 +29,17 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
-	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/exporter/debugexporter"
-	"go.opentelemetry.io/collector/exporter/otlpexporter"
-	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
-	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/collector/processor/batchprocessor"
-	"go.opentelemetry.io/collector/processor/memorylimiterprocessor"
-	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/collector/receiver/otlpreceiver"
-	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 	"google.golang.org/grpc"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
-// factories are those of the distribution (cmd/otelcol-orphanwatch/components.go) that the
-// tier's configs use: the package main of the distribution cannot be imported.
-func factories() (otelcol.Factories, error) {
-	var err error
-	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
-	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory(), zipkinreceiver.NewFactory(),
-		jaegerreceiver.NewFactory(), kafkareceiver.NewFactory()); err != nil {
-		return f, err
-	}
-	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](memorylimiterprocessor.NewFactory(),
-		batchprocessor.NewFactory(), orphanprocessor.NewFactory()); err != nil {
-		return f, err
-	}
-	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](orphanmetricsexporter.NewFactory(),
-		otlpexporter.NewFactory(), debugexporter.NewFactory(), kafkaexporter.NewFactory()); err != nil {
-		return f, err
-	}
-	f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](healthcheckextension.NewFactory())
-	return f, err
-}
+// factories are the distribution's own (internal/distribution), so the tier runs exactly the
+// components cmd/otelcol-orphanwatch ships.
+func factories() (otelcol.Factories, error) { return distribution.Components() }
 
 // repo is the repository root (this module is test/scaleout).
 func repo(t testing.TB) string {
