@@ -91,17 +91,19 @@ func runPlain(t *testing.T, batches []ptrace.Traces) map[string]float64 {
 	tr.members = []*member{m}
 	tr.otlp = freePort(t)
 	m.collector = startCollector(t, "plain", "config/collector.yaml", map[string]string{
-		"receivers::otlp::protocols::http::endpoint": fmt.Sprintf("127.0.0.1:%d", tr.otlp),
-		"receivers::otlp::protocols::grpc::endpoint": fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"receivers::zipkin::endpoint":                fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"processors::orphan::decision_wait":          "2s",
-		"exporters::orphanmetrics::endpoint":         fmt.Sprintf("127.0.0.1:%d", m.metrics),
-		"exporters::otlp_grpc/sink::endpoint":        m.sink.addr,
-		"exporters::otlp_grpc/sink::tls::insecure":   "true",
-		"service::pipelines::traces::exporters":      "[orphanmetrics, otlp_grpc/sink]",
-		"extensions::health_check::endpoint":         fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"service::telemetry::metrics::level":         "none",
-		"service::telemetry::logs::level":            "warn",
+		"receivers::otlp::protocols::http::endpoint":          fmt.Sprintf("127.0.0.1:%d", tr.otlp),
+		"receivers::otlp::protocols::grpc::endpoint":          fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::zipkin::endpoint":                         fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::jaeger::protocols::grpc::endpoint":        fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::jaeger::protocols::thrift_http::endpoint": fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"processors::orphan::decision_wait":                   "2s",
+		"exporters::orphanmetrics::endpoint":                  fmt.Sprintf("127.0.0.1:%d", m.metrics),
+		"exporters::otlp_grpc/sink::endpoint":                 m.sink.addr,
+		"exporters::otlp_grpc/sink::tls::insecure":            "true",
+		"service::pipelines::traces::exporters":               "[orphanmetrics, otlp_grpc/sink]",
+		"extensions::health_check::endpoint":                  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"service::telemetry::metrics::level":                  "none",
+		"service::telemetry::logs::level":                     "warn",
 	})
 	total := 0
 	for _, td := range batches {
