@@ -66,6 +66,16 @@ type Config struct {
 	// MaxIndexedSpans bounds the spans of traces with several roots whose root is remembered,
 	// so that a late span is judged against the root its siblings had.
 	MaxIndexedSpans int
+	// MaxContextSpans bounds the spans kept of released traces (Span records, not the spans),
+	// so that spans released later are judged with their earlier siblings (memo.go).
+	MaxContextSpans int
+	// MaxPendingSpans bounds the spans whose verdicts wait for their root (memo.go).
+	MaxPendingSpans int
+	// MaxOpenRuns bounds the runs left open by a release (memo.go).
+	MaxOpenRuns int
+	// MaxRequestDuration is how long verdicts wait for a root that has not come; then the
+	// spans are judged without it (unknown, runs unknown_root).
+	MaxRequestDuration time.Duration
 }
 
 // DefaultConfig returns the rules that follow the OpenTelemetry semantic conventions and the
@@ -112,6 +122,10 @@ func DefaultConfig() Config {
 		MaxRootRecords:      100_000,
 		MaxKeys:             100_000,
 		MaxIndexedSpans:     100_000,
+		MaxContextSpans:     100_000,
+		MaxPendingSpans:     200_000,
+		MaxOpenRuns:         100_000,
+		MaxRequestDuration:  30 * time.Minute,
 	}
 }
 
@@ -139,6 +153,18 @@ func (c Config) Validate() error {
 	}
 	if c.MaxIndexedSpans <= 0 {
 		errs = append(errs, fmt.Errorf("limits.max_multi_root_spans: must be positive, got %d", c.MaxIndexedSpans))
+	}
+	if c.MaxContextSpans <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_context_spans: must be positive, got %d", c.MaxContextSpans))
+	}
+	if c.MaxPendingSpans <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_pending_spans: must be positive, got %d", c.MaxPendingSpans))
+	}
+	if c.MaxOpenRuns <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_open_runs: must be positive, got %d", c.MaxOpenRuns))
+	}
+	if c.MaxRequestDuration <= 0 {
+		errs = append(errs, fmt.Errorf("max_request_duration: must be positive, got %s", c.MaxRequestDuration))
 	}
 	for _, code := range c.RetryableHTTPStatus {
 		if code < 100 || code > 599 {

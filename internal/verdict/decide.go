@@ -54,6 +54,7 @@ type scratch struct {
 	recs     []rootRecord // their records, by position in roots
 	above    []absentParentRoot
 	order    []int32 // spans in visiting order: every parent before its children
+	rel      *release // the release deciding (memo.go), nil for a decision of its own
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{byID: map[SpanID]idChain{}} }}
@@ -75,13 +76,21 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 // DecideInto is Decide writing the verdicts into dst's memory when it is large enough (then the
 // result shares it; pass dst[:0] of a buffer reused across calls to save an allocation).
 func (c *Correlator) DecideInto(dst []Verdict, spans []Span) ([]Verdict, Stats) {
+	return c.decide(dst, spans, nil)
+}
+
+// decide is Decide within a release (memo.go) when rel is set: runs may stay open, continue
+// runs left open before, and carry outcomes; with rel nil every run is over.
+func (c *Correlator) decide(dst []Verdict, spans []Span, rel *release) ([]Verdict, Stats) {
 	out := grown(dst, len(spans))
 	var st Stats
 	if len(spans) == 0 {
 		return out, st
 	}
 	sc := scratchPool.Get().(*scratch)
+	sc.rel = rel
 	defer func() {
+		sc.rel = nil
 		// Drop what the scratch points into (span strings, records) before it is reused.
 		clear(sc.nodes)
 		if len(sc.byID) > 1<<14 {
@@ -358,6 +367,7 @@ index:
 		if nodes[i].parent < 0 && !nodes[i].done {
 			if above[i].ambiguous {
 				st.AmbiguousRoot++
+				out[i].Ambiguous = true
 			}
 			a := &above[i]
 			visit(int32(i), spanContext{detached: a.detached, rec: a.rec, hasRoot: a.ok && !a.detached, root: -1, rootID: a.id})

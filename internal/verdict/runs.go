@@ -70,30 +70,40 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 			e++
 		}
 		run = run[:0]
-		split := false // the run began because the one before it was over (max_attempts, run_timeout)
+		// The run this group continues, when an earlier decision left one open (memo.go).
+		cont := c.continuedRun(sc.rel, spans, refs[g:e])
+		split := cont.split // the run began because the one before it was over (max_attempts, run_timeout)
 		for _, r := range refs[g:e] {
-			if len(run) > 0 && c.startsNewRun(spans, run, r.i) {
-				c.closeRun(spans, nodes, out, run, split, st)
+			switch {
+			case len(run) == 0 && cont.prior != nil && !cont.inDecision:
+				if c.startsNewRun(&cont.prior.last, cont.prior.attempts, &spans[r.i]) {
+					c.priorClosed(sc.rel, cont.prior) // the open run was over: its outcome leaves now
+					cont = continuation{split: true}
+					split = true
+				}
+			case len(run) > 0 && c.startsNewRun(&spans[run[len(run)-1]], cont.offset+len(run), &spans[r.i]):
+				c.closeRun(sc, spans, nodes, out, run, split, cont, st)
 				run = run[:0]
 				split = true
+				cont = continuation{split: true}
 			}
 			run = append(run, r.i)
 		}
-		c.closeRun(spans, nodes, out, run, split, st)
+		c.closeRun(sc, spans, nodes, out, run, split, cont, st)
 		g = e
 	}
 	sc.run = run
 }
 
-// startsNewRun decides whether attempt i begins a new run after the attempts in run. A run is
+// startsNewRun decides whether attempt cur begins a new run after a run of runLen attempts whose
+// final attempt so far is prev. A run is
 // over (DESIGN.md "Run outcomes") when max_attempts is reached or the next attempt starts more
 // than run_timeout after the previous one ended, even if that attempt says it is a retry;
 // otherwise a span that says it retries joins the run; an overlapping sibling (parallel work)
 // and an attempt after a success, a hard failure or a cancellation begin a new one.
-func (c *Correlator) startsNewRun(spans []Span, run []int32, i int32) bool {
-	prev, cur := &spans[run[len(run)-1]], &spans[i]
+func (c *Correlator) startsNewRun(prev *Span, runLen int, cur *Span) bool {
 	switch {
-	case c.cfg.MaxAttempts > 0 && len(run) >= c.cfg.MaxAttempts:
+	case c.cfg.MaxAttempts > 0 && runLen >= c.cfg.MaxAttempts:
 		return true
 	case c.cfg.RunTimeout > 0 && cur.Start-prev.End > int64(c.cfg.RunTimeout):
 		return true
@@ -107,16 +117,17 @@ func (c *Correlator) startsNewRun(spans []Span, run []int32, i int32) bool {
 	return false
 }
 
-// closeRun numbers the attempts of one run and writes its outcome on the final attempt.
-// Attempts are numbered by what they say (resend_count + 1, the attempt attribute), so that a
-// run whose first attempts were not seen keeps their numbers; a run that began because the one
-// before it was over (split) numbers its attempts from 1, its own.
-func (c *Correlator) closeRun(spans []Span, nodes []node, out []Verdict, run []int32, split bool, st *Stats) {
+// closeRun numbers the attempts of one run and, when the run is over, writes its outcome on the
+// final attempt. Attempts are numbered by what they say (resend_count + 1, the attempt
+// attribute), so that a run whose first attempts were not seen keeps their numbers; a run that
+// began because the one before it was over (split) numbers its attempts from 1, its own; a run
+// continued from an earlier decision (cont) goes on from that decision's count.
+func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Verdict, run []int32, split bool, cont continuation, st *Stats) {
 	for pos, i := range run {
 		s := &spans[i]
 		switch {
-		case split:
-			out[i].Attempt = pos + 1
+		case split || cont.offset > 0:
+			out[i].Attempt = cont.offset + pos + 1
 		case s.ResendCount >= 0:
 			out[i].Attempt = s.ResendCount + 1
 		case s.Attempt > 0:
@@ -126,13 +137,45 @@ func (c *Correlator) closeRun(spans []Span, nodes []node, out []Verdict, run []i
 		}
 	}
 	last := run[len(run)-1]
+	total := cont.offset + len(run)
+	if !c.runOver(sc.rel, spans, nodes, last, total) {
+		c.runStaysOpen(sc.rel, spans, last, total, cont, split || cont.split, c.runOutcome(spans, nodes, out, last), c.rules.attemptResult(&spans[last]) == resultOK)
+		return
+	}
 	v := &out[last]
-	v.RunAttempts = len(run)
+	v.RunAttempts = total
 	v.Outcome = c.runOutcome(spans, nodes, out, last)
 	v.RunOK = c.rules.attemptResult(&spans[last]) == resultOK
 	if v.Outcome == OutcomeUnknownRoot {
 		st.UnknownRootRuns++
 	}
+	c.runClosed(sc.rel, spans, out, last)
+}
+
+// runOver reports whether a run whose final attempt so far is last, with total attempts, is
+// over (DESIGN.md "Run outcomes"): its final attempt is terminal (success, a non-retryable
+// error, a cancellation), max_attempts is reached, no attempt can join it any more (its loop,
+// the attempts' parent span, has arrived, or run_timeout has passed since it ended), or the
+// decision is final (a decision of all of a trace's spans at once, a trace given up). Otherwise
+// it stays open (memo.go): a later attempt, in a later decision or (through the idempotency
+// key) another trace, continues it.
+func (c *Correlator) runOver(rel *release, spans []Span, nodes []node, last int32, total int) bool {
+	s := &spans[last]
+	switch {
+	case rel == nil || rel.final:
+		return true
+	case c.rules.attemptResult(s) != resultRetryable:
+		return true
+	case c.cfg.MaxAttempts > 0 && total >= c.cfg.MaxAttempts:
+		return true
+	case nodes[last].parent >= 0 && s.KeyHash == 0:
+		// The loop around the attempts ended and is here: no attempt starts after it. Attempts
+		// that carry an idempotency key may be re-sent in another trace, by another loop.
+		return true
+	case c.cfg.RunTimeout > 0 && rel.now-s.End > int64(c.cfg.RunTimeout):
+		return true
+	}
+	return false
 }
 
 // runOutcome is where a run's outcome is decided (DESIGN.md "Run outcomes"; docs/verdicts.md

@@ -115,4 +115,8 @@ type Span struct {
 	// Cost is a cost in USD read from a configured cost attribute, valid when HasCost.
 	Cost    float64
 	HasCost bool
+	// Extra is the reader's own, opaque to the correlator: kept with the span's record when
+	// its verdict may be carried later, and returned with it in [Carried] (the processor keeps
+	// the attributes that name the span's operation there).
+	Extra any
 }

@@ -28,6 +28,23 @@ type Correlator struct {
 	evictedRoots, evictedKeys, evictedIndexed uint64
 
 	dir *keyDir // key sharing across a tier (keydir.go); nil when off
+
+	// The time model (memo.go), under relMu: trace memos, open runs, and what was given up or
+	// closed outside a release, waiting for Sweep.
+	relMu                   sync.Mutex
+	memos                   map[TraceID]*traceMemo
+	memoOrder               [2]fifo.Queue[TraceID] // settled, pending
+	memoSpans, pendingSpans int
+	open                    map[runID]*openRun
+	openOrder               fifo.Queue[openEntry]
+	openSeq                 uint64
+	swept                   []Carried
+	sweptStats              Stats
+	lastNow                 int64
+	allBuf                  []Span
+	verdictBuf              []Verdict
+
+	evictedContext, evictedPending, evictedExpired, evictedOpenRuns uint64
 }
 
 // position returns the index of root id in m.roots, -1 if it is not there.
@@ -69,6 +86,8 @@ func New(cfg Config) (*Correlator, error) {
 		roots: make(map[TraceID]rootRecord),
 		keys:  make(map[uint64]keyTraces),
 		multi: make(map[TraceID]*multiRoot),
+		memos: make(map[TraceID]*traceMemo),
+		open:  make(map[runID]*openRun),
 	}, nil
 }
 

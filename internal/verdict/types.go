@@ -171,6 +171,9 @@ type Verdict struct {
 	// deepest hop still working after the gone time (reach.go).
 	HasReach                     bool
 	ReachHops, OrphanedDepthHops int
+	// Ambiguous is set on a span whose parent is absent in a trace with several roots: it is
+	// unknown (not written; counted by the processor).
+	Ambiguous bool
 }
 
 // Stats counts what one Decide call saw, for the processor's telemetry.
@@ -180,6 +183,9 @@ type Stats struct {
 	RootMissing     bool            // no root span was among the spans nor retained
 	AmbiguousRoot   int             // spans whose parent is absent in a trace with several roots: unknown
 	NoDuration      int             // spans with end equal to start: liveness unknown
+	// Spans is the number of verdicts counted; RootMissingSpans those of them judged with no
+	// root known (valid ones), when RootMissing.
+	Spans, RootMissingSpans int
 }
 
 // InvalidTotal is the number of malformed spans the Decide call saw.

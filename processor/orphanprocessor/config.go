@@ -19,10 +19,20 @@ import (
 // Config is the configuration of the `orphan` processor. Every field has a default (see
 // createDefaultConfig and the README's config reference).
 type Config struct {
-	// DecisionWait is how long the spans of a trace are held, from the arrival of its first
-	// span, before its verdicts are decided and the spans move on. Spans are never held longer.
+	// DecisionWait is the longest the spans of a trace are held, from the arrival of its first
+	// span, when its root does not come; then they move on with their verdicts deferred until
+	// it comes (docs/verdicts.md "When verdicts are decided"). Spans are never held longer.
 	// 0 decides each batch as it arrives (the offline CLI does this).
 	DecisionWait time.Duration `mapstructure:"decision_wait"`
+	// DecisionWaitAfterRoot is how long the spans of a trace are held after its root span
+	// arrived (and spans arriving after that, from their arrival): children exported a little
+	// after their root, and clock skew. In the spirit of tail_sampling's
+	// decision_wait_after_root_received. A value above decision_wait acts as decision_wait.
+	DecisionWaitAfterRoot time.Duration `mapstructure:"decision_wait_after_root"`
+	// MaxRequestDuration is how long spans that left before their root wait for it: after
+	// that they are judged without it (liveness unknown, runs unknown_root), carried on a
+	// span made for the purpose.
+	MaxRequestDuration time.Duration `mapstructure:"max_request_duration"`
 	// ClockSkewTolerance applies when a span and its root are in different services.
 	ClockSkewTolerance time.Duration `mapstructure:"clock_skew_tolerance"`
 	// RunTimeout: an attempt starting longer than this after the previous attempt ended begins
@@ -118,6 +128,16 @@ type LimitsConfig struct {
 	// MaxMultiRootSpans bounds the spans of traces with several roots whose root is remembered
 	// so that late spans are judged against the root their siblings had (oldest traces first).
 	MaxMultiRootSpans int `mapstructure:"max_multi_root_spans"`
+	// MaxContextSpans bounds the records kept of spans already released (a few hundred bytes
+	// each, not the spans), so that later spans of their trace are judged with them (oldest
+	// traces first).
+	MaxContextSpans int `mapstructure:"max_context_spans"`
+	// MaxPendingSpans bounds the records of spans that left before their root arrived; when
+	// full, the oldest trace's are judged without their root (unknown) and carried.
+	MaxPendingSpans int `mapstructure:"max_pending_spans"`
+	// MaxOpenRuns bounds runs left open by a decision (their final attempt so far not
+	// terminal); when full, the oldest is closed with the outcome it had then.
+	MaxOpenRuns int `mapstructure:"max_open_runs"`
 }
 
 var _ confmap.Validator = (*Config)(nil)
@@ -127,6 +147,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.DecisionWait < 0 {
 		errs = append(errs, fmt.Errorf("decision_wait: must not be negative, got %s", c.DecisionWait))
+	}
+	if c.DecisionWaitAfterRoot < 0 {
+		errs = append(errs, fmt.Errorf("decision_wait_after_root: must not be negative, got %s", c.DecisionWaitAfterRoot))
 	}
 	if c.Limits.MaxTraces <= 0 {
 		errs = append(errs, fmt.Errorf("limits.max_traces: must be positive, got %d", c.Limits.MaxTraces))
@@ -155,7 +178,8 @@ func (c *Config) Validate() error {
 	}
 	// The rules (clock_skew_tolerance, run_timeout, max_attempts, cancellation.grace,
 	// retryable.*, prices, limits.max_root_records, limits.max_idempotency_keys,
-	// limits.max_multi_root_spans) are checked once, by the correlator's own Validate, which
+	// limits.max_multi_root_spans, limits.max_context_spans, limits.max_pending_spans,
+	// limits.max_open_runs, max_request_duration) are checked once, by the correlator's own Validate, which
 	// names them as written here.
 	if err := c.verdictConfig().Validate(); err != nil {
 		errs = append(errs, err)
@@ -186,6 +210,10 @@ func (c *Config) verdictConfig() verdict.Config {
 	vc.MaxRootRecords = c.Limits.MaxRootRecords
 	vc.MaxKeys = c.Limits.MaxIdempotencyKeys
 	vc.MaxIndexedSpans = c.Limits.MaxMultiRootSpans
+	vc.MaxContextSpans = c.Limits.MaxContextSpans
+	vc.MaxPendingSpans = c.Limits.MaxPendingSpans
+	vc.MaxOpenRuns = c.Limits.MaxOpenRuns
+	vc.MaxRequestDuration = c.MaxRequestDuration
 	return vc
 }
 

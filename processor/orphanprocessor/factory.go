@@ -56,10 +56,12 @@ var (
 func createDefaultConfig() component.Config {
 	vc := verdict.DefaultConfig()
 	return &Config{
-		DecisionWait:       30 * time.Second,
-		ClockSkewTolerance: vc.ClockSkew,
-		RunTimeout:         vc.RunTimeout,
-		MaxAttempts:        vc.MaxAttempts,
+		DecisionWait:          30 * time.Second,
+		DecisionWaitAfterRoot: 5 * time.Second,
+		MaxRequestDuration:    vc.MaxRequestDuration,
+		ClockSkewTolerance:    vc.ClockSkew,
+		RunTimeout:            vc.RunTimeout,
+		MaxAttempts:           vc.MaxAttempts,
 		Attributes: AttributesConfig{
 			IdempotencyKey: defaultIdempotencyKeys,
 			Deadlines:      defaultDeadlines,
@@ -82,6 +84,9 @@ func createDefaultConfig() component.Config {
 			MaxRootRecords:     vc.MaxRootRecords,
 			MaxIdempotencyKeys: vc.MaxKeys,
 			MaxMultiRootSpans:  vc.MaxIndexedSpans,
+			MaxContextSpans:    vc.MaxContextSpans,
+			MaxPendingSpans:    vc.MaxPendingSpans,
+			MaxOpenRuns:        vc.MaxOpenRuns,
 		},
 		KeySharing: defaultKeySharing(),
 	}

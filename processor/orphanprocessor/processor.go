@@ -1,7 +1,10 @@
 package orphanprocessor
 
 import (
+	"container/heap"
 	"context"
+	"encoding/binary"
+	"math/rand/v2"
 	"errors"
 	"slices"
 	"sync"
@@ -20,9 +23,13 @@ import (
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
 )
 
-// orphanProcessor holds each trace's spans for Config.DecisionWait from the arrival of its
-// first span, then asks the correlator for verdicts, writes them onto the spans and passes the
-// spans on. No span is dropped: traces evicted to stay within the limits are decided early.
+// orphanProcessor holds each trace's spans until Config.DecisionWaitAfterRoot after its root
+// span arrived (at most Config.DecisionWait after its first span), then asks the correlator for
+// verdicts, writes them onto the spans and passes the spans on; spans that arrive later are
+// held DecisionWaitAfterRoot from their arrival. Spans that leave before their root arrived
+// are marked deferred; their verdicts are carried later, as events, by a span of their trace
+// (docs/verdicts.md "When verdicts are decided"). No span is dropped: traces evicted to stay
+// within the limits are decided early.
 type orphanProcessor struct {
 	logger *zap.Logger
 	cfg    *Config
@@ -36,10 +43,15 @@ type orphanProcessor struct {
 	held      map[verdict.TraceID]*heldTrace
 	perTrace  map[verdict.TraceID]int // spans of each trace in the batch being taken in
 	queue     []*heldTrace            // in order of first arrival; decided entries are skipped
+	dues      dueHeap                 // held traces by due time; stale entries are skipped
+	armed     time.Time               // when the release loop's timer fires; zero when stopped
+	wakeDue   time.Time               // earliest due set since the last wakeLocked
+	lastSweep time.Time
 	spansHeld int
 
 	evictMu                              sync.Mutex
 	seenRootEv, seenKeyEv, seenIndexedEv uint64
+	seenKept                             [4]uint64 // context, pending, expired, open runs
 
 	dropLog logLimiter
 
@@ -58,9 +70,73 @@ type orphanProcessor struct {
 type heldTrace struct {
 	id      verdict.TraceID
 	first   time.Time
+	due     time.Time  // when it is released: first + decision_wait, or root + decision_wait_after_root
 	refs    []heldSpan // in order of arrival
 	decided bool
 	late    bool
+	hasRoot bool
+	last    bool // released at shutdown: decided with nothing left open
+}
+
+// dueEntry is a held trace in the due heap; stale when the trace was taken or its due moved.
+type dueEntry struct {
+	due time.Time
+	h   *heldTrace
+}
+
+// dueHeap orders held traces by due time (container/heap).
+type dueHeap []dueEntry
+
+func (d dueHeap) Len() int           { return len(d) }
+func (d dueHeap) Less(i, j int) bool { return d[i].due.Before(d[j].due) }
+func (d dueHeap) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
+func (d *dueHeap) Push(x any)        { *d = append(*d, x.(dueEntry)) }
+func (d *dueHeap) Pop() any {
+	old := *d
+	e := old[len(old)-1]
+	old[len(old)-1] = dueEntry{}
+	*d = old[:len(old)-1]
+	return e
+}
+
+// setDueLocked makes h due at t (no later than it was); wakeLocked then wakes the release loop
+// once for the batch when a trace is due before the moment its timer is armed for.
+func (p *orphanProcessor) setDueLocked(h *heldTrace, t time.Time) {
+	if !h.due.IsZero() && !t.Before(h.due) {
+		return
+	}
+	h.due = t
+	heap.Push(&p.dues, dueEntry{t, h})
+	if p.wakeDue.IsZero() || t.Before(p.wakeDue) {
+		p.wakeDue = t
+	}
+}
+
+// wakeLocked wakes the release loop if a trace taken in since the last call is due before its
+// timer fires.
+func (p *orphanProcessor) wakeLocked() {
+	if p.wakeDue.IsZero() {
+		return
+	}
+	if p.armed.IsZero() || p.wakeDue.Before(p.armed) {
+		select {
+		case p.wake <- struct{}{}:
+		default: // a wake is pending already
+		}
+	}
+	p.wakeDue = time.Time{}
+}
+
+// topDueLocked returns the held trace due first, dropping stale entries; nil when none.
+func (p *orphanProcessor) topDueLocked() *dueEntry {
+	for len(p.dues) > 0 {
+		e := &p.dues[0]
+		if !e.h.decided && e.due.Equal(e.h.due) {
+			return e
+		}
+		heap.Pop(&p.dues)
+	}
+	return nil
 }
 
 // heldSpan is one held span. Held spans stay where they arrived, in the batches the processor
@@ -100,9 +176,10 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
-	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func() (int64, int64) {
+	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func() metadata.Kept {
 		r, k := corr.Held()
-		return int64(r), int64(k)
+		memo, pending, open := corr.Kept()
+		return metadata.Kept{Roots: int64(r), Keys: int64(k), Pending: int64(pending), OpenRuns: int64(open), Context: int64(memo - pending)}
 	})
 	if err != nil {
 		return nil, err
@@ -152,12 +229,18 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	ready := make([]*heldTrace, 0, len(p.held))
 	for _, h := range p.queue {
 		if !h.decided {
+			h.last = true
 			ready = append(ready, p.takeLocked(h))
 		}
 	}
 	p.queue = nil
+	p.dues = nil
 	p.mu.Unlock()
 	err := p.dropped(ctx, p.release(ctx, ready))
+	// What still waits for a root or a further attempt is given up now: carried on carrier
+	// spans, so that every verdict is counted once.
+	carried, st := p.corr.Finish()
+	err = errors.Join(err, p.dropped(ctx, p.passCarried(ctx, carried, st, p.clock.Now())))
 	err = errors.Join(err, p.keyShareShutdown(ctx)) // key sharing (keysharing.go)
 	p.tel.Shutdown()
 	return err
@@ -169,9 +252,10 @@ func (p *orphanProcessor) loop() {
 		<-p.stop
 		return
 	}
-	// The timer is armed for the moment the oldest held trace is due, so no span waits longer
-	// than decision_wait (plus the time to decide), and stopped while nothing is held; an
-	// arrival when nothing is held wakes the loop to arm it.
+	// The timer is armed for the moment the first held trace is due, so no span waits longer
+	// than its wait (plus the time to decide), or for the next sweep of what the correlator
+	// keeps (sweepInterval); stopped while nothing is held or kept. An arrival that is due
+	// before the timer fires wakes the loop to arm it again.
 	t := p.clock.NewTimer(p.cfg.DecisionWait)
 	t.Stop()
 	for {
@@ -181,7 +265,9 @@ func (p *orphanProcessor) loop() {
 		case <-p.wake:
 		case <-t.C():
 			ctx := context.Background()
-			_ = p.dropped(ctx, p.release(ctx, p.due(p.clock.Now())))
+			now := p.clock.Now()
+			_ = p.dropped(ctx, p.release(ctx, p.due(now)))
+			p.sweep(ctx, now)
 		}
 		if d, ok := p.untilNextDue(); ok {
 			t.Reset(d)
@@ -191,16 +277,47 @@ func (p *orphanProcessor) loop() {
 	}
 }
 
-// untilNextDue is the time until the oldest held trace is due; false when none is held.
+// sweepInterval is how often the correlator's memory is swept for verdicts whose root never
+// came (max_request_duration) and runs that no attempt can join any more (run_timeout).
+const sweepInterval = time.Second
+
+// sweep passes on, on carrier spans, what the correlator gave up or closed since the last
+// sweep, at most once per sweepInterval.
+func (p *orphanProcessor) sweep(ctx context.Context, now time.Time) {
+	p.mu.Lock()
+	if now.Sub(p.lastSweep) < sweepInterval {
+		p.mu.Unlock()
+		return
+	}
+	p.lastSweep = now
+	p.mu.Unlock()
+	carried, st := p.corr.Sweep(now.UnixNano())
+	_ = p.dropped(ctx, p.passCarried(ctx, carried, st, now))
+}
+
+// untilNextDue is the time until the first held trace is due, or until the next sweep when
+// the correlator keeps something; false when there is nothing to wait for. It records when
+// the timer will fire.
 func (p *orphanProcessor) untilNextDue() (time.Duration, bool) {
+	_, pending, open := p.corr.Kept()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, h := range p.queue {
-		if !h.decided {
-			return max(h.first.Add(p.cfg.DecisionWait).Sub(p.clock.Now()), 0), true
+	now := p.clock.Now()
+	var at time.Time
+	if e := p.topDueLocked(); e != nil {
+		at = e.due
+	}
+	if pending > 0 || open > 0 {
+		if next := p.lastSweep.Add(sweepInterval); at.IsZero() || next.Before(at) {
+			at = next
 		}
 	}
-	return 0, false
+	if at.IsZero() {
+		p.armed = time.Time{}
+		return 0, false
+	}
+	p.armed = at
+	return max(at.Sub(now), 0), true
 }
 
 // due takes the traces whose wait is over at now.
@@ -208,18 +325,19 @@ func (p *orphanProcessor) due(now time.Time) []*heldTrace {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var ready []*heldTrace
-	i := 0
-	for ; i < len(p.queue); i++ {
-		h := p.queue[i]
-		if h.decided {
-			continue
-		}
-		if now.Sub(h.first) < p.cfg.DecisionWait {
+	for {
+		e := p.topDueLocked()
+		if e == nil || e.due.After(now) {
 			break
 		}
+		h := e.h
+		heap.Pop(&p.dues)
 		ready = append(ready, p.takeLocked(h))
 	}
-	p.queue = p.queue[i:]
+	for len(p.queue) > 0 && p.queue[0].decided {
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+	}
 	return ready
 }
 
@@ -322,17 +440,22 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					h = p.held[traceID]
 				}
 				if h == nil {
-					if len(p.held) == 0 {
-						select { // wake the loop: its timer is stopped while nothing is held
-						case p.wake <- struct{}{}:
-						default: // a wake is pending already
-						}
-					}
 					h = &heldTrace{id: traceID, first: now}
-					h.late = p.corr.Knows(traceID) && !parentID.IsZero()
+					known := p.corr.Knows(traceID)
+					h.late = known && !parentID.IsZero()
 					p.held[traceID] = h
 					p.queue = append(p.queue, h)
 					newTraces++
+					if known {
+						// Its root came before: held the short wait after root.
+						p.setDueLocked(h, now.Add(min(p.cfg.DecisionWaitAfterRoot, p.cfg.DecisionWait)))
+					} else {
+						p.setDueLocked(h, now.Add(p.cfg.DecisionWait))
+					}
+				}
+				if parentID.IsZero() && !h.hasRoot {
+					h.hasRoot = true
+					p.setDueLocked(h, now.Add(min(p.cfg.DecisionWaitAfterRoot, p.cfg.DecisionWait)))
 				}
 				if len(h.refs) == cap(h.refs) {
 					h.refs = slices.Grow(h.refs, max(p.perTrace[traceID], 1))
@@ -365,6 +488,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	// Observe before any decision, under p.mu, so the loop cannot decide a trace that should
 	// find this batch's roots or keys.
 	p.corr.Observe(observed)
+	p.wakeLocked()
 	for len(p.held) > p.cfg.Limits.MaxTraces {
 		h := p.oldestLocked()
 		if h == nil {
@@ -380,6 +504,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 			}
 		}
 		p.queue = p.queue[:0]
+		p.dues = p.dues[:0]
 	}
 	p.mu.Unlock()
 
@@ -532,7 +657,9 @@ func (l *logLimiter) allow(now time.Time, n int) (int, bool) {
 	return n, true
 }
 
-// decide asks the correlator for one trace's verdicts and writes them onto its spans.
+// decide asks the correlator for one trace's verdicts and writes them onto its spans: the
+// verdicts, or the deferred mark when the root has not arrived, and the verdicts carried for
+// spans that left before (as events on the trace's root when it is here, else its first span).
 func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	buf := spanBufs.Get().(*[]verdict.Span)
 	spans := slices.Grow((*buf)[:0], len(h.refs))[:len(h.refs)]
@@ -549,19 +676,66 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	}
 	p.countReaderStats(ctx, &rst)
 	vbuf := verdictBufs.Get().(*[]verdict.Verdict)
-	verdicts, st := p.corr.DecideInto(*vbuf, spans)
+	var d verdict.Decision
+	if p.cfg.DecisionWait == 0 {
+		// Each batch is decided whole, as it arrives (the offline CLI): one decision, every run
+		// over, nothing deferred or kept but root records.
+		d.Verdicts, d.Stats = p.corr.DecideInto(*vbuf, spans)
+		d.Stats.Spans = len(spans)
+		if d.Stats.RootMissing {
+			d.Stats.RootMissingSpans = len(spans) - d.Stats.InvalidTotal()
+		}
+	} else if h.last {
+		d = p.corr.ReleaseLast(*vbuf, spans, p.clock.Now().UnixNano())
+	} else {
+		d = p.corr.Release(*vbuf, spans, p.clock.Now().UnixNano(), func(i int) any {
+			return operationAttributes(h.refs[i].sp.Attributes())
+		})
+	}
 	clear(spans) // drop the strings it points into before the buffer is reused
 	*buf = spans[:0]
 	spanBufs.Put(buf)
+	verdicts := d.Verdicts
 	defer func() {
 		clear(verdicts)
 		*vbuf = verdicts[:0]
 		verdictBufs.Put(vbuf)
 	}()
-	orphaned := int64(0)
+	if d.Deferred {
+		for _, r := range h.refs {
+			r.sp.Attributes().PutBool(verdict.AttrDeferred, true)
+		}
+		p.tel.ProcessorOrphanSpansDeferred.Add(ctx, int64(len(h.refs)), p.tel.ID)
+		return
+	}
 	for i := range verdicts {
 		writeVerdict(h.refs[i].sp.Attributes(), &verdicts[i])
+	}
+	if len(d.Carried) > 0 {
+		carrier := h.refs[0].sp
+		for _, r := range h.refs {
+			if r.sp.ParentSpanID().IsEmpty() {
+				carrier = r.sp
+				break
+			}
+		}
+		for i := range d.Carried {
+			writeCarried(carrier, &d.Carried[i])
+		}
+	}
+	p.countDecision(ctx, verdicts, d.Carried, &d.Stats)
+}
+
+// countDecision counts what a decision (or a sweep) made final in the processor's telemetry.
+func (p *orphanProcessor) countDecision(ctx context.Context, verdicts []verdict.Verdict, carried []verdict.Carried, st *verdict.Stats) {
+	orphaned := int64(0)
+	for i := range verdicts {
 		if verdicts[i].Liveness == verdict.LivenessOrphaned {
+			orphaned++
+		}
+	}
+	for i := range carried {
+		if !carried[i].RunOnly && carried[i].Verdict.Liveness == verdict.LivenessOrphaned {
 			orphaned++
 		}
 	}
@@ -581,13 +755,113 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	}
 	if st.RootMissing {
 		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1, p.tel.ID)
-		if n := len(h.refs) - st.InvalidTotal(); n > 0 { // malformed spans are counted by their own reason
-			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), p.tel.With("reason", "root_missing"))
+		if st.RootMissingSpans > 0 { // malformed spans are counted by their own reason
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.RootMissingSpans), p.tel.With("reason", "root_missing"))
 		}
 	}
 	if st.UnknownRootRuns > 0 {
 		p.tel.ProcessorOrphanRunsUnknownRoot.Add(ctx, int64(st.UnknownRootRuns), p.tel.ID)
 	}
+}
+
+// operationAttributes copies the attributes that name a span's operation
+// (verdict.OperationAttributes), for a verdict carried later.
+func operationAttributes(a pcommon.Map) pcommon.Map {
+	m := pcommon.NewMap()
+	for _, k := range verdict.OperationAttributes {
+		if v, ok := a.Get(k); ok {
+			v.CopyTo(m.PutEmpty(k))
+		}
+	}
+	return m
+}
+
+// kindNames are the span kinds as AttrEventSpanKind writes them.
+var kindNames = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+
+// writeCarried adds a carried verdict to sp as an EventVerdict event (verdict/attributes.go).
+func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
+	s := &cv.Span
+	ev := sp.Events().AppendEmpty()
+	ev.SetName(verdict.EventVerdict)
+	ev.SetTimestamp(pcommon.Timestamp(max(s.End, 0)))
+	a := ev.Attributes()
+	if m, ok := s.Extra.(pcommon.Map); ok {
+		m.CopyTo(a)
+	}
+	a.PutStr(verdict.AttrEventTraceID, pcommon.TraceID(s.TraceID).String())
+	a.PutStr(verdict.AttrEventSpanID, pcommon.SpanID(s.SpanID).String())
+	a.PutStr(verdict.AttrEventSpanName, s.Name)
+	if int(s.Kind) < len(kindNames) {
+		a.PutStr(verdict.AttrEventSpanKind, kindNames[s.Kind])
+	}
+	a.PutInt(verdict.AttrEventStart, max(s.Start, 0))
+	a.PutStr("service.name", s.Service)
+	if cv.RunOnly {
+		v := &cv.Verdict
+		a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
+		a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
+		if v.RunOK {
+			a.PutStr(verdict.AttrRunResult, "ok")
+		} else {
+			a.PutStr(verdict.AttrRunResult, "error")
+		}
+		return
+	}
+	writeVerdict(a, &cv.Verdict)
+}
+
+// passCarried passes on carried verdicts that no span of their trace is there to carry (a
+// sweep, shutdown): one carrier span per trace (verdict.CarrierSpanName), a child of the first
+// span it carries for, in that span's service.
+func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Carried, st verdict.Stats, now time.Time) error {
+	if len(carried) == 0 {
+		return nil
+	}
+	p.countDecision(ctx, nil, carried, &st)
+	p.countCorrelatorEvictions(ctx)
+	out := ptrace.NewTraces()
+	byTrace := map[verdict.TraceID]ptrace.Span{}
+	for i := range carried {
+		cv := &carried[i]
+		sp, ok := byTrace[cv.Span.TraceID]
+		if !ok {
+			rs := out.ResourceSpans().AppendEmpty()
+			rs.Resource().Attributes().PutStr("service.name", cv.Span.Service)
+			ss := rs.ScopeSpans().AppendEmpty()
+			ss.Scope().SetName(carrierScope)
+			sp = ss.Spans().AppendEmpty()
+			sp.SetTraceID(pcommon.TraceID(cv.Span.TraceID))
+			sp.SetSpanID(p.newSpanID())
+			sp.SetParentSpanID(pcommon.SpanID(cv.Span.SpanID))
+			sp.SetName(verdict.CarrierSpanName)
+			sp.SetKind(ptrace.SpanKindInternal)
+			sp.SetStartTimestamp(pcommon.NewTimestampFromTime(now))
+			sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+			sp.Attributes().PutBool(verdict.AttrCarrier, true)
+			byTrace[cv.Span.TraceID] = sp
+		}
+		writeCarried(sp, cv)
+	}
+	n := len(byTrace)
+	p.tel.ProcessorOrphanCarrierSpans.Add(ctx, int64(n), p.tel.ID)
+	if err := p.next.ConsumeTraces(ctx, out); err != nil {
+		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
+		return &refusedError{err: err, spans: n}
+	}
+	return nil
+}
+
+// carrierScope is the instrumentation scope of carrier spans.
+const carrierScope = "github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
+
+// newSpanID returns a random span ID for a carrier span.
+func (p *orphanProcessor) newSpanID() pcommon.SpanID {
+	var id pcommon.SpanID
+	for id.IsEmpty() {
+		binary.LittleEndian.PutUint64(id[:], rand.Uint64())
+	}
+	return id
 }
 
 func (p *orphanProcessor) countReaderStats(ctx context.Context, st *spanread.Stats) {
@@ -727,10 +1001,22 @@ func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
 func (p *orphanProcessor) countCorrelatorEvictions(ctx context.Context) {
 	roots, keys := p.corr.Evicted()
 	indexed := p.corr.EvictedIndexed()
+	kept := [4]uint64{}
+	kept[0], kept[1], kept[2], kept[3] = p.corr.EvictedKept()
 	p.evictMu.Lock()
 	dr, dk, di := roots-p.seenRootEv, keys-p.seenKeyEv, indexed-p.seenIndexedEv
 	p.seenRootEv, p.seenKeyEv, p.seenIndexedEv = roots, keys, indexed
+	var dkept [4]uint64
+	for i := range kept {
+		dkept[i] = kept[i] - p.seenKept[i]
+	}
+	p.seenKept = kept
 	p.evictMu.Unlock()
+	for i, state := range [4]string{"context_spans", "pending_spans", "request_duration", "open_runs"} {
+		if dkept[i] > 0 {
+			p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dkept[i]), p.tel.With("state", state))
+		}
+	}
 	if di > 0 {
 		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(di), p.tel.With("state", "multi_root_spans"))
 	}

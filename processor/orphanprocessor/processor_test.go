@@ -14,8 +14,12 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
-func TestHoldsForTheWaitThenReleasesWithVerdicts(t *testing.T) {
-	p, clk := newTestProcessor(t, testConfig(time.Minute), nil) // due() is driven by hand
+// TestHoldsForTheWaitAfterRootThenReleasesWithVerdicts: a trace whose root came is released
+// decision_wait_after_root after the root's arrival, not decision_wait after its first span.
+func TestHoldsForTheWaitAfterRootThenReleasesWithVerdicts(t *testing.T) {
+	cfg := testConfig(time.Minute)
+	cfg.DecisionWaitAfterRoot = 5 * time.Second
+	p, clk := newTestProcessor(t, cfg, nil) // due() is driven by hand
 	sink := sinkOf(p)
 	now := clk.Now()
 
@@ -28,9 +32,9 @@ func TestHoldsForTheWaitThenReleasesWithVerdicts(t *testing.T) {
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	assert.Equal(t, 0, sink.SpanCount(), "spans must wait for the decision")
 
-	require.NoError(t, p.release(context.Background(), p.due(now.Add(59*time.Second))))
+	require.NoError(t, p.release(context.Background(), p.due(now.Add(5*time.Second-1))))
 	assert.Equal(t, 0, sink.SpanCount())
-	require.NoError(t, p.release(context.Background(), p.due(now.Add(time.Minute))))
+	require.NoError(t, p.release(context.Background(), p.due(now.Add(5*time.Second))))
 	require.Equal(t, 3, sink.SpanCount())
 
 	attrs := spanAttrs(sink.AllTraces())
@@ -142,11 +146,14 @@ func TestZeroTraceIDPassesThroughUnchanged(t *testing.T) {
 	require.NoError(t, p.Shutdown(context.Background()))
 }
 
-// TestLoopReleasesAfterTheWait drives the release loop on the test clock: a trace is released
-// exactly decision_wait after its first span arrived, not a nanosecond earlier.
+// TestLoopReleasesAfterTheWait drives the release loop on the test clock: a trace whose root
+// came is released exactly decision_wait_after_root after the root arrived, not a nanosecond
+// earlier; one whose root has not come, decision_wait after its first span, deferred.
 func TestLoopReleasesAfterTheWait(t *testing.T) {
-	const wait = 30 * time.Second
-	p, clk := newTestProcessor(t, testConfig(wait), nil)
+	const wait, afterRoot = 30 * time.Second, 5 * time.Second
+	cfg := testConfig(wait)
+	cfg.DecisionWaitAfterRoot = afterRoot
+	p, clk := newTestProcessor(t, cfg, nil)
 	sink := sinkOf(p)
 	startTestProcessor(t, p, clk)
 	clk.Advance(time.Hour) // idle: nothing to fire
@@ -154,13 +161,28 @@ func TestLoopReleasesAfterTheWait(t *testing.T) {
 	td := ptrace.NewTraces()
 	addSpan(td, "a", 1, 1, 0, ptrace.SpanKindServer, 0, 1)
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
-	require.Equal(t, arrived.Add(wait), clk.waitArmed(t))
+	require.Equal(t, arrived.Add(afterRoot), clk.waitArmed(t))
 
-	clk.Advance(wait - time.Nanosecond)
+	clk.Advance(afterRoot - time.Nanosecond)
 	assert.Zero(t, sink.SpanCount())
 	clk.Advance(time.Nanosecond)
 	clk.waitStopped(t) // released, nothing left to wait for
 	assert.Equal(t, 1, sink.SpanCount())
+
+	// A child whose root has not come: decision_wait, then it leaves deferred.
+	arrived = clk.Now()
+	td = ptrace.NewTraces()
+	addSpan(td, "a", 2, 2, 1, ptrace.SpanKindClient, 0, 1)
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	require.Equal(t, arrived.Add(wait), clk.waitArmed(t))
+	clk.Advance(wait - time.Nanosecond)
+	assert.Equal(t, 1, sink.SpanCount())
+	clk.Advance(time.Nanosecond)
+	require.Eventually(t, func() bool { return sink.SpanCount() == 2 }, 5*time.Second, time.Millisecond)
+	def, ok := spanAttrs(sink.AllTraces())[pcommon.SpanID{2, 1}].Get(verdict.AttrDeferred)
+	require.True(t, ok)
+	assert.True(t, def.Bool())
+	require.NoError(t, p.Shutdown(context.Background()))
 }
 
 // TestArrivalWakesTheLoop: a trace that arrives while nothing is held wakes the loop, which
@@ -169,7 +191,9 @@ func TestLoopReleasesAfterTheWait(t *testing.T) {
 // was created the loop never heard of the arrival.
 func TestArrivalWakesTheLoop(t *testing.T) {
 	const wait = 10 * time.Second
-	p, clk := newTestProcessor(t, testConfig(wait), nil)
+	cfg := testConfig(time.Minute)
+	cfg.DecisionWaitAfterRoot = wait
+	p, clk := newTestProcessor(t, cfg, nil)
 	sink := sinkOf(p)
 	startTestProcessor(t, p, clk)
 	clk.Advance(3 * time.Second)

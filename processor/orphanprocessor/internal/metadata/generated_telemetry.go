@@ -62,6 +62,17 @@ type TelemetryBuilder struct {
 	// cross-trace memory.
 	ProcessorOrphanRootRecords     metric.Int64ObservableGauge
 	ProcessorOrphanIdempotencyKeys metric.Int64ObservableGauge
+	// ProcessorOrphanSpansDeferred counts spans that left before their root arrived, marked
+	// deferred; their verdicts are carried later.
+	ProcessorOrphanSpansDeferred metric.Int64Counter
+	// ProcessorOrphanCarrierSpans counts spans made only to carry verdicts.
+	ProcessorOrphanCarrierSpans metric.Int64Counter
+	// ProcessorOrphanPendingSpans, ProcessorOrphanOpenRuns and ProcessorOrphanContextSpans are
+	// observed gauges of the time model's memory (records of spans waiting for their root,
+	// runs left open, records of released spans).
+	ProcessorOrphanPendingSpans metric.Int64ObservableGauge
+	ProcessorOrphanOpenRuns     metric.Int64ObservableGauge
+	ProcessorOrphanContextSpans metric.Int64ObservableGauge
 
 	registrations []metric.Registration
 }
@@ -69,9 +80,14 @@ type TelemetryBuilder struct {
 // ProcessorAttribute is the attribute of every measurement that names the processor instance.
 const ProcessorAttribute = "processor"
 
+// Kept is what the processor's correlator keeps, reported on collection.
+type Kept struct {
+	Roots, Keys, Pending, OpenRuns, Context int64
+}
+
 // NewTelemetryBuilder creates the instruments of the processor instance id. observe, when not
-// nil, is called on collection to report the root records and idempotency keys it holds.
-func NewTelemetryBuilder(settings component.TelemetrySettings, id component.ID, observe func() (roots, keys int64)) (*TelemetryBuilder, error) {
+// nil, is called on collection to report what the correlator keeps.
+func NewTelemetryBuilder(settings component.TelemetrySettings, id component.ID, observe func() Kept) (*TelemetryBuilder, error) {
 	m := Meter(settings)
 	tb := &TelemetryBuilder{id: attribute.String(ProcessorAttribute, id.String())}
 	tb.ID = metric.WithAttributeSet(attribute.NewSet(tb.id))
@@ -122,13 +138,31 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, id component.ID, 
 	tb.ProcessorOrphanIdempotencyKeys, err = m.Int64ObservableGauge("otelcol_processor_orphan_idempotency_keys",
 		metric.WithDescription("Idempotency-key hashes remembered for binding work across traces."), metric.WithUnit("{keys}"))
 	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanSpansDeferred, err = m.Int64Counter("otelcol_processor_orphan_spans_deferred",
+		metric.WithDescription("Spans that left before their root arrived, marked deferred; their verdicts are carried when it comes."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanCarrierSpans, err = m.Int64Counter("otelcol_processor_orphan_carrier_spans",
+		metric.WithDescription("Spans made only to carry verdicts when no span of their trace passes any more."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanPendingSpans, err = m.Int64ObservableGauge("otelcol_processor_orphan_pending_spans",
+		metric.WithDescription("Records of spans that left before their root arrived, waiting for it."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanOpenRuns, err = m.Int64ObservableGauge("otelcol_processor_orphan_open_runs",
+		metric.WithDescription("Runs left open by a decision, waiting for a further attempt, their loop or their run timeout."), metric.WithUnit("{runs}"))
+	errs = errors.Join(errs, err)
+	tb.ProcessorOrphanContextSpans, err = m.Int64ObservableGauge("otelcol_processor_orphan_context_spans",
+		metric.WithDescription("Records of released spans kept so that later spans of their trace are judged with them."), metric.WithUnit("{spans}"))
+	errs = errors.Join(errs, err)
 	if errs == nil && observe != nil {
 		reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			r, k := observe()
-			o.ObserveInt64(tb.ProcessorOrphanRootRecords, r, tb.ID)
-			o.ObserveInt64(tb.ProcessorOrphanIdempotencyKeys, k, tb.ID)
+			k := observe()
+			o.ObserveInt64(tb.ProcessorOrphanRootRecords, k.Roots, tb.ID)
+			o.ObserveInt64(tb.ProcessorOrphanIdempotencyKeys, k.Keys, tb.ID)
+			o.ObserveInt64(tb.ProcessorOrphanPendingSpans, k.Pending, tb.ID)
+			o.ObserveInt64(tb.ProcessorOrphanOpenRuns, k.OpenRuns, tb.ID)
+			o.ObserveInt64(tb.ProcessorOrphanContextSpans, k.Context, tb.ID)
 			return nil
-		}, tb.ProcessorOrphanRootRecords, tb.ProcessorOrphanIdempotencyKeys)
+		}, tb.ProcessorOrphanRootRecords, tb.ProcessorOrphanIdempotencyKeys, tb.ProcessorOrphanPendingSpans, tb.ProcessorOrphanOpenRuns, tb.ProcessorOrphanContextSpans)
 		errs = errors.Join(errs, err)
 		if reg != nil {
 			tb.registrations = append(tb.registrations, reg)
