@@ -53,7 +53,7 @@ type scratch struct {
 	roots    []int32      // the decision's roots
 	recs     []rootRecord // their records, by position in roots
 	above    []absentParentRoot
-	order    []int32 // spans in visiting order: every parent before its children
+	order    []int32  // spans in visiting order: every parent before its children
 	rel      *release // the release deciding (memo.go), nil for a decision of its own
 }
 
