@@ -76,6 +76,10 @@ type Config struct {
 	// MaxRequestDuration is how long verdicts wait for a root that has not come; then the
 	// spans are judged without it (unknown, runs unknown_root).
 	MaxRequestDuration time.Duration
+	// ChainWait is how long an orphaned span whose chain to its root is incomplete waits for
+	// it (Verdict.Provisional) before the single root known judges it. The processor sets it to
+	// decision_wait.
+	ChainWait time.Duration
 }
 
 // DefaultConfig returns the rules that follow the OpenTelemetry semantic conventions and the
@@ -126,6 +130,7 @@ func DefaultConfig() Config {
 		MaxPendingSpans:     200_000,
 		MaxOpenRuns:         100_000,
 		MaxRequestDuration:  30 * time.Minute,
+		ChainWait:           30 * time.Second,
 	}
 }
 

@@ -28,6 +28,9 @@ type node struct {
 	// orphanedEntryAbove: an orphaned span entering a service stands above this one (the
 	// edge was already named there).
 	orphanedEntryAbove bool
+	// chainOK: every span from this one up to its root is in the decision (or the decision is
+	// final): whether an orphaned entry stands above it is known.
+	chainOK bool
 	// attemptAbove: an attempt of the span's own service stands above it (decideNested).
 	attemptAbove bool
 }
@@ -400,6 +403,7 @@ index:
 
 	// 7. The edges that did not carry the cancellation (reach.go).
 	c.decideEdges(sc, spans, nodes, out)
+	markProvisional(sc, nodes, out)
 
 	// 8. Spend, 9. runs, then 10. how far the cancellation reached (reach.go).
 	c.decideSpend(sc, spans, nodes, out, &st)

@@ -27,13 +27,27 @@ package verdict
 // when it can) or on a span made to carry them.
 
 // Carried is a final verdict of a span that already left: written as an EventVerdict event by
-// the processor. When RunOnly is set it is only the outcome of a run that Span closed
-// (Outcome, RunAttempts, RunOK); the rest of Span's verdict was written on Span.
+// the processor. Part says which part of the span's verdict it is.
 type Carried struct {
 	Span    Span
 	Verdict Verdict
-	RunOnly bool
+	Part    Part
 }
+
+// Part is the part of a span's verdict a Carried holds.
+type Part uint8
+
+// Parts of a verdict carried.
+const (
+	// PartAll: the whole verdict of a span that left deferred.
+	PartAll Part = iota
+	// PartRun: only the outcome of a run whose final attempt, Span, left with the run open
+	// (Outcome, RunAttempts, RunOK); the rest of Span's verdict was written on it.
+	PartRun
+	// PartEdge: only the edge (CallerService) of an orphaned span that entered its service
+	// from a caller whose span arrived after it left.
+	PartEdge
+)
 
 // Decision is what [Correlator.Release] decided of the spans given.
 type Decision struct {
@@ -46,6 +60,16 @@ type Decision struct {
 	Carried []Carried
 	// Stats counts what was decided now: the spans given and the carried verdicts.
 	Stats Stats
+	// Reach is the cancellation reach and orphaned depth of every abandoned root of the trace
+	// as this release sees them, with the spans released before: the processor holds an
+	// abandoned root a while so that orphans arriving after it deepen its depth.
+	Reach []RootReach
+}
+
+// RootReach is the cancellation reach of one root (Verdict.ReachHops, OrphanedDepthHops).
+type RootReach struct {
+	SpanID                       SpanID
+	ReachHops, OrphanedDepthHops int
 }
 
 // release is one Release call's state, which the run rules consult.
@@ -58,14 +82,22 @@ type release struct {
 	carried []Carried
 	unknown int // runs closed unknown_root among carried run outcomes
 	extra   func(i int) any
+	// edgesFinal: name the edges of orphaned entries whose chain to the root is incomplete
+	// (a settled memo forgotten: no more of its spans will be seen with them).
+	edgesFinal bool
 }
 
 // traceMemo is what is kept of a trace's released spans.
 type traceMemo struct {
 	spans   []Span
 	emitted []bool
+	edged   []bool // written (or carried) with an edge (CallerService)
+	// edgePending counts spans written with their edge pending (Verdict.EdgePending).
+	edgePending int
 	owing   int   // spans whose verdict is deferred
-	since   int64 // unix ns of the first deferral, for MaxRequestDuration
+	since   int64 // unix ns of the first deferral, for MaxRequestDuration (ChainWait when provisional)
+	// provisional: the root is known and the owing spans wait for their chains (ChainWait).
+	provisional bool
 	queued  [2]bool
 }
 
@@ -140,7 +172,7 @@ func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef)
 
 // priorClosed: the open run prior is over, a new run began after it; its outcome leaves now.
 func (c *Correlator) priorClosed(rel *release, prior *openRun) {
-	rel.carried = append(rel.carried, Carried{Span: prior.last, RunOnly: true,
+	rel.carried = append(rel.carried, Carried{Span: prior.last, Part: PartRun,
 		Verdict: Verdict{Outcome: prior.outcome, RunAttempts: prior.attempts, RunOK: prior.ok}})
 	if prior.outcome == OutcomeUnknownRoot {
 		rel.unknown++
@@ -191,7 +223,7 @@ func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last i
 	delete(c.open, id)
 	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind {
 		v := &out[last]
-		rel.carried = append(rel.carried, Carried{Span: *s, RunOnly: true,
+		rel.carried = append(rel.carried, Carried{Span: *s, Part: PartRun,
 			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
 	}
 }
@@ -223,7 +255,7 @@ func (c *Correlator) evictOpenRun() bool {
 
 // sweptRun carries the outcome of an open run closed outside a release.
 func (c *Correlator) sweptRun(r *openRun) {
-	c.swept = append(c.swept, Carried{Span: r.last, RunOnly: true,
+	c.swept = append(c.swept, Carried{Span: r.last, Part: PartRun,
 		Verdict: Verdict{Outcome: r.outcome, RunAttempts: r.attempts, RunOK: r.ok}})
 	if r.outcome == OutcomeUnknownRoot {
 		c.sweptStats.UnknownRootRuns++
@@ -281,6 +313,7 @@ func (c *Correlator) deferLocked(t TraceID, spans []Span, now int64, extra func(
 			m.spans[len(m.spans)-1].Extra = extra(i)
 		}
 		m.emitted = append(m.emitted, false)
+		m.edged = append(m.edged, false)
 	}
 	c.memoSpans += len(spans)
 	m.owing += len(spans)
@@ -317,25 +350,38 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, fi
 	copy(d.Verdicts, verdicts[rel.nOld:])
 	d.Carried = rel.carried
 	for i := 0; i < rel.nOld; i++ {
-		if !rel.emitted[i] {
-			d.Carried = append(d.Carried, Carried{Span: all[i], Verdict: verdicts[i]})
+		switch v := &verdicts[i]; {
+		case !rel.emitted[i] && !v.Provisional:
+			d.Carried = append(d.Carried, Carried{Span: all[i], Verdict: *v})
+		case rel.emitted[i] && v.CallerService != "" && !m.edged[i]:
+			// Its caller's span, or a span above it, came after it left: the edge is named now.
+			d.Carried = append(d.Carried, Carried{Span: all[i], Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
+			m.edged[i] = true
 		}
 	}
 	d.Stats = statsOf(all[rel.nOld:], verdicts[rel.nOld:], st.RootMissing)
 	for i := range d.Carried {
-		if cv := &d.Carried[i]; !cv.RunOnly {
+		if cv := &d.Carried[i]; cv.Part == PartAll {
 			d.Stats.add(statsOf([]Span{cv.Span}, []Verdict{cv.Verdict}, st.RootMissing))
 		}
 	}
 	d.Stats.UnknownRootRuns += rel.unknown
-	if len(all) > len(spans) {
-		clear(all) // the buffer's copies point into span strings
-		c.allBuf = all[:0]
+	for i := range verdicts {
+		if v := &verdicts[i]; v.HasReach {
+			d.Reach = append(d.Reach, RootReach{SpanID: all[i].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops})
+		}
 	}
-	clear(verdicts)
-	c.verdictBuf = verdicts[:0]
+	defer func() {
+		if len(all) > len(spans) {
+			clear(all) // the buffer's copies point into span strings
+			c.allBuf = all[:0]
+		}
+		clear(verdicts)
+		c.verdictBuf = verdicts[:0]
+	}()
 
-	// The memo now holds every span of the trace released so far, each written or carried.
+	// The memo now holds every span of the trace released so far: written, carried, or owing
+	// (provisional).
 	if m == nil {
 		if final {
 			return d
@@ -343,18 +389,47 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, fi
 		m = &traceMemo{}
 		c.memos[t] = m
 	}
-	c.pendingSpans -= m.owing
-	m.owing = 0
-	for i := range m.emitted {
-		m.emitted[i] = true
-	}
 	if final {
 		c.dropMemo(t, m)
 		return d
 	}
+	c.pendingSpans -= m.owing
+	m.owing = 0
+	m.edgePending = 0
+	for i := range m.emitted {
+		v := &verdicts[i]
+		if !m.emitted[i] && !v.Provisional {
+			m.emitted[i] = true
+			m.edged[i] = v.CallerService != ""
+		}
+	}
 	for i := range spans {
+		v := &d.Verdicts[i]
 		m.spans = append(m.spans, spans[i])
-		m.emitted = append(m.emitted, true)
+		m.emitted = append(m.emitted, !v.Provisional)
+		m.edged = append(m.edged, v.CallerService != "")
+		if v.Provisional && extra != nil {
+			m.spans[len(m.spans)-1].Extra = extra(i)
+		}
+	}
+	for i := range m.emitted {
+		if !m.emitted[i] {
+			m.owing++
+		} else if verdicts[i].EdgePending {
+			m.edgePending++
+		}
+	}
+	if m.owing > 0 {
+		c.pendingSpans += m.owing
+		if m.since == 0 || !m.provisional {
+			m.since, m.provisional = now, true
+		}
+		if !m.queued[queuePending] {
+			m.queued[queuePending] = true
+			c.memoOrder[queuePending].Push(t)
+		}
+	} else {
+		m.provisional = false
 	}
 	c.memoSpans += len(spans)
 	if !m.queued[queueSettled] {
@@ -397,6 +472,9 @@ func (c *Correlator) evictMemo(q int) bool {
 			if m.owing > 0 {
 				continue // it owes verdicts again: bounded as pending
 			}
+			if m.edgePending > 0 {
+				c.nameEdgesLocked(t, m)
+			}
 			c.evictedContext += uint64(len(m.spans))
 			c.dropMemo(t, m)
 			return true
@@ -408,6 +486,44 @@ func (c *Correlator) evictMemo(q int) bool {
 		c.giveUpLocked(t)
 		return true
 	}
+}
+
+// nameEdgesLocked names the edges still pending in a memo about to be forgotten, as a decision
+// of all its spans would (their chains will not be completed here any more); they are carried
+// by the next Sweep.
+func (c *Correlator) nameEdgesLocked(t TraceID, m *traceMemo) {
+	rel := &release{t: t, now: c.lastNow, edgesFinal: true, nOld: len(m.spans), emitted: m.emitted}
+	verdicts, _ := c.decide(c.verdictBuf[:0], m.spans, rel)
+	for i := range verdicts {
+		if v := &verdicts[i]; v.CallerService != "" && !m.edged[i] {
+			c.swept = append(c.swept, Carried{Span: m.spans[i], Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
+			m.edged[i] = true
+		}
+	}
+	c.swept = append(c.swept, rel.carried...)
+	clear(verdicts)
+	c.verdictBuf = verdicts[:0]
+}
+
+// settleChainsLocked judges a trace's provisional spans, whose chains did not complete within
+// ChainWait, against the root the absent-parent rule gives them; carried by the next Sweep.
+func (c *Correlator) settleChainsLocked(t TraceID) {
+	m := c.memos[t]
+	rel := &release{t: t, now: c.lastNow, edgesFinal: true, nOld: len(m.spans), emitted: m.emitted}
+	verdicts, st := c.decide(c.verdictBuf[:0], m.spans, rel)
+	for i := range verdicts {
+		if !m.emitted[i] {
+			c.swept = append(c.swept, Carried{Span: m.spans[i], Verdict: verdicts[i]})
+			c.sweptStats.add(statsOf(m.spans[i:i+1], verdicts[i:i+1], st.RootMissing))
+			m.emitted[i] = true
+			m.edged[i] = verdicts[i].CallerService != ""
+		}
+	}
+	c.swept = append(c.swept, rel.carried...)
+	c.pendingSpans -= m.owing
+	m.owing, m.provisional = 0, false
+	clear(verdicts)
+	c.verdictBuf = verdicts[:0]
 }
 
 // giveUpLocked judges a trace's deferred spans without their root and closes its runs; their
@@ -428,7 +544,10 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	defer c.relMu.Unlock()
 	c.lastNow = now
 	for t, m := range c.memos {
-		if m.owing > 0 && now-m.since > int64(c.cfg.MaxRequestDuration) {
+		switch {
+		case m.owing > 0 && m.provisional && now-m.since > int64(c.cfg.ChainWait):
+			c.settleChainsLocked(t)
+		case m.owing > 0 && now-m.since > int64(c.cfg.MaxRequestDuration):
 			c.evictedExpired += uint64(m.owing)
 			c.giveUpLocked(t)
 		}
@@ -487,6 +606,10 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 	var st Stats
 	for i := range vs {
 		v, s := &vs[i], &spans[i]
+		if v.Provisional {
+			continue // counted when its verdict is carried
+		}
+		st.Spans++
 		st.Invalid[v.Invalid]++
 		if v.Ambiguous {
 			st.AmbiguousRoot++
@@ -499,10 +622,9 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 		}
 	}
 	st.Invalid[Valid] = 0
-	st.RootMissing = rootMissing && len(vs) > 0
-	st.Spans = len(vs)
+	st.RootMissing = rootMissing && st.Spans > 0
 	if st.RootMissing {
-		st.RootMissingSpans = len(vs) - st.InvalidTotal()
+		st.RootMissingSpans = st.Spans - st.InvalidTotal()
 	}
 	return st
 }

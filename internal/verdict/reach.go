@@ -10,21 +10,50 @@ package verdict
 // that boundary, whatever became of the caller's own span (still open past a deadline, unwound
 // a few milliseconds late, or live while a nested call went on). Orphaned entries below an
 // orphaned entry are not edges of their own: their caller never knew either.
+//
+// Within a release (memo.go) an edge is named only when the whole chain of spans up to the root
+// is there: an orphaned caller above, which ends later and so often arrives later, would make
+// it no edge of its own. Until then the span's edge is pending (EdgePending): a later release
+// with the chain complete carries it (PartEdge).
 func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []Verdict) {
+	whole := sc.rel == nil || sc.rel.final || sc.rel.edgesFinal
 	for _, i := range sc.order { // parents before children
 		s, n := &spans[i], &nodes[i]
 		if n.parent < 0 {
+			n.chainOK = whole || n.isRoot
 			continue
 		}
+		n.chainOK = nodes[n.parent].chainOK
 		p := &spans[n.parent]
 		above := nodes[n.parent].orphanedEntryAbove
 		if out[i].Liveness == LivenessOrphaned && isEntry(s, p) {
 			if !above {
-				out[i].CallerService = p.Service
+				if nodes[n.parent].chainOK {
+					out[i].CallerService = p.Service
+				} else {
+					out[i].EdgePending = true
+				}
 			}
 			above = true
 		}
 		n.orphanedEntryAbove = above
+	}
+}
+
+// markProvisional marks, within a release that is not final, the spans whose chain of spans up
+// to their root is incomplete: the span above them that has not arrived may belong under
+// another root of the trace (a scheduler's batch span that ends after the request's root was
+// decided), under which they would be judged otherwise, or be detached work. Their verdict
+// waits (memo.go) until the chain is complete or ChainWait has passed; then the root the
+// absent-parent rule gives judges them.
+func markProvisional(sc *scratch, nodes []node, out []Verdict) {
+	if sc.rel == nil || sc.rel.final || sc.rel.edgesFinal {
+		return
+	}
+	for i := range out {
+		if nodes[i].valid && !nodes[i].chainOK {
+			out[i].Provisional = true
+		}
 	}
 }
 

@@ -174,6 +174,13 @@ type Verdict struct {
 	// Ambiguous is set on a span whose parent is absent in a trace with several roots: it is
 	// unknown (not written; counted by the processor).
 	Ambiguous bool
+	// EdgePending is set (not written) on an orphaned span entering its service whose edge
+	// cannot be named yet: spans above it have not arrived (reach.go decideEdges).
+	EdgePending bool
+	// Provisional is set (not written) on an orphaned span whose chain to its root is not
+	// complete in a release (reach.go markProvisional): the processor marks it deferred and its
+	// verdict is carried when the chain completes or ChainWait passes.
+	Provisional bool
 }
 
 // Stats counts what one Decide call saw, for the processor's telemetry.

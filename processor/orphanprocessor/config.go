@@ -214,6 +214,7 @@ func (c *Config) verdictConfig() verdict.Config {
 	vc.MaxPendingSpans = c.Limits.MaxPendingSpans
 	vc.MaxOpenRuns = c.Limits.MaxOpenRuns
 	vc.MaxRequestDuration = c.MaxRequestDuration
+	vc.ChainWait = c.DecisionWait
 	return vc
 }
 

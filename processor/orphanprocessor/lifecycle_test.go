@@ -55,8 +55,7 @@ func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
 	sink := sinkOf(p)
 	now := clk.Now()
 	td := ptrace.NewTraces()
-	root := addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
-	root.Attributes().PutInt("http.response.status_code", 499)
+	addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 2) // completed: not held after its release
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	require.NoError(t, p.release(context.Background(), p.due(now.Add(time.Minute))))
 	require.Equal(t, 1, sink.SpanCount())
@@ -75,6 +74,46 @@ func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
 	assert.Equal(t, "orphaned", lv.Str())
 	assert.InDelta(t, 3.0, ag.Double(), 1e-9)
 	require.NoError(t, p.Shutdown(context.Background()))
+}
+
+// TestAbandonedRootHeldForItsDepth: a cancelled root stays after its trace's release, until
+// decision_wait after it arrived, and an orphan that arrives meanwhile (three service hops down,
+// its chain complete) deepens the orphaned depth written on it.
+func TestAbandonedRootHeldForItsDepth(t *testing.T) {
+	cfg := testConfig(time.Minute)
+	cfg.DecisionWaitAfterRoot = 5 * time.Second
+	p, clk := newTestProcessor(t, cfg, nil) // due() is driven by hand
+	sink := sinkOf(p)
+	ctx := context.Background()
+	start := clk.Now()
+	td := ptrace.NewTraces()
+	root := addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
+	root.Attributes().PutInt("http.response.status_code", 499)
+	call := addSpan(td, "gw", 1, 2, 1, ptrace.SpanKindClient, 0.1, 2)
+	call.Attributes().PutStr("error.type", "context canceled")
+	require.NoError(t, p.ConsumeTraces(ctx, td))
+	clk.Advance(5 * time.Second)
+	require.NoError(t, p.release(ctx, p.due(clk.Now())))
+	require.Equal(t, 1, sink.SpanCount(), "the client span leaves, the cancelled root stays")
+
+	clk.Advance(20 * time.Second)
+	late := ptrace.NewTraces()
+	addSpan(late, "agent", 1, 3, 2, ptrace.SpanKindServer, 0.2, 9)
+	addSpan(late, "agent", 1, 4, 3, ptrace.SpanKindClient, 0.3, 8.5)
+	addSpan(late, "tool", 1, 5, 4, ptrace.SpanKindServer, 0.4, 8)
+	require.NoError(t, p.ConsumeTraces(ctx, late))
+	require.NoError(t, p.release(ctx, p.due(clk.Now().Add(5*time.Second))))
+	require.Equal(t, 4, sink.SpanCount())
+
+	require.Empty(t, p.dueRoots(start.Add(time.Minute-time.Nanosecond), -1), "held until decision_wait after its arrival")
+	require.NoError(t, p.releaseRoots(ctx, p.dueRoots(start.Add(time.Minute), -1)))
+	require.Equal(t, 5, sink.SpanCount())
+	a := spanAttrs(sink.AllTraces())[pcommon.SpanID{1, 1}]
+	depth, _ := a.Get(verdict.AttrOrphanedDepth)
+	reach, _ := a.Get(verdict.AttrCancelReachHops)
+	assert.Equal(t, int64(2), depth.Int(), "agent and tool were still working after the gone time")
+	assert.Equal(t, int64(0), reach.Int())
+	require.NoError(t, p.Shutdown(ctx))
 }
 
 // TestConcurrentConsumeWhileReleasing runs ConsumeTraces from several goroutines while the

@@ -62,6 +62,10 @@ type orphanProcessor struct {
 	started  bool
 
 	ks keySharing // key sharing across a tier (keysharing.go); zero when off
+
+	rootsMu   sync.Mutex
+	roots     map[verdict.TraceID][]*heldRoot
+	rootQueue []*heldRoot // by due time (all wait the same)
 }
 
 // heldTrace is one trace waiting for its decision: where its spans are in the batches that
@@ -142,8 +146,21 @@ func (p *orphanProcessor) topDueLocked() *dueEntry {
 // heldSpan is one held span. Held spans stay where they arrived, in the batches the processor
 // was given (and owns: MutatesData), until their trace is released.
 type heldSpan struct {
-	sp  ptrace.Span
-	src *heldScope
+	sp   ptrace.Span
+	src  *heldScope
+	hold bool // an abandoned root kept after its trace's release (heldRoot)
+}
+
+// heldRoot is an abandoned root (its request ended cancelled or deadline_exceeded) kept after
+// its trace was released, until decision_wait after it arrived, so that the orphans arriving
+// after it count in its orphaned depth and cancellation reach. Its verdict is written when it
+// leaves.
+type heldRoot struct {
+	trace verdict.TraceID
+	ref   heldSpan
+	due   time.Time
+	v     verdict.Verdict
+	gone  bool // released
 }
 
 // heldScope is a ScopeSpans of a batch that held spans came in, with its ResourceSpans.
@@ -171,6 +188,7 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		reader:   spanread.New(cfg.readerOptions()),
 		clock:    wallClock{},
 		held:     map[verdict.TraceID]*heldTrace{},
+		roots:    map[verdict.TraceID][]*heldRoot{},
 		perTrace: map[verdict.TraceID]int{},
 		stop:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
@@ -237,6 +255,7 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	p.dues = nil
 	p.mu.Unlock()
 	err := p.dropped(ctx, p.release(ctx, ready))
+	err = errors.Join(err, p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(time.Time{}, -1))))
 	// What still waits for a root or a further attempt is given up now: carried on carrier
 	// spans, so that every verdict is counted once.
 	carried, st := p.corr.Finish()
@@ -267,6 +286,7 @@ func (p *orphanProcessor) loop() {
 			ctx := context.Background()
 			now := p.clock.Now()
 			_ = p.dropped(ctx, p.release(ctx, p.due(now)))
+			_ = p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(now, -1)))
 			p.sweep(ctx, now)
 		}
 		if d, ok := p.untilNextDue(); ok {
@@ -300,11 +320,12 @@ func (p *orphanProcessor) sweep(ctx context.Context, now time.Time) {
 // the timer will fire.
 func (p *orphanProcessor) untilNextDue() (time.Duration, bool) {
 	_, pending, open := p.corr.Kept()
+	rootDue := p.nextRootDue()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
-	var at time.Time
-	if e := p.topDueLocked(); e != nil {
+	at := rootDue
+	if e := p.topDueLocked(); e != nil && (at.IsZero() || e.due.Before(at)) {
 		at = e.due
 	}
 	if pending > 0 || open > 0 {
@@ -461,7 +482,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					h.refs = slices.Grow(h.refs, max(p.perTrace[traceID], 1))
 				}
 				lastH = h
-				h.refs = append(h.refs, heldSpan{sp, src})
+				h.refs = append(h.refs, heldSpan{sp: sp, src: src})
 				if h.late {
 					late++
 				}
@@ -556,8 +577,11 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 	for _, h := range ready {
 		p.decide(ctx, h)
 		p.tel.ProcessorOrphanDecisionWait.Record(ctx, now.Sub(h.first).Seconds(), p.tel.ID)
-		n += len(h.refs)
 		for _, r := range h.refs {
+			if r.hold {
+				continue
+			}
+			n++
 			gi, ok := index[r.src]
 			if !ok {
 				gi = len(groups)
@@ -708,8 +732,24 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		p.tel.ProcessorOrphanSpansDeferred.Add(ctx, int64(len(h.refs)), p.tel.ID)
 		return
 	}
+	p.updateHeldRoots(h.id, d.Reach)
+	provisional := int64(0)
 	for i := range verdicts {
+		if verdicts[i].Provisional {
+			// Orphaned under the root known, but a span above it has not come: its verdict is
+			// carried when the chain is complete (or after decision_wait).
+			h.refs[i].sp.Attributes().PutBool(verdict.AttrDeferred, true)
+			provisional++
+			continue
+		}
+		if verdicts[i].HasReach && !h.last && p.cfg.DecisionWait > 0 && h.refs[i].sp.ParentSpanID().IsEmpty() {
+			p.holdRoot(ctx, h, i, &verdicts[i])
+			continue
+		}
 		writeVerdict(h.refs[i].sp.Attributes(), &verdicts[i])
+	}
+	if provisional > 0 {
+		p.tel.ProcessorOrphanSpansDeferred.Add(ctx, provisional, p.tel.ID)
 	}
 	if len(d.Carried) > 0 {
 		carrier := h.refs[0].sp
@@ -726,16 +766,115 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	p.countDecision(ctx, verdicts, d.Carried, &d.Stats)
 }
 
+// holdRoot keeps the abandoned root h.refs[i] after its trace's release (heldRoot), until
+// decision_wait after it arrived (about decision_wait_after_root before now).
+func (p *orphanProcessor) holdRoot(ctx context.Context, h *heldTrace, i int, v *verdict.Verdict) {
+	h.refs[i].hold = true
+	due := p.clock.Now().Add(p.cfg.DecisionWait - min(p.cfg.DecisionWaitAfterRoot, p.cfg.DecisionWait))
+	hr := &heldRoot{trace: h.id, ref: heldSpan{sp: h.refs[i].sp, src: h.refs[i].src}, due: due, v: *v}
+	p.rootsMu.Lock()
+	p.roots[h.id] = append(p.roots[h.id], hr)
+	p.rootQueue = append(p.rootQueue, hr)
+	over := len(p.rootQueue) > p.cfg.Limits.MaxTraces
+	p.rootsMu.Unlock()
+	p.tel.ProcessorOrphanSpansHeld.Add(ctx, 1, p.tel.ID)
+	if over {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "held_roots"))
+		_ = p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(time.Time{}, 1)))
+	}
+}
+
+// updateHeldRoots raises the reach and depth of the trace's held roots to what a later release
+// of the trace saw.
+func (p *orphanProcessor) updateHeldRoots(t verdict.TraceID, reach []verdict.RootReach) {
+	if len(reach) == 0 {
+		return
+	}
+	p.rootsMu.Lock()
+	defer p.rootsMu.Unlock()
+	for _, hr := range p.roots[t] {
+		for _, r := range reach {
+			if verdict.SpanID(hr.ref.sp.SpanID()) == r.SpanID {
+				hr.v.ReachHops = max(hr.v.ReachHops, r.ReachHops)
+				hr.v.OrphanedDepthHops = max(hr.v.OrphanedDepthHops, r.OrphanedDepthHops)
+			}
+		}
+	}
+}
+
+// dueRoots takes the held roots due at now (all with a zero now and n < 0; the n oldest when
+// n > 0).
+func (p *orphanProcessor) dueRoots(now time.Time, n int) []*heldRoot {
+	p.rootsMu.Lock()
+	defer p.rootsMu.Unlock()
+	var out []*heldRoot
+	for len(p.rootQueue) > 0 {
+		hr := p.rootQueue[0]
+		if n == 0 || (n < 0 && !now.IsZero() && hr.due.After(now)) {
+			break
+		}
+		n--
+		p.rootQueue[0] = nil
+		p.rootQueue = p.rootQueue[1:]
+		hr.gone = true
+		out = append(out, hr)
+		rs := p.roots[hr.trace]
+		rs = slices.DeleteFunc(rs, func(x *heldRoot) bool { return x == hr })
+		if len(rs) == 0 {
+			delete(p.roots, hr.trace)
+		} else {
+			p.roots[hr.trace] = rs
+		}
+	}
+	return out
+}
+
+// nextRootDue is when the first held root is due; zero when none is held.
+func (p *orphanProcessor) nextRootDue() time.Time {
+	p.rootsMu.Lock()
+	defer p.rootsMu.Unlock()
+	if len(p.rootQueue) == 0 {
+		return time.Time{}
+	}
+	return p.rootQueue[0].due
+}
+
+// releaseRoots writes the held roots' verdicts and passes them on.
+func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) error {
+	if len(roots) == 0 {
+		return nil
+	}
+	out := ptrace.NewTraces()
+	for _, hr := range roots {
+		writeVerdict(hr.ref.sp.Attributes(), &hr.v)
+		rs := out.ResourceSpans().AppendEmpty()
+		hr.ref.src.rs.Resource().CopyTo(rs.Resource())
+		rs.SetSchemaUrl(hr.ref.src.rs.SchemaUrl())
+		ss := rs.ScopeSpans().AppendEmpty()
+		hr.ref.src.ss.Scope().CopyTo(ss.Scope())
+		ss.SetSchemaUrl(hr.ref.src.ss.SchemaUrl())
+		hr.ref.sp.MoveTo(ss.Spans().AppendEmpty())
+	}
+	n := len(roots)
+	p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-n), p.tel.ID)
+	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n), p.tel.ID)
+	if err := p.next.ConsumeTraces(ctx, out); err != nil {
+		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
+		return &refusedError{err: err, spans: n}
+	}
+	return nil
+}
+
 // countDecision counts what a decision (or a sweep) made final in the processor's telemetry.
 func (p *orphanProcessor) countDecision(ctx context.Context, verdicts []verdict.Verdict, carried []verdict.Carried, st *verdict.Stats) {
 	orphaned := int64(0)
 	for i := range verdicts {
-		if verdicts[i].Liveness == verdict.LivenessOrphaned {
+		if verdicts[i].Liveness == verdict.LivenessOrphaned && !verdicts[i].Provisional {
 			orphaned++
 		}
 	}
 	for i := range carried {
-		if !carried[i].RunOnly && carried[i].Verdict.Liveness == verdict.LivenessOrphaned {
+		if carried[i].Part == verdict.PartAll && carried[i].Verdict.Liveness == verdict.LivenessOrphaned {
 			orphaned++
 		}
 	}
@@ -797,7 +936,11 @@ func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
 	}
 	a.PutInt(verdict.AttrEventStart, max(s.Start, 0))
 	a.PutStr("service.name", s.Service)
-	if cv.RunOnly {
+	switch cv.Part {
+	case verdict.PartEdge:
+		a.PutStr(verdict.AttrCallerService, cv.Verdict.CallerService)
+		return
+	case verdict.PartRun:
 		v := &cv.Verdict
 		a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
 		a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))

@@ -35,6 +35,8 @@ func TestHoldsForTheWaitAfterRootThenReleasesWithVerdicts(t *testing.T) {
 	require.NoError(t, p.release(context.Background(), p.due(now.Add(5*time.Second-1))))
 	assert.Equal(t, 0, sink.SpanCount())
 	require.NoError(t, p.release(context.Background(), p.due(now.Add(5*time.Second))))
+	require.Equal(t, 2, sink.SpanCount(), "the cancelled root is held for its orphaned depth")
+	require.NoError(t, p.releaseRoots(context.Background(), p.dueRoots(now.Add(time.Minute), -1)))
 	require.Equal(t, 3, sink.SpanCount())
 
 	attrs := spanAttrs(sink.AllTraces())

@@ -21,6 +21,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 const scenarioDir = "../../testdata/scenarios"
@@ -219,4 +220,158 @@ func indexes(n int) []int {
 		out[i] = i
 	}
 	return out
+}
+
+// TestScenariosAnySplit is the time model's property (issue 11), over every scenario: the
+// spans arrive in the order they end (as SDKs export them, ties in any order), split into any
+// number of separate decisions (the processor releases everything it holds between two
+// batches: a root's wait after it, decision_wait without it), and the verdicts, those written
+// on the spans and those carried for them, are exactly those of one decision.
+func TestScenariosAnySplit(t *testing.T) {
+	cases := loadScenarios(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
+		spans := flatten(sc.traces)
+		order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
+		sort.SliceStable(order, func(a, b int) bool {
+			return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
+		})
+		nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
+		cuts := map[int]bool{}
+		for len(cuts) < nb-1 {
+			cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
+		}
+		var batches []ptrace.Traces
+		cur := ptrace.NewTraces()
+		for i, pi := range order {
+			if cuts[i] {
+				batches = append(batches, cur)
+				cur = ptrace.NewTraces()
+			}
+			spans[pi].appendTo(cur)
+		}
+		batches = append(batches, cur)
+		checkScenario(rt, sc, effective(rt, runDecisions(rt, batches)))
+	})
+}
+
+// runDecisions feeds each batch to a fresh processor and releases everything held after each,
+// as if each batch's wait had passed; then shuts it down. The processor's clock reads a second
+// after the latest end of the batch's spans (they are exported when they end): that is what
+// run_timeout is measured against.
+func runDecisions(t interface{ Fatal(...any) }, batches []ptrace.Traces) []ptrace.Traces {
+	sink := new(consumertest.TracesSink)
+	p, err := newOrphanProcessor(nopSettings(), scenarioConfig(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := newFakeClock(scenarios.T0)
+	p.clock = clk
+	ctx := context.Background()
+	for _, b := range batches {
+		for _, f := range flatten(b) {
+			if end := f.sp.EndTimestamp().AsTime().Add(time.Second); end.After(clk.Now()) {
+				clk.Advance(end.Sub(clk.Now()))
+			}
+		}
+		if err := p.ConsumeTraces(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.release(ctx, p.due(clk.Now().Add(24*time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return sink.AllTraces()
+}
+
+// effective turns the output into what one decision would have written: each carried verdict
+// (an orphanwatch.verdict event) written onto the span it is for, the events, the deferred
+// marks and the carrier spans removed. A verdict carried twice, or for a span that is not in
+// the output, fails the test.
+func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
+	type carried struct {
+		attrs   pcommon.Map
+		runOnly bool
+	}
+	byID := map[string][]carried{}
+	for _, td := range out {
+		for _, f := range flatten(td) {
+			evs := f.sp.Events()
+			for i := 0; i < evs.Len(); i++ {
+				ev := evs.At(i)
+				if ev.Name() != verdict.EventVerdict {
+					continue
+				}
+				a := ev.Attributes()
+				tid, _ := a.Get(verdict.AttrEventTraceID)
+				sid, _ := a.Get(verdict.AttrEventSpanID)
+				// A whole verdict has a liveness or is detached; a part (a run's outcome, an
+				// edge) has neither.
+				_, hasLiveness := a.Get(verdict.AttrLiveness)
+				_, hasDetached := a.Get(verdict.AttrDetached)
+				kind, _ := a.Get(verdict.AttrEventSpanKind)
+				key := tid.Str() + "/" + sid.Str() + "/" + kind.Str()
+				byID[key] = append(byID[key], carried{a, !hasLiveness && !hasDetached})
+			}
+		}
+	}
+	var res []ptrace.Traces
+	for _, td := range out {
+		td2 := ptrace.NewTraces()
+		td.CopyTo(td2)
+		td2.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
+			rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
+				ss.Spans().RemoveIf(func(sp ptrace.Span) bool {
+					if v, ok := sp.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
+						return true
+					}
+					sp.Events().RemoveIf(func(ev ptrace.SpanEvent) bool { return ev.Name() == verdict.EventVerdict })
+					a := sp.Attributes()
+					deferred := false
+					if v, ok := a.Get(verdict.AttrDeferred); ok && v.Bool() {
+						deferred = true
+						a.Remove(verdict.AttrDeferred)
+					}
+					tid, sid := sp.TraceID(), sp.SpanID()
+					key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + kindNames[sp.Kind()]
+					// A deferred span takes one whole verdict; parts go to the span they name
+					// (the first of exact duplicates).
+					var rest []carried
+					took := false
+					for _, c := range byID[key] {
+						if !c.runOnly && (!deferred || took) {
+							rest = append(rest, c)
+							continue
+						}
+						if !c.runOnly {
+							took = true
+						}
+						c.attrs.Range(func(k string, v pcommon.Value) bool {
+							if strings.HasPrefix(k, "orphanwatch.") && !strings.HasPrefix(k, "orphanwatch.span.") {
+								v.CopyTo(a.PutEmpty(k))
+							}
+							return true
+						})
+					}
+					assert.Equal(t, deferred, took, "span %s: deferred %v, took a whole verdict %v", key, deferred, took)
+					if len(rest) > 0 {
+						byID[key] = rest
+					} else {
+						delete(byID, key)
+					}
+					return false
+				})
+				return ss.Spans().Len() == 0
+			})
+			return rs.ScopeSpans().Len() == 0
+		})
+		res = append(res, td2)
+	}
+	for key := range byID {
+		assert.Fail(t, "a verdict was carried for a span that is not in the output", key)
+	}
+	return res
 }
