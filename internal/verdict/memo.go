@@ -94,11 +94,11 @@ type traceMemo struct {
 	edged   []bool // written (or carried) with an edge (CallerService)
 	// edgePending counts spans written with their edge pending (Verdict.EdgePending).
 	edgePending int
-	owing   int   // spans whose verdict is deferred
-	since   int64 // unix ns of the first deferral, for MaxRequestDuration (ChainWait when provisional)
+	owing       int   // spans whose verdict is deferred
+	since       int64 // unix ns of the first deferral, for MaxRequestDuration (ChainWait when provisional)
 	// provisional: the root is known and the owing spans wait for their chains (ChainWait).
 	provisional bool
-	queued  [2]bool
+	queued      [2]bool
 }
 
 // runID identifies an open run: within a trace, parent span and operation key; across traces,
