@@ -1,0 +1,236 @@
+package orphanprocessor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+)
+
+// carriedEvents returns the orphanwatch.verdict events of the output, by the span ID they are
+// for, with the span that carried each.
+func carriedEvents(out []ptrace.Traces) map[string][]pcommon.Map {
+	m := map[string][]pcommon.Map{}
+	for _, td := range out {
+		for _, f := range flatten(td) {
+			evs := f.sp.Events()
+			for i := 0; i < evs.Len(); i++ {
+				if evs.At(i).Name() == verdict.EventVerdict {
+					id, _ := evs.At(i).Attributes().Get(verdict.AttrEventSpanID)
+					m[id.Str()] = append(m[id.Str()], evs.At(i).Attributes())
+				}
+			}
+		}
+	}
+	return m
+}
+
+func str(m pcommon.Map, k string) string {
+	v, _ := m.Get(k)
+	return v.AsString()
+}
+
+// TestKeyJoinsRunAcrossTraces: a client re-sends one Idempotency-Key in two new traces after
+// its first try failed (DESIGN.md "run": attempts in other traces join a run through the same
+// idempotency key). One run of three attempts, numbered 1, 2, 3, its outcome on the third; the
+// first two leave at once, with no outcome.
+func TestKeyJoinsRunAcrossTraces(t *testing.T) {
+	cfg := testConfig(time.Minute)
+	cfg.DecisionWaitAfterRoot = time.Second
+	p, clk := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
+	ctx := context.Background()
+	clk.Advance(t0.Sub(clk.Now()))
+	for i, status := range []int64{504, 503, 200} {
+		tr := byte(i + 1)
+		start := float64(i) * 10
+		td := ptrace.NewTraces()
+		addSpan(td, "shop", tr, 1, 0, ptrace.SpanKindServer, start, start+2)
+		call := addSpan(td, "shop", tr, 2, 1, ptrace.SpanKindClient, start+0.1, start+1.9)
+		call.SetName("POST")
+		call.Attributes().PutStr("http.request.method", "POST")
+		call.Attributes().PutStr("server.address", "payments")
+		call.Attributes().PutStr("http.request.header.idempotency-key", "order-42")
+		call.Attributes().PutInt("http.response.status_code", status)
+		clk.Advance(at(start + 3).AsTime().Sub(clk.Now()))
+		require.NoError(t, p.ConsumeTraces(ctx, td))
+		clk.Advance(2 * time.Second)
+		require.NoError(t, p.release(ctx, p.due(clk.Now())))
+		require.Equal(t, 2*(i+1), sink.SpanCount(), "trace %d leaves after the wait after its root", tr)
+	}
+	var attempts []pcommon.Map
+	for _, td := range sink.AllTraces() {
+		for _, f := range flatten(td) {
+			if f.sp.Name() == "POST" {
+				attempts = append(attempts, f.sp.Attributes())
+			}
+		}
+	}
+	require.Len(t, attempts, 3)
+	for i, a := range attempts {
+		n, _ := a.Get(verdict.AttrAttempt)
+		assert.Equal(t, int64(i+1), n.Int(), "attempt %d", i+1)
+		_, hasOutcome := a.Get(verdict.AttrRunOutcome)
+		assert.Equal(t, i == 2, hasOutcome, "only the closing attempt carries the outcome (attempt %d)", i+1)
+	}
+	assert.Equal(t, "success", str(attempts[2], verdict.AttrRunOutcome))
+	assert.Equal(t, "3", str(attempts[2], verdict.AttrRunAttempts))
+	_, _, open := p.corr.Kept()
+	assert.Zero(t, open, "the run is closed")
+	require.NoError(t, p.Shutdown(ctx))
+	assert.Empty(t, carriedEvents(sink.AllTraces()), "nothing was owed")
+}
+
+// TestRunClosedByItsTimeoutIsCarried: a keyed run whose last attempt failed retryably stays open
+// (a re-send may come in another trace); when run_timeout has passed with nothing more, the
+// sweep closes it and its outcome leaves on a carrier span of its trace, once.
+func TestRunClosedByItsTimeoutIsCarried(t *testing.T) {
+	cfg := testConfig(time.Minute)
+	cfg.DecisionWaitAfterRoot = time.Second
+	cfg.RunTimeout = time.Minute
+	p, clk := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
+	ctx := context.Background()
+	clk.Advance(at(3).AsTime().Sub(clk.Now()))
+	td := ptrace.NewTraces()
+	addSpan(td, "shop", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
+	call := addSpan(td, "shop", 1, 2, 1, ptrace.SpanKindClient, 0.1, 1.9)
+	call.Attributes().PutStr("http.request.header.idempotency-key", "order-7")
+	call.Attributes().PutInt("http.response.status_code", 503)
+	require.NoError(t, p.ConsumeTraces(ctx, td))
+	clk.Advance(2 * time.Second)
+	require.NoError(t, p.release(ctx, p.due(clk.Now())))
+	require.Equal(t, 2, sink.SpanCount())
+	_, hasOutcome := spanAttrs(sink.AllTraces())[pcommon.SpanID{2, 1}].Get(verdict.AttrRunOutcome)
+	assert.False(t, hasOutcome, "the run is open")
+
+	p.sweep(ctx, clk.Now().Add(30*time.Second))
+	assert.Equal(t, 2, sink.SpanCount(), "not yet: run_timeout has not passed")
+	clk.Advance(2 * time.Minute)
+	p.sweep(ctx, clk.Now())
+	require.Equal(t, 3, sink.SpanCount(), "a carrier span")
+	ev := carriedEvents(sink.AllTraces())[pcommon.SpanID{2, 1}.String()]
+	require.Len(t, ev, 1)
+	assert.Equal(t, "retryable_failure", str(ev[0], verdict.AttrRunOutcome))
+	assert.Equal(t, "1", str(ev[0], verdict.AttrRunAttempts))
+	assert.Equal(t, "error", str(ev[0], verdict.AttrRunResult))
+	_, hasLiveness := ev[0].Get(verdict.AttrLiveness)
+	assert.False(t, hasLiveness, "only the run's outcome: the attempt was counted when it left")
+	carrier := sink.AllTraces()[len(sink.AllTraces())-1].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	assert.Equal(t, verdict.CarrierSpanName, carrier.Name())
+	assert.Equal(t, pcommon.TraceID{1, 1}, carrier.TraceID())
+	assert.Equal(t, pcommon.SpanID{2, 1}, carrier.ParentSpanID())
+	p.sweep(ctx, clk.Now().Add(time.Hour))
+	require.NoError(t, p.Shutdown(ctx))
+	assert.Equal(t, 3, sink.SpanCount(), "carried once")
+}
+
+// TestRootThatNeverComes: spans whose root has not come leave after decision_wait, deferred;
+// after max_request_duration they are judged without it (unknown, unknown_root), carried on a
+// carrier span: never counted live, never lost.
+func TestRootThatNeverComes(t *testing.T) {
+	cfg := testConfig(30 * time.Second)
+	cfg.MaxRequestDuration = 10 * time.Minute
+	p, clk := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
+	ctx := context.Background()
+	td := ptrace.NewTraces()
+	addSpan(td, "agent", 1, 2, 1, ptrace.SpanKindServer, 0, 5)
+	addSpan(td, "agent", 1, 3, 2, ptrace.SpanKindClient, 1, 2).Attributes().PutInt("http.response.status_code", 200)
+	require.NoError(t, p.ConsumeTraces(ctx, td))
+	clk.Advance(30 * time.Second)
+	require.NoError(t, p.release(ctx, p.due(clk.Now())))
+	require.Equal(t, 2, sink.SpanCount())
+	for id, a := range spanAttrs(sink.AllTraces()) {
+		d, _ := a.Get(verdict.AttrDeferred)
+		assert.True(t, d.Bool(), "span %v deferred", id)
+		_, hasLiveness := a.Get(verdict.AttrLiveness)
+		assert.False(t, hasLiveness)
+	}
+	_, pending, _ := p.corr.Kept()
+	assert.Equal(t, 2, pending)
+
+	clk.Advance(9 * time.Minute)
+	p.sweep(ctx, clk.Now())
+	assert.Equal(t, 2, sink.SpanCount())
+	clk.Advance(2 * time.Minute)
+	p.sweep(ctx, clk.Now())
+	require.Equal(t, 3, sink.SpanCount())
+	ev := carriedEvents(sink.AllTraces())
+	require.Len(t, ev, 2)
+	call := ev[pcommon.SpanID{3, 1}.String()]
+	require.Len(t, call, 1)
+	assert.Equal(t, "unknown", str(call[0], verdict.AttrLiveness))
+	assert.Equal(t, "unknown_root", str(call[0], verdict.AttrRunOutcome))
+	assert.Equal(t, "agent", str(call[0], "service.name"))
+	_, pending, _ = p.corr.Kept()
+	assert.Zero(t, pending)
+	require.NoError(t, p.Shutdown(ctx))
+	assert.Equal(t, 3, sink.SpanCount())
+}
+
+// TestRootArrivesAfterItsSpansLeft: the spans that left deferred get their verdicts when the
+// root arrives, as events on the root: counted once, with the run never split.
+func TestRootArrivesAfterItsSpansLeft(t *testing.T) {
+	cfg := testConfig(30 * time.Second)
+	cfg.DecisionWaitAfterRoot = 5 * time.Second
+	p, clk := newTestProcessor(t, cfg, nil)
+	sink := sinkOf(p)
+	ctx := context.Background()
+	clk.Advance(at(40).AsTime().Sub(clk.Now()))
+	// A request of 100 s: a loop's first two attempts fail, arrive, and leave deferred.
+	early := ptrace.NewTraces()
+	addSpan(early, "agent", 1, 2, 1, ptrace.SpanKindServer, 0.5, 99)
+	for i, end := range []float64{10, 30} {
+		a := addSpan(early, "agent", 1, byte(3+i), 2, ptrace.SpanKindClient, end-5, end)
+		a.SetName("GET")
+		a.Attributes().PutInt("http.response.status_code", 503)
+	}
+	// The loop span (2) ended at 99: it is in the early batch only to give the attempts a
+	// complete chain below the root; the root comes last.
+	require.NoError(t, p.ConsumeTraces(ctx, early))
+	clk.Advance(30 * time.Second)
+	require.NoError(t, p.release(ctx, p.due(clk.Now())))
+	require.Equal(t, 3, sink.SpanCount())
+
+	clk.Advance(at(101).AsTime().Sub(clk.Now()))
+	late := ptrace.NewTraces()
+	a := addSpan(late, "agent", 1, 5, 2, ptrace.SpanKindClient, 50, 60)
+	a.SetName("GET")
+	a.Attributes().PutInt("http.response.status_code", 200)
+	root := addSpan(late, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 100)
+	root.Attributes().PutInt("http.response.status_code", 200)
+	require.NoError(t, p.ConsumeTraces(ctx, late))
+	clk.Advance(5 * time.Second)
+	require.NoError(t, p.release(ctx, p.due(clk.Now())))
+	require.Equal(t, 5, sink.SpanCount())
+
+	attrs := spanAttrs(sink.AllTraces())
+	last := attrs[pcommon.SpanID{5, 1}]
+	assert.Equal(t, "3", str(last, verdict.AttrAttempt), "the run goes on from the attempts that left")
+	assert.Equal(t, "success", str(last, verdict.AttrRunOutcome))
+	assert.Equal(t, "3", str(last, verdict.AttrRunAttempts))
+	ev := carriedEvents(sink.AllTraces())
+	require.Len(t, ev, 3, "the three spans that left before their root")
+	for _, id := range []pcommon.SpanID{{2, 1}, {3, 1}, {4, 1}} {
+		e := ev[id.String()]
+		require.Len(t, e, 1, "span %v carried once", id)
+		assert.Equal(t, "live", str(e[0], verdict.AttrLiveness))
+	}
+	assert.Equal(t, "2", str(ev[pcommon.SpanID{4, 1}.String()][0], verdict.AttrAttempt))
+	_, hasOutcome := ev[pcommon.SpanID{4, 1}.String()][0].Get(verdict.AttrRunOutcome)
+	assert.False(t, hasOutcome)
+	assert.Equal(t, "GET", str(ev[pcommon.SpanID{3, 1}.String()][0], verdict.AttrEventSpanName))
+	rootEvents := attrs[pcommon.SpanID{1, 1}]
+	assert.Equal(t, "completed", str(rootEvents, verdict.AttrRootEndReason))
+	_, pending, open := p.corr.Kept()
+	assert.Zero(t, pending)
+	assert.Zero(t, open)
+	require.NoError(t, p.Shutdown(ctx))
+}
