@@ -85,6 +85,9 @@ type release struct {
 	// edgesFinal: name the edges of orphaned entries whose chain to the root is incomplete
 	// (a settled memo forgotten: no more of its spans will be seen with them).
 	edgesFinal bool
+	// chainsFinal: judge spans whose chain is incomplete (ChainWait passed) instead of marking
+	// them provisional; their edges stay pending.
+	chainsFinal bool
 }
 
 // traceMemo is what is kept of a trace's released spans.
@@ -509,7 +512,7 @@ func (c *Correlator) nameEdgesLocked(t TraceID, m *traceMemo) {
 // ChainWait, against the root the absent-parent rule gives them; carried by the next Sweep.
 func (c *Correlator) settleChainsLocked(t TraceID) {
 	m := c.memos[t]
-	rel := &release{t: t, now: c.lastNow, edgesFinal: true, nOld: len(m.spans), emitted: m.emitted}
+	rel := &release{t: t, now: c.lastNow, chainsFinal: true, nOld: len(m.spans), emitted: m.emitted}
 	verdicts, st := c.decide(c.verdictBuf[:0], m.spans, rel)
 	for i := range verdicts {
 		if !m.emitted[i] {
@@ -517,6 +520,9 @@ func (c *Correlator) settleChainsLocked(t TraceID) {
 			c.sweptStats.add(statsOf(m.spans[i:i+1], verdicts[i:i+1], st.RootMissing))
 			m.emitted[i] = true
 			m.edged[i] = verdicts[i].CallerService != ""
+			if verdicts[i].EdgePending {
+				m.edgePending++
+			}
 		}
 	}
 	c.swept = append(c.swept, rel.carried...)

@@ -47,7 +47,7 @@ func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []
 // waits (memo.go) until the chain is complete or ChainWait has passed; then the root the
 // absent-parent rule gives judges them.
 func markProvisional(sc *scratch, nodes []node, out []Verdict) {
-	if sc.rel == nil || sc.rel.final || sc.rel.edgesFinal {
+	if sc.rel == nil || sc.rel.final || sc.rel.edgesFinal || sc.rel.chainsFinal {
 		return
 	}
 	for i := range out {
