@@ -72,6 +72,7 @@ const (
 	ReasonInvalidDepthHops        = "invalid_depth_hops"         // orphanwatch.orphaned.depth_hops not an integer >= 0
 	ReasonInvalidSpendRepeated    = "invalid_spend_repeated"     // orphanwatch.spend.repeated not a bool (the span is not counted by its gen_ai attributes)
 	ReasonInvalidSpendNested      = "invalid_spend_nested"       // orphanwatch.spend.nested not a bool (its seconds are counted)
+	ReasonInvalidDeferred         = "invalid_deferred"           // orphanwatch.verdict.deferred not a bool (the span is counted as if it were absent)
 )
 
 // skipReason indexes skipReasons.
@@ -95,6 +96,7 @@ const (
 	skipInvalidDepthHops
 	skipInvalidSpendRepeated
 	skipInvalidSpendNested
+	skipInvalidDeferred
 	numSkipReasons
 )
 
@@ -104,7 +106,7 @@ var skipReasons = [numSkipReasons]string{
 	ReasonInvalidEndReason, ReasonInvalidCallerService, ReasonInvalidModel,
 	ReasonInvalidTokens, ReasonInvalidCost, ReasonZeroTime, ReasonEndBeforeStart,
 	ReasonInvalidReachHops, ReasonInvalidDepthHops, ReasonInvalidSpendRepeated,
-	ReasonInvalidSpendNested,
+	ReasonInvalidSpendNested, ReasonInvalidDeferred,
 }
 
 // Recorder turns spans annotated with orphanwatch.* verdicts (and, for spans

@@ -117,6 +117,7 @@ const (
 	kMsgOperationName
 	kMsgOperationType
 	kMsgDestination
+	kDeferred
 	numKeys
 )
 
@@ -162,6 +163,7 @@ var attrNames = [numKeys]string{
 	kMsgOperationName:   "messaging.operation.name",
 	kMsgOperationType:   "messaging.operation.type",
 	kMsgDestination:     "messaging.destination.name",
+	kDeferred:           "orphanwatch.verdict.deferred",
 }
 
 // keyTable finds an attribute name's index with one string comparison: slots by a hash of the
@@ -395,6 +397,15 @@ func (r *Recorder) recordSpan(svc *serviceSeries, span ptrace.Span, v *spanView,
 	v.read(span.Attributes())
 	if v.has == 0 {
 		return // nothing any metric reads
+	}
+	// A span whose verdict is not final yet (time model v2): its verdict comes later as an
+	// orphanwatch.verdict event, counted then. A malformed marker is counted and read as absent.
+	deferred, st := v.boolean(kDeferred)
+	if st == attrValid && deferred {
+		return
+	}
+	if st == attrInvalid {
+		r.skips[skipInvalidDeferred].Inc()
 	}
 	c := spanCtx{r: r, span: span, svc: svc, v: v, now: now}
 	c.resolveLiveness()
