@@ -395,6 +395,12 @@ func (c *spanCtx) observe(s *observerSlot, v float64) {
 
 func (r *Recorder) recordSpan(svc *serviceSeries, span ptrace.Span, v *spanView, now int64) {
 	v.read(span.Attributes())
+	r.recordView(svc, span, v, now)
+}
+
+// recordView records a span whose attributes v holds (read from the span, or from a carried
+// verdict's event for a span made to stand for it): nothing below reads span.Attributes().
+func (r *Recorder) recordView(svc *serviceSeries, span ptrace.Span, v *spanView, now int64) {
 	if v.has == 0 {
 		return // nothing any metric reads
 	}
