@@ -40,3 +40,17 @@ func BenchmarkRecord(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*td.SpanCount()), "ns/span")
 }
+
+// BenchmarkRecordCarried records the same batch with every verdict carried as an event on a
+// carrier span (time model v2's worst case: no span is counted where it is).
+func BenchmarkRecordCarried(b *testing.B) {
+	td, _ := carryVerdicts(b, benchBatch(b), true)
+	r := newTestRecorder(b, nil)
+	r.Record(td)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r.Record(td)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*td.SpanCount()), "ns/span")
+}
