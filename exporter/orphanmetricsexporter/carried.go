@@ -86,7 +86,7 @@ type identity struct {
 	name      string
 	kind      ptrace.SpanKind
 	start     uint64
-	service   string // sanitized, "" when absent or malformed
+	service   string // sanitized (unknown_service when empty), "" when absent or malformed
 	malformed bool
 }
 
@@ -138,10 +138,15 @@ func readIdentity(attrs pcommon.Map) identity {
 			}
 		case attrEventService:
 			if first(32) {
+				// As on a resource: an empty name is unknown_service (the processor writes ""
+				// for a span whose resource had none).
 				if val.Type() == pcommon.ValueTypeStr {
-					id.service = sanitize(val.Str())
+					if id.service = sanitize(val.Str()); id.service == "" {
+						id.service = unknownService
+					}
+				} else {
+					id.malformed = true
 				}
-				id.malformed = id.malformed || id.service == ""
 			}
 		}
 	}

@@ -355,7 +355,8 @@ func TestRunOutcomeOnlyEvent(t *testing.T) {
 // TestMalformedVerdictEvents: malformed identity attributes of an event are counted
 // (invalid_verdict_event, once an event) and replaced: the carrying span's trace ID and
 // service, no span ID, no name, kind unspecified, start 0 (then zero_time where seconds are
-// needed). Absent ones are replaced alike without being counted. Other events are ignored.
+// needed). Absent ones are replaced alike without being counted; an empty service.name is
+// unknown_service. Other events are ignored.
 func TestMalformedVerdictEvents(t *testing.T) {
 	r := newTestRecorder(t, nil)
 	td := buildTraces(t, testResource{service: "carrier-svc", spans: []testSpan{
@@ -406,6 +407,8 @@ func TestMalformedVerdictEvents(t *testing.T) {
 	add(verdict.EventVerdict, orphanedAttempt(map[string]any{
 		verdict.AttrEventSpanName: 5, verdict.AttrEventStart: start, "service.name": 7,
 	}))
+	// An empty service.name: unknown_service, as on a resource (not malformed).
+	add(verdict.EventVerdict, map[string]any{"orphanwatch.run.outcome": "cancelled", "service.name": " ", verdict.AttrEventSpanName: "e"})
 	// 6. No identity at all: replaced alike, not counted as malformed.
 	add(verdict.EventVerdict, map[string]any{"orphanwatch.run.outcome": "success"})
 	// 7. Identity without a verdict: nothing; other events: ignored.
@@ -423,6 +426,7 @@ func TestMalformedVerdictEvents(t *testing.T) {
 	}, samples(t, g, "orphanwatch_attempts_total"))
 	assert.Equal(t, map[string]float64{
 		`{operation="unknown",outcome="success",service_name="carrier-svc"}`: 1,
+		`{operation="e",outcome="cancelled",service_name="unknown_service"}`: 1,
 	}, samples(t, g, "orphanwatch_runs_total"))
 	// 2 s each for k, k, x, x (1.5 s of them after the gone time), the unnamed one's too.
 	assert.Equal(t, map[string]float64{
