@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -28,6 +30,12 @@ func FuzzRecordOTLP(f *testing.F) {
 		annotateForFuzz(td)
 		p, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(p)
+		// The same verdicts carried as events (time model v2).
+		carryForFuzz(td)
+		if p, err = (&ptrace.ProtoMarshaler{}).MarshalTraces(td); err != nil {
 			f.Fatal(err)
 		}
 		f.Add(p)
@@ -83,6 +91,50 @@ func annotateForFuzz(td ptrace.Traces) {
 					a.PutDouble("orphanwatch.spend.cost", 0.01)
 				}
 				i++
+			}
+		}
+	}
+}
+
+// carryForFuzz moves the verdict attributes of every other span of a resource into an
+// orphanwatch.verdict event on the resource's first span and marks the span deferred; every
+// third event has malformed identity attributes.
+func carryForFuzz(td ptrace.Traces) {
+	n := 0
+	for r := range td.ResourceSpans().Len() {
+		rs := td.ResourceSpans().At(r)
+		svc, _ := rs.Resource().Attributes().Get("service.name")
+		for s := range rs.ScopeSpans().Len() {
+			spans := rs.ScopeSpans().At(s).Spans()
+			for k := 1; k < spans.Len(); k += 2 {
+				span := spans.At(k)
+				e := spans.At(0).Events().AppendEmpty()
+				e.SetName("orphanwatch.verdict")
+				e.SetTimestamp(span.EndTimestamp())
+				ea := e.Attributes()
+				span.Attributes().RemoveIf(func(name string, v pcommon.Value) bool {
+					if !strings.HasPrefix(name, "orphanwatch.") {
+						return false
+					}
+					v.CopyTo(ea.PutEmpty(name))
+					return true
+				})
+				span.Attributes().PutBool("orphanwatch.verdict.deferred", true)
+				if n++; n%3 == 0 {
+					ea.PutInt("orphanwatch.span.trace_id", 1)
+					ea.PutStr("orphanwatch.span.span_id", "zz")
+					ea.PutStr("orphanwatch.span.kind", "SERVER")
+					ea.PutDouble("orphanwatch.span.start_time_unix_nano", 1.5)
+					continue
+				}
+				ea.PutStr("orphanwatch.span.trace_id", span.TraceID().String())
+				ea.PutStr("orphanwatch.span.span_id", span.SpanID().String())
+				ea.PutStr("orphanwatch.span.name", span.Name())
+				ea.PutStr("orphanwatch.span.kind", strings.ToLower(span.Kind().String()))
+				ea.PutInt("orphanwatch.span.start_time_unix_nano", int64(span.StartTimestamp()))
+				if svc.Type() == pcommon.ValueTypeStr {
+					ea.PutStr("service.name", svc.Str())
+				}
 			}
 		}
 	}

@@ -32,6 +32,7 @@ type testSpan struct {
 	start     time.Duration // offset from t0
 	end       time.Duration // offset from t0
 	zeroStart bool
+	kind      ptrace.SpanKind
 	attrs     map[string]any
 }
 
@@ -52,6 +53,7 @@ func buildTraces(t testing.TB, resources ...testResource) ptrace.Traces {
 		for _, s := range r.spans {
 			span := ss.Spans().AppendEmpty()
 			span.SetName(s.name)
+			span.SetKind(s.kind)
 			span.SetTraceID(s.traceID)
 			spanSeq++
 			span.SetSpanID(pcommon.SpanID([8]byte{0xc0, 0, 0, 0, 0, 0, 0, spanSeq}))

@@ -72,6 +72,8 @@ const (
 	ReasonInvalidDepthHops        = "invalid_depth_hops"         // orphanwatch.orphaned.depth_hops not an integer >= 0
 	ReasonInvalidSpendRepeated    = "invalid_spend_repeated"     // orphanwatch.spend.repeated not a bool (the span is not counted by its gen_ai attributes)
 	ReasonInvalidSpendNested      = "invalid_spend_nested"       // orphanwatch.spend.nested not a bool (its seconds are counted)
+	ReasonInvalidDeferred         = "invalid_deferred"           // orphanwatch.verdict.deferred not a bool (the span is counted as if it were absent)
+	ReasonInvalidVerdictEvent     = "invalid_verdict_event"      // an orphanwatch.verdict event with a malformed orphanwatch.span.* or service.name (counted with what is usable)
 )
 
 // skipReason indexes skipReasons.
@@ -95,6 +97,8 @@ const (
 	skipInvalidDepthHops
 	skipInvalidSpendRepeated
 	skipInvalidSpendNested
+	skipInvalidDeferred
+	skipInvalidVerdictEvent
 	numSkipReasons
 )
 
@@ -104,7 +108,7 @@ var skipReasons = [numSkipReasons]string{
 	ReasonInvalidEndReason, ReasonInvalidCallerService, ReasonInvalidModel,
 	ReasonInvalidTokens, ReasonInvalidCost, ReasonZeroTime, ReasonEndBeforeStart,
 	ReasonInvalidReachHops, ReasonInvalidDepthHops, ReasonInvalidSpendRepeated,
-	ReasonInvalidSpendNested,
+	ReasonInvalidSpendNested, ReasonInvalidDeferred, ReasonInvalidVerdictEvent,
 }
 
 // Recorder turns spans annotated with orphanwatch.* verdicts (and, for spans
@@ -235,11 +239,14 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 	return r, nil
 }
 
-// Record updates the metrics from every span of td. It never fails: spans
+// Record updates the metrics from every span of td, and from every
+// orphanwatch.verdict event (a verdict carried for a span that passed
+// before it was final) as from the span it is for. It never fails: spans
 // with malformed attributes are counted in <namespace>_spans_skipped_total
 // and otherwise ignored. td is only read.
 func (r *Recorder) Record(td ptrace.Traces) {
 	var v spanView
+	var cs carried
 	now := r.now().UnixNano()
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
@@ -249,7 +256,11 @@ func (r *Recorder) Record(td ptrace.Traces) {
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
 			for k := range spans.Len() {
-				r.recordSpan(svc, spans.At(k), &v, now)
+				span := spans.At(k)
+				r.recordSpan(svc, span, &v, now)
+				if span.Events().Len() != 0 {
+					r.recordEvents(svc, span, &v, now, &cs)
+				}
 			}
 		}
 	}

@@ -386,6 +386,8 @@ func TestMalformedSpans(t *testing.T) {
 		`{reason="invalid_depth_hops"}`:         1,
 		`{reason="invalid_spend_repeated"}`:     1,
 		`{reason="invalid_spend_nested"}`:       1,
+		`{reason="invalid_deferred"}`:           0,
+		`{reason="invalid_verdict_event"}`:      0,
 	}, samples(t, g, "orphanwatch_spans_skipped_total"))
 
 	assert.Equal(t, map[string]float64{

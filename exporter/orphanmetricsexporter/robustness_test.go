@@ -10,7 +10,10 @@ import (
 	"pgregory.net/rapid"
 )
 
-var fuzzKeys = attrNames[:]
+var (
+	fuzzKeys  = attrNames[:]
+	eventKeys = []string{attrEventTraceID, attrEventSpanID, attrEventSpanName, attrEventSpanKind, attrEventStart, attrEventService}
+)
 
 // anyValue draws an attribute value of any type, biased towards the values
 // the contract uses so that the interesting paths are reached.
@@ -20,6 +23,7 @@ func anyValue(t *rapid.T, v pcommon.Value) {
 		v.SetStr(rapid.SampledFrom([]string{
 			"live", "orphaned", "unknown", "success", "delivered_to_nobody", "cancelled", "completed",
 			"gpt-4o", "", "12", "-3", "NaN", "+Inf", "1e400", "\xff\xfe", "other",
+			"server", "client", traceA.String(), "c000000000000001", "0000000000000000",
 		}).Draw(t, "str"))
 	case 1:
 		v.SetInt(rapid.Int64().Draw(t, "int"))
@@ -61,6 +65,17 @@ func TestRecordArbitraryAttributes(t *testing.T) {
 			for _, key := range fuzzKeys {
 				if rapid.IntRange(0, 2).Draw(t, "present_"+key) > 0 {
 					anyValue(t, span.Attributes().PutEmpty(key))
+				}
+			}
+			// Carried verdicts, with any identity.
+			for range rapid.IntRange(0, 2).Draw(t, "events") {
+				e := span.Events().AppendEmpty()
+				e.SetName(rapid.SampledFrom([]string{"orphanwatch.verdict", "exception"}).Draw(t, "event"))
+				e.SetTimestamp(pcommon.Timestamp(rapid.Uint64Range(0, 1e12).Draw(t, "time")))
+				for _, key := range append(fuzzKeys, eventKeys...) {
+					if rapid.IntRange(0, 2).Draw(t, "event_"+key) > 0 {
+						anyValue(t, e.Attributes().PutEmpty(key))
+					}
 				}
 			}
 		}

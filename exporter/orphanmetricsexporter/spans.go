@@ -117,6 +117,7 @@ const (
 	kMsgOperationName
 	kMsgOperationType
 	kMsgDestination
+	kDeferred
 	numKeys
 )
 
@@ -162,6 +163,7 @@ var attrNames = [numKeys]string{
 	kMsgOperationName:   "messaging.operation.name",
 	kMsgOperationType:   "messaging.operation.type",
 	kMsgDestination:     "messaging.destination.name",
+	kDeferred:           "orphanwatch.verdict.deferred",
 }
 
 // keyTable finds an attribute name's index with one string comparison: slots by a hash of the
@@ -393,8 +395,23 @@ func (c *spanCtx) observe(s *observerSlot, v float64) {
 
 func (r *Recorder) recordSpan(svc *serviceSeries, span ptrace.Span, v *spanView, now int64) {
 	v.read(span.Attributes())
+	r.recordView(svc, span, v, now)
+}
+
+// recordView records a span whose attributes v holds (read from the span, or from a carried
+// verdict's event for a span made to stand for it): nothing below reads span.Attributes().
+func (r *Recorder) recordView(svc *serviceSeries, span ptrace.Span, v *spanView, now int64) {
 	if v.has == 0 {
 		return // nothing any metric reads
+	}
+	// A span whose verdict is not final yet (time model v2): its verdict comes later as an
+	// orphanwatch.verdict event, counted then. A malformed marker is counted and read as absent.
+	deferred, st := v.boolean(kDeferred)
+	if st == attrValid && deferred {
+		return
+	}
+	if st == attrInvalid {
+		r.skips[skipInvalidDeferred].Inc()
 	}
 	c := spanCtx{r: r, span: span, svc: svc, v: v, now: now}
 	c.resolveLiveness()
