@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"pgregory.net/rapid"
 
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -372,6 +373,78 @@ func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
 	}
 	for key := range byID {
 		assert.Fail(t, "a verdict was carried for a span that is not in the output", key)
+	}
+	return res
+}
+
+// TestScenariosAnySplitMetrics is the same property on the metric series: every scenario's
+// spans, in the order they end, split into any number of releases, recorded by the
+// orphanmetrics exporter's recorder (which counts carried verdicts as the spans they are for
+// and deferred spans nowhere), give exactly the series of one decision.
+func TestScenariosAnySplitMetrics(t *testing.T) {
+	cases := loadScenarios(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
+		spans := flatten(sc.traces)
+		order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
+		sort.SliceStable(order, func(a, b int) bool {
+			return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
+		})
+		nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
+		cuts := map[int]bool{}
+		for len(cuts) < nb-1 {
+			cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
+		}
+		var batches []ptrace.Traces
+		cur := ptrace.NewTraces()
+		for i, pi := range order {
+			if cuts[i] {
+				batches = append(batches, cur)
+				cur = ptrace.NewTraces()
+			}
+			spans[pi].appendTo(cur)
+		}
+		batches = append(batches, cur)
+		one := ptrace.NewTraces()
+		sc.traces.CopyTo(one)
+		want := recordedSeries(rt, runBatches(rt, []ptrace.Traces{one}))
+		got := recordedSeries(rt, runDecisions(rt, batches))
+		assert.Equal(rt, want, got, "%s: %d releases", sc.dir, len(batches))
+	})
+}
+
+// recordedSeries records the output with the exporter's recorder and flattens every non-zero
+// series (histograms by count, sum and buckets), leaving out the exporter's own health counters.
+func recordedSeries(t require.TestingT, out []ptrace.Traces) map[string]float64 {
+	rec, err := orphanmetricsexporter.NewRecorder(orphanmetricsexporter.NewDefaultConfig())
+	require.NoError(t, err)
+	for _, td := range out {
+		rec.Record(td)
+	}
+	fams, err := rec.Gatherer().Gather()
+	require.NoError(t, err)
+	res := map[string]float64{}
+	for _, f := range fams {
+		name := f.GetName()
+		if name == "orphanwatch_label_overflow_total" || name == "orphanwatch_spans_skipped_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			key := name
+			for _, lp := range m.GetLabel() {
+				key += "," + lp.GetName() + "=" + lp.GetValue()
+			}
+			if c := m.GetCounter(); c != nil && c.GetValue() != 0 {
+				res[key] = math.Round(c.GetValue()*1e9) / 1e9
+			}
+			if h := m.GetHistogram(); h != nil && h.GetSampleCount() != 0 {
+				res[key+"_count"] = float64(h.GetSampleCount())
+				res[key+"_sum"] = math.Round(h.GetSampleSum()*1e9) / 1e9
+				for _, b := range h.GetBucket() {
+					res[fmt.Sprintf("%s_bucket_%v", key, b.GetUpperBound())] = float64(b.GetCumulativeCount())
+				}
+			}
+		}
 	}
 	return res
 }
