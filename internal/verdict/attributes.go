@@ -24,14 +24,6 @@ const (
 	AttrOrphanedDepth    = "orphanwatch.orphaned.depth_hops"
 )
 
-// Knows reports whether a root record is kept for the trace.
-func (c *Correlator) Knows(t TraceID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.roots[t]
-	return ok
-}
-
 // Verdicts that could not be written on their own span (time model v2, docs/verdicts.md "When
 // verdicts are decided"). A span that leaves the processor before its verdict is final (its
 // root had not arrived) carries AttrDeferred = true and no other verdict attribute; its final
@@ -47,7 +39,9 @@ func (c *Correlator) Knows(t TraceID) bool {
 //     unspecified), AttrEventStart (unix nanoseconds, int);
 //   - service.name: the span's service;
 //   - the span's own attributes named in OperationAttributes, copied, so that a reader can
-//     name its operation as it would have from the span.
+//     name its operation as it would have from the span; in a whole verdict also those named in
+//     UsageAttributes (token usage a reader may count from a span that is no model call of the
+//     processor's, as it would have from the span), never in a part.
 const (
 	AttrDeferred      = "orphanwatch.verdict.deferred"
 	EventVerdict      = "orphanwatch.verdict"
@@ -75,3 +69,7 @@ var OperationAttributes = []string{
 	"server.address", "server.port", "net.peer.name", "net.peer.port",
 	"url.full", "http.url", "url.scheme",
 }
+
+// UsageAttributes are the token-usage attributes a whole carried verdict copies from its span
+// (GenAI semantic conventions).
+var UsageAttributes = []string{"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"}

@@ -338,3 +338,11 @@ func (c *Correlator) Evicted() (roots, keys uint64) {
 	defer c.mu.Unlock()
 	return c.evictedRoots, c.evictedKeys
 }
+
+// Knows reports whether a root record is kept for the trace.
+func (c *Correlator) Knows(t TraceID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.roots[t]
+	return ok
+}

@@ -903,13 +903,15 @@ func (p *orphanProcessor) countDecision(ctx context.Context, verdicts []verdict.
 	}
 }
 
-// operationAttributes copies the attributes that name a span's operation
-// (verdict.OperationAttributes), for a verdict carried later.
+// operationAttributes copies the attributes that name a span's operation and its token usage
+// (verdict.OperationAttributes, verdict.UsageAttributes), for a verdict carried later.
 func operationAttributes(a pcommon.Map) pcommon.Map {
 	m := pcommon.NewMap()
-	for _, k := range verdict.OperationAttributes {
-		if v, ok := a.Get(k); ok {
-			v.CopyTo(m.PutEmpty(k))
+	for _, list := range [2][]string{verdict.OperationAttributes, verdict.UsageAttributes} {
+		for _, k := range list {
+			if v, ok := a.Get(k); ok {
+				v.CopyTo(m.PutEmpty(k))
+			}
 		}
 	}
 	return m
@@ -927,6 +929,11 @@ func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
 	a := ev.Attributes()
 	if m, ok := s.Extra.(pcommon.Map); ok {
 		m.CopyTo(a)
+		if cv.Part != verdict.PartAll {
+			for _, k := range verdict.UsageAttributes {
+				a.Remove(k) // a part of a verdict counts no spend
+			}
+		}
 	}
 	a.PutStr(verdict.AttrEventTraceID, pcommon.TraceID(s.TraceID).String())
 	a.PutStr(verdict.AttrEventSpanID, pcommon.SpanID(s.SpanID).String())

@@ -234,3 +234,26 @@ func TestRootArrivesAfterItsSpansLeft(t *testing.T) {
 	assert.Zero(t, open)
 	require.NoError(t, p.Shutdown(ctx))
 }
+
+// TestCarriedUsageCountedOnce: a span with token usage but no model (no model call of the
+// processor's; the exporter counts it from gen_ai.usage) leaves deferred; carried whole on its
+// root, its tokens count once, as in one decision; the run's outcome carried alone counts none.
+func TestCarriedUsageCountedOnce(t *testing.T) {
+	build := func() (ptrace.Traces, ptrace.Traces) {
+		early, late := ptrace.NewTraces(), ptrace.NewTraces()
+		agent := addSpan(early, "agent", 1, 2, 1, ptrace.SpanKindServer, 0.5, 9)
+		agent.Attributes().PutStr("rpc.system", "grpc")
+		call := addSpan(early, "agent", 1, 3, 2, ptrace.SpanKindClient, 1, 2)
+		call.Attributes().PutInt("gen_ai.usage.input_tokens", 700)
+		call.Attributes().PutInt("http.response.status_code", 200)
+		addSpan(late, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 10)
+		return early, late
+	}
+	e1, l1 := build()
+	want := recordedSeries(t, runBatches(t, []ptrace.Traces{e1, l1}))
+	require.Equal(t, 700.0, want["orphanwatch_spend_tokens_total,direction=input,liveness=live,model=unknown,service_name=agent"])
+
+	e2, l2 := build()
+	got := recordedSeries(t, runDecisions(t, []ptrace.Traces{e2, l2}))
+	assert.Equal(t, want, got)
+}
