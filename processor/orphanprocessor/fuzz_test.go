@@ -44,14 +44,22 @@ func fuzzSeeds(f *testing.F) (jsons, protos [][]byte) {
 	return jsons, protos
 }
 
-// checkPassThrough runs td through a processor (decision_wait 0, and once more held until
-// Shutdown) and fails unless the spans out equal the spans in, apart from verdicts.
+// checkPassThrough runs td through a processor (decision_wait 0; held until Shutdown; and
+// each resource's spans in a release of their own, deferred, carried and kept open between
+// releases) and fails unless the spans out equal the spans in, apart from verdicts (attributes,
+// carried verdict events, carrier spans).
 func checkPassThrough(t *testing.T, td ptrace.Traces) {
 	want := canonicalSpans(t, td)
-	for _, wait := range []time.Duration{0, time.Hour} {
+	for _, mode := range []struct {
+		wait  time.Duration
+		split bool
+	}{{0, false}, {time.Hour, false}, {time.Hour, true}} {
+		wait := mode.wait
 		cfg := createDefaultConfig().(*Config)
 		cfg.DecisionWait = wait
 		cfg.Limits.MaxSpansPerTrace = 64 // exercise early decisions too
+		cfg.Limits.MaxPendingSpans = 16  // and evictions of what waits
+		cfg.Limits.MaxOpenRuns = 4
 		sink := new(consumertest.TracesSink)
 		p, err := newOrphanProcessor(nopSettings(), cfg, sink)
 		if err != nil {
@@ -59,15 +67,32 @@ func checkPassThrough(t *testing.T, td ptrace.Traces) {
 		}
 		in := ptrace.NewTraces()
 		td.CopyTo(in)
-		if err := p.ConsumeTraces(context.Background(), in); err != nil {
-			t.Fatal(err)
+		batches := []ptrace.Traces{in}
+		if mode.split {
+			batches = nil
+			for i := 0; i < in.ResourceSpans().Len(); i++ {
+				b := ptrace.NewTraces()
+				in.ResourceSpans().At(i).CopyTo(b.ResourceSpans().AppendEmpty())
+				batches = append(batches, b)
+			}
+		}
+		for _, b := range batches {
+			if err := p.ConsumeTraces(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			if mode.split {
+				if err := p.release(context.Background(), p.due(time.Now().Add(48*time.Hour))); err != nil {
+					t.Fatal(err)
+				}
+				p.sweep(context.Background(), time.Now().Add(time.Duration(len(batches))*time.Second))
+			}
 		}
 		if err := p.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		got := canonicalSpans(t, sink.AllTraces()...)
 		if len(got) != len(want) {
-			t.Fatalf("wait %s: %d spans in, %d out", wait, len(want), len(got))
+			t.Fatalf("wait %s (split %v): %d spans in, %d out", wait, mode.split, len(want), len(got))
 		}
 		for i := range got {
 			if got[i] != want[i] {
@@ -75,7 +100,7 @@ func checkPassThrough(t *testing.T, td ptrace.Traces) {
 				wd, _ := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces([]byte(want[i]))
 				gj, _ := (&ptrace.JSONMarshaler{}).MarshalTraces(gd)
 				wj, _ := (&ptrace.JSONMarshaler{}).MarshalTraces(wd)
-				t.Fatalf("wait %s: a span changed beyond its verdict attributes:\nin:  %.2000s\nout: %.2000s", wait, wj, gj)
+				t.Fatalf("wait %s (split %v): a span changed beyond its verdict attributes:\nin:  %.2000s\nout: %.2000s", wait, mode.split, wj, gj)
 			}
 		}
 	}
