@@ -1,5 +1,7 @@
 package verdict
 
+import "slices"
+
 // The time model (DESIGN.md "When verdicts are decided"; docs/verdicts.md "When verdicts are
 // decided"). The processor releases a trace's spans a short grace after its root arrived, or
 // decision_wait after its first span when no root came; spans that arrive after that are
@@ -310,6 +312,9 @@ func (c *Correlator) deferLocked(t TraceID, spans []Span, now int64, extra func(
 	if m.owing == 0 {
 		m.since = now
 	}
+	m.spans = slices.Grow(m.spans, len(spans))
+	m.emitted = slices.Grow(m.emitted, len(spans))
+	m.edged = slices.Grow(m.edged, len(spans))
 	for i := range spans {
 		m.spans = append(m.spans, spans[i])
 		if extra != nil {
@@ -406,6 +411,9 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, fi
 			m.edged[i] = v.CallerService != ""
 		}
 	}
+	m.spans = slices.Grow(m.spans, len(spans))
+	m.emitted = slices.Grow(m.emitted, len(spans))
+	m.edged = slices.Grow(m.edged, len(spans))
 	for i := range spans {
 		v := &d.Verdicts[i]
 		m.spans = append(m.spans, spans[i])

@@ -57,7 +57,7 @@ func createDefaultConfig() component.Config {
 	vc := verdict.DefaultConfig()
 	return &Config{
 		DecisionWait:          30 * time.Second,
-		DecisionWaitAfterRoot: 5 * time.Second,
+		DecisionWaitAfterRoot: 2 * time.Second,
 		MaxRequestDuration:    vc.MaxRequestDuration,
 		ClockSkewTolerance:    vc.ClockSkew,
 		RunTimeout:            vc.RunTimeout,
