@@ -232,26 +232,7 @@ func TestScenariosAnySplit(t *testing.T) {
 	cases := loadScenarios(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
-		spans := flatten(sc.traces)
-		order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
-		sort.SliceStable(order, func(a, b int) bool {
-			return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
-		})
-		nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
-		cuts := map[int]bool{}
-		for len(cuts) < nb-1 {
-			cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
-		}
-		var batches []ptrace.Traces
-		cur := ptrace.NewTraces()
-		for i, pi := range order {
-			if cuts[i] {
-				batches = append(batches, cur)
-				cur = ptrace.NewTraces()
-			}
-			spans[pi].appendTo(cur)
-		}
-		batches = append(batches, cur)
+		batches := endOrderSplit(rt, sc.traces)
 		checkScenario(rt, sc, effective(rt, runDecisions(rt, batches)))
 	})
 }
@@ -385,26 +366,7 @@ func TestScenariosAnySplitMetrics(t *testing.T) {
 	cases := loadScenarios(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
-		spans := flatten(sc.traces)
-		order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
-		sort.SliceStable(order, func(a, b int) bool {
-			return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
-		})
-		nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
-		cuts := map[int]bool{}
-		for len(cuts) < nb-1 {
-			cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
-		}
-		var batches []ptrace.Traces
-		cur := ptrace.NewTraces()
-		for i, pi := range order {
-			if cuts[i] {
-				batches = append(batches, cur)
-				cur = ptrace.NewTraces()
-			}
-			spans[pi].appendTo(cur)
-		}
-		batches = append(batches, cur)
+		batches := endOrderSplit(rt, sc.traces)
 		one := ptrace.NewTraces()
 		sc.traces.CopyTo(one)
 		want := recordedSeries(rt, runBatches(rt, []ptrace.Traces{one}))
@@ -447,4 +409,30 @@ func recordedSeries(t require.TestingT, out []ptrace.Traces) map[string]float64 
 		}
 	}
 	return res
+}
+
+// endOrderSplit draws a split of td's spans, in the order they end (ties in any order), into
+// any number of batches.
+func endOrderSplit(rt *rapid.T, td ptrace.Traces) []ptrace.Traces {
+	spans := flatten(td)
+	order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
+	sort.SliceStable(order, func(a, b int) bool {
+		return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
+	})
+	nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
+	cuts := map[int]bool{}
+	for len(cuts) < nb-1 {
+		cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
+	}
+	var batches []ptrace.Traces
+	cur := ptrace.NewTraces()
+	for i, pi := range order {
+		if cuts[i] {
+			batches = append(batches, cur)
+			cur = ptrace.NewTraces()
+		}
+		spans[pi].appendTo(cur)
+	}
+	batches = append(batches, cur)
+	return batches
 }
