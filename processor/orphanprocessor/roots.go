@@ -1,0 +1,124 @@
+package orphanprocessor
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+)
+
+// Abandoned roots held after their trace was released (heldRoot).
+
+// heldRoot is an abandoned root (its request ended cancelled or deadline_exceeded) kept after
+// its trace was released, until decision_wait after it arrived, so that the orphans arriving
+// after it count in its orphaned depth and cancellation reach. Its verdict is written when it
+// leaves.
+type heldRoot struct {
+	trace verdict.TraceID
+	ref   heldSpan
+	due   time.Time
+	v     verdict.Verdict
+	gone  bool // released
+}
+
+// holdRoot keeps the abandoned root h.refs[i] after its trace's release (heldRoot), until
+// decision_wait after it arrived (about decision_wait_after_root before now).
+func (p *orphanProcessor) holdRoot(ctx context.Context, h *heldTrace, i int, v *verdict.Verdict) {
+	h.refs[i].hold = true
+	due := p.clock.Now().Add(p.cfg.DecisionWait - min(p.cfg.DecisionWaitAfterRoot, p.cfg.DecisionWait))
+	hr := &heldRoot{trace: h.id, ref: heldSpan{sp: h.refs[i].sp, src: h.refs[i].src}, due: due, v: *v}
+	p.rootsMu.Lock()
+	p.roots[h.id] = append(p.roots[h.id], hr)
+	p.rootQueue = append(p.rootQueue, hr)
+	over := len(p.rootQueue) > p.cfg.Limits.MaxTraces
+	p.rootsMu.Unlock()
+	p.tel.ProcessorOrphanSpansHeld.Add(ctx, 1, p.tel.ID)
+	if over {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "held_roots"))
+		_ = p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(time.Time{}, 1)))
+	}
+}
+
+// updateHeldRoots raises the reach and depth of the trace's held roots to what a later release
+// of the trace saw.
+func (p *orphanProcessor) updateHeldRoots(t verdict.TraceID, reach []verdict.RootReach) {
+	if len(reach) == 0 {
+		return
+	}
+	p.rootsMu.Lock()
+	defer p.rootsMu.Unlock()
+	for _, hr := range p.roots[t] {
+		for _, r := range reach {
+			if verdict.SpanID(hr.ref.sp.SpanID()) == r.SpanID {
+				hr.v.ReachHops = max(hr.v.ReachHops, r.ReachHops)
+				hr.v.OrphanedDepthHops = max(hr.v.OrphanedDepthHops, r.OrphanedDepthHops)
+			}
+		}
+	}
+}
+
+// dueRoots takes the held roots due at now (all with a zero now and n < 0; the n oldest when
+// n > 0).
+func (p *orphanProcessor) dueRoots(now time.Time, n int) []*heldRoot {
+	p.rootsMu.Lock()
+	defer p.rootsMu.Unlock()
+	var out []*heldRoot
+	for len(p.rootQueue) > 0 {
+		hr := p.rootQueue[0]
+		if n == 0 || (n < 0 && !now.IsZero() && hr.due.After(now)) {
+			break
+		}
+		n--
+		p.rootQueue[0] = nil
+		p.rootQueue = p.rootQueue[1:]
+		hr.gone = true
+		out = append(out, hr)
+		rs := p.roots[hr.trace]
+		rs = slices.DeleteFunc(rs, func(x *heldRoot) bool { return x == hr })
+		if len(rs) == 0 {
+			delete(p.roots, hr.trace)
+		} else {
+			p.roots[hr.trace] = rs
+		}
+	}
+	return out
+}
+
+// nextRootDue is when the first held root is due; zero when none is held.
+func (p *orphanProcessor) nextRootDue() time.Time {
+	p.rootsMu.Lock()
+	defer p.rootsMu.Unlock()
+	if len(p.rootQueue) == 0 {
+		return time.Time{}
+	}
+	return p.rootQueue[0].due
+}
+
+// releaseRoots writes the held roots' verdicts and passes them on.
+func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) error {
+	if len(roots) == 0 {
+		return nil
+	}
+	out := ptrace.NewTraces()
+	for _, hr := range roots {
+		writeVerdict(hr.ref.sp.Attributes(), &hr.v)
+		rs := out.ResourceSpans().AppendEmpty()
+		hr.ref.src.rs.Resource().CopyTo(rs.Resource())
+		rs.SetSchemaUrl(hr.ref.src.rs.SchemaUrl())
+		ss := rs.ScopeSpans().AppendEmpty()
+		hr.ref.src.ss.Scope().CopyTo(ss.Scope())
+		ss.SetSchemaUrl(hr.ref.src.ss.SchemaUrl())
+		hr.ref.sp.MoveTo(ss.Spans().AppendEmpty())
+	}
+	n := len(roots)
+	p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-n), p.tel.ID)
+	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n), p.tel.ID)
+	if err := p.next.ConsumeTraces(ctx, out); err != nil {
+		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
+		return &refusedError{err: err, spans: n}
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package orphanprocessor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.uber.org/zap"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+)
+
+// The processor's telemetry call sites and the accounting of refused spans.
+
+// refusedError is the next consumer's refusal of n decided spans.
+type refusedError struct {
+	err   error
+	spans int
+}
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// dropped counts, and logs at a bounded rate, the spans of a refused release that had nowhere
+// to go back to: the release loop and shutdown have no caller to return the error to. It
+// returns err.
+func (p *orphanProcessor) dropped(ctx context.Context, err error) error {
+	var re *refusedError
+	if !errors.As(err, &re) {
+		return err
+	}
+	reason := dropRefused
+	if consumererror.IsPermanent(re.err) {
+		reason = dropPermanent
+	}
+	p.tel.ProcessorOrphanSpansDropped.Add(ctx, int64(re.spans), p.tel.With("reason", reason))
+	if n, ok := p.dropLog.allow(p.clock.Now(), re.spans); ok {
+		p.logger.Warn("Next consumer refused decided spans; they are dropped",
+			zap.Int("dropped_spans", n), zap.String("reason", reason), zap.Error(re.err),
+			zap.Duration("log_interval", dropLogInterval))
+	}
+	return err
+}
+
+// Reasons of otelcol_processor_orphan_spans_dropped.
+const (
+	dropRefused   = "downstream_refused"         // a retryable refusal (memory_limiter, a full queue)
+	dropPermanent = "downstream_permanent_error" // a permanent error: the data itself was rejected
+)
+
+// dropLogInterval bounds the warnings about dropped spans: one per interval, with the spans
+// dropped since the previous one.
+const dropLogInterval = 10 * time.Second
+
+// logLimiter lets one log line through per dropLogInterval and counts what it held back.
+type logLimiter struct {
+	mu      sync.Mutex
+	last    time.Time
+	pending int
+}
+
+// allow adds n to the pending count; when a line may be logged at now it returns the count
+// since the last line and true.
+func (l *logLimiter) allow(now time.Time, n int) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending += n
+	if !l.last.IsZero() && now.Sub(l.last) < dropLogInterval {
+		return 0, false
+	}
+	n, l.pending, l.last = l.pending, 0, now
+	return n, true
+}
+
+// countDecision counts what a decision (or a sweep) made final in the processor's telemetry.
+func (p *orphanProcessor) countDecision(ctx context.Context, verdicts []verdict.Verdict, carried []verdict.Carried, st *verdict.Stats) {
+	orphaned := int64(0)
+	for i := range verdicts {
+		if verdicts[i].Liveness == verdict.LivenessOrphaned && !verdicts[i].Provisional {
+			orphaned++
+		}
+	}
+	for i := range carried {
+		if carried[i].Part == verdict.PartAll && carried[i].Verdict.Liveness == verdict.LivenessOrphaned {
+			orphaned++
+		}
+	}
+	if orphaned > 0 {
+		p.tel.ProcessorOrphanSpansOrphaned.Add(ctx, orphaned, p.tel.ID)
+	}
+	for r, n := range st.Invalid {
+		if r != int(verdict.Valid) && n > 0 {
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), p.tel.With("reason", verdict.Invalid(r).String()))
+		}
+	}
+	if st.AmbiguousRoot > 0 {
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.AmbiguousRoot), p.tel.With("reason", "ambiguous_root"))
+	}
+	if st.NoDuration > 0 {
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.NoDuration), p.tel.With("reason", "no_duration"))
+	}
+	if st.RootMissing {
+		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1, p.tel.ID)
+		if st.RootMissingSpans > 0 { // malformed spans are counted by their own reason
+			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.RootMissingSpans), p.tel.With("reason", "root_missing"))
+		}
+	}
+	if st.UnknownRootRuns > 0 {
+		p.tel.ProcessorOrphanRunsUnknownRoot.Add(ctx, int64(st.UnknownRootRuns), p.tel.ID)
+	}
+}
+
+func (p *orphanProcessor) countReaderStats(ctx context.Context, st *spanread.Stats) {
+	for r := spanread.BadNone + 1; r < spanread.NumBadReasons; r++ {
+		if n := st[r]; n > 0 {
+			p.tel.ProcessorOrphanAttributesIgnored.Add(ctx, int64(n), p.tel.With("reason", r.String()))
+		}
+	}
+}
+
+// countCorrelatorEvictions adds the root records and idempotency keys the correlator evicted
+// since the last call to the evictions counter.
+func (p *orphanProcessor) countCorrelatorEvictions(ctx context.Context) {
+	roots, keys := p.corr.Evicted()
+	indexed := p.corr.EvictedIndexed()
+	kept := [4]uint64{}
+	kept[0], kept[1], kept[2], kept[3] = p.corr.EvictedKept()
+	p.evictMu.Lock()
+	dr, dk, di := roots-p.seenRootEv, keys-p.seenKeyEv, indexed-p.seenIndexedEv
+	p.seenRootEv, p.seenKeyEv, p.seenIndexedEv = roots, keys, indexed
+	var dkept [4]uint64
+	for i := range kept {
+		dkept[i] = kept[i] - p.seenKept[i]
+	}
+	p.seenKept = kept
+	p.evictMu.Unlock()
+	for i, state := range [4]string{"context_spans", "pending_spans", "request_duration", "open_runs"} {
+		if dkept[i] > 0 {
+			p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dkept[i]), p.tel.With("state", state))
+		}
+	}
+	if di > 0 {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(di), p.tel.With("state", "multi_root_spans"))
+	}
+	if dr > 0 {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dr), p.tel.With("state", "root_records"))
+	}
+	if dk > 0 {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(dk), p.tel.With("state", "idempotency_keys"))
+	}
+}

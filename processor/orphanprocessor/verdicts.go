@@ -1,0 +1,331 @@
+package orphanprocessor
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+)
+
+// Writing verdicts: deciding a released trace and writing its verdicts, carried verdicts
+// and carrier spans onto spans.
+
+// spanBufs recycles the verdict.Span buffers that decide reads a trace into.
+var spanBufs = sync.Pool{New: func() any { return new([]verdict.Span) }}
+
+// verdictBufs recycles the buffers decide's verdicts are written into.
+var verdictBufs = sync.Pool{New: func() any { return new([]verdict.Verdict) }}
+
+// decide asks the correlator for one trace's verdicts and writes them onto its spans: the
+// verdicts, or the deferred mark when the root has not arrived, and the verdicts carried for
+// spans that left before (as events on the trace's root when it is here, else its first span).
+func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
+	buf := spanBufs.Get().(*[]verdict.Span)
+	spans := slices.Grow((*buf)[:0], len(h.refs))[:len(h.refs)]
+	var rst spanread.Stats
+	var (
+		src     *heldScope
+		service string
+	)
+	for i, r := range h.refs {
+		if r.src != src {
+			src, service = r.src, spanread.Service(r.src.rs.Resource())
+		}
+		p.reader.ReadFor(service, r.sp, &spans[i], &rst)
+	}
+	p.countReaderStats(ctx, &rst)
+	vbuf := verdictBufs.Get().(*[]verdict.Verdict)
+	var d verdict.Decision
+	if p.cfg.DecisionWait == 0 {
+		// Each batch is decided whole, as it arrives (the offline CLI): one decision, every run
+		// over, nothing deferred or kept but root records.
+		d.Verdicts, d.Stats = p.corr.DecideInto(*vbuf, spans)
+		d.Stats.Spans = len(spans)
+		if d.Stats.RootMissing {
+			d.Stats.RootMissingSpans = len(spans) - d.Stats.InvalidTotal()
+		}
+	} else if h.last {
+		d = p.corr.ReleaseLast(*vbuf, spans, p.clock.Now().UnixNano())
+	} else {
+		d = p.corr.Release(*vbuf, spans, p.clock.Now().UnixNano(), func(i int) any {
+			return operationAttributes(h.refs[i].sp.Attributes())
+		})
+	}
+	clear(spans) // drop the strings it points into before the buffer is reused
+	*buf = spans[:0]
+	spanBufs.Put(buf)
+	verdicts := d.Verdicts
+	defer func() {
+		clear(verdicts)
+		*vbuf = verdicts[:0]
+		verdictBufs.Put(vbuf)
+	}()
+	if d.Deferred {
+		for _, r := range h.refs {
+			r.sp.Attributes().PutBool(verdict.AttrDeferred, true)
+		}
+		p.tel.ProcessorOrphanSpansDeferred.Add(ctx, int64(len(h.refs)), p.tel.ID)
+		return
+	}
+	p.updateHeldRoots(h.id, d.Reach)
+	provisional := int64(0)
+	for i := range verdicts {
+		if verdicts[i].Provisional {
+			// Orphaned under the root known, but a span above it has not come: its verdict is
+			// carried when the chain is complete (or after decision_wait).
+			h.refs[i].sp.Attributes().PutBool(verdict.AttrDeferred, true)
+			provisional++
+			continue
+		}
+		if verdicts[i].HasReach && !h.last && p.cfg.DecisionWait > 0 && h.refs[i].sp.ParentSpanID().IsEmpty() {
+			p.holdRoot(ctx, h, i, &verdicts[i])
+			continue
+		}
+		writeVerdict(h.refs[i].sp.Attributes(), &verdicts[i])
+	}
+	if provisional > 0 {
+		p.tel.ProcessorOrphanSpansDeferred.Add(ctx, provisional, p.tel.ID)
+	}
+	if len(d.Carried) > 0 {
+		carrier := h.refs[0].sp
+		for _, r := range h.refs {
+			if r.sp.ParentSpanID().IsEmpty() {
+				carrier = r.sp
+				break
+			}
+		}
+		for i := range d.Carried {
+			writeCarried(carrier, &d.Carried[i])
+		}
+	}
+	p.countDecision(ctx, verdicts, d.Carried, &d.Stats)
+}
+
+// operationAttributes copies the attributes that name a span's operation and its token usage
+// (verdict.OperationAttributes, verdict.UsageAttributes), for a verdict carried later.
+func operationAttributes(a pcommon.Map) pcommon.Map {
+	m := pcommon.NewMap()
+	for _, list := range [2][]string{verdict.OperationAttributes, verdict.UsageAttributes} {
+		for _, k := range list {
+			if v, ok := a.Get(k); ok {
+				v.CopyTo(m.PutEmpty(k))
+			}
+		}
+	}
+	return m
+}
+
+// kindNames are the span kinds as AttrEventSpanKind writes them.
+var kindNames = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+
+// writeCarried adds a carried verdict to sp as an EventVerdict event (verdict/attributes.go).
+func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
+	s := &cv.Span
+	ev := sp.Events().AppendEmpty()
+	ev.SetName(verdict.EventVerdict)
+	ev.SetTimestamp(pcommon.Timestamp(max(s.End, 0)))
+	a := ev.Attributes()
+	if m, ok := s.Extra.(pcommon.Map); ok {
+		m.CopyTo(a)
+		if cv.Part != verdict.PartAll {
+			for _, k := range verdict.UsageAttributes {
+				a.Remove(k) // a part of a verdict counts no spend
+			}
+		}
+	}
+	a.PutStr(verdict.AttrEventTraceID, pcommon.TraceID(s.TraceID).String())
+	a.PutStr(verdict.AttrEventSpanID, pcommon.SpanID(s.SpanID).String())
+	a.PutStr(verdict.AttrEventSpanName, s.Name)
+	if int(s.Kind) < len(kindNames) {
+		a.PutStr(verdict.AttrEventSpanKind, kindNames[s.Kind])
+	}
+	a.PutInt(verdict.AttrEventStart, max(s.Start, 0))
+	a.PutStr("service.name", s.Service)
+	switch cv.Part {
+	case verdict.PartEdge:
+		a.PutStr(verdict.AttrCallerService, cv.Verdict.CallerService)
+		return
+	case verdict.PartRun:
+		v := &cv.Verdict
+		a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
+		a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
+		if v.RunOK {
+			a.PutStr(verdict.AttrRunResult, "ok")
+		} else {
+			a.PutStr(verdict.AttrRunResult, "error")
+		}
+		return
+	}
+	writeVerdict(a, &cv.Verdict)
+}
+
+// passCarried passes on carried verdicts that no span of their trace is there to carry (a
+// sweep, shutdown): one carrier span per trace (verdict.CarrierSpanName), a child of the first
+// span it carries for, in that span's service.
+func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Carried, st verdict.Stats, now time.Time) error {
+	if len(carried) == 0 {
+		return nil
+	}
+	p.countDecision(ctx, nil, carried, &st)
+	p.countCorrelatorEvictions(ctx)
+	out := ptrace.NewTraces()
+	byTrace := map[verdict.TraceID]ptrace.Span{}
+	for i := range carried {
+		cv := &carried[i]
+		sp, ok := byTrace[cv.Span.TraceID]
+		if !ok {
+			rs := out.ResourceSpans().AppendEmpty()
+			rs.Resource().Attributes().PutStr("service.name", cv.Span.Service)
+			ss := rs.ScopeSpans().AppendEmpty()
+			ss.Scope().SetName(carrierScope)
+			sp = ss.Spans().AppendEmpty()
+			sp.SetTraceID(pcommon.TraceID(cv.Span.TraceID))
+			sp.SetSpanID(p.newSpanID())
+			sp.SetParentSpanID(pcommon.SpanID(cv.Span.SpanID))
+			sp.SetName(verdict.CarrierSpanName)
+			sp.SetKind(ptrace.SpanKindInternal)
+			sp.SetStartTimestamp(pcommon.NewTimestampFromTime(now))
+			sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+			sp.Attributes().PutBool(verdict.AttrCarrier, true)
+			byTrace[cv.Span.TraceID] = sp
+		}
+		writeCarried(sp, cv)
+	}
+	n := len(byTrace)
+	p.tel.ProcessorOrphanCarrierSpans.Add(ctx, int64(n), p.tel.ID)
+	if err := p.next.ConsumeTraces(ctx, out); err != nil {
+		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
+		return &refusedError{err: err, spans: n}
+	}
+	return nil
+}
+
+// carrierScope is the instrumentation scope of carrier spans.
+const carrierScope = "github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
+
+// newSpanID returns a random span ID for a carrier span.
+func (p *orphanProcessor) newSpanID() pcommon.SpanID {
+	var id pcommon.SpanID
+	for id.IsEmpty() {
+		binary.LittleEndian.PutUint64(id[:], rand.Uint64())
+	}
+	return id
+}
+
+// verdictAttrs is how many attributes writeVerdict writes for v.
+func verdictAttrs(v *verdict.Verdict) int {
+	n := 0
+	switch v.Liveness {
+	case verdict.LivenessLive:
+		n += 2
+	case verdict.LivenessOrphaned:
+		n += 3
+	case verdict.LivenessUnknown:
+		n++
+	}
+	if v.Detached {
+		n++
+	}
+	if v.Attempt > 0 {
+		n++
+	}
+	if v.Outcome != verdict.OutcomeNone {
+		n += 3
+	}
+	if v.EndReason != verdict.EndReasonNone {
+		n++
+	}
+	if v.CallerService != "" {
+		n++
+	}
+	if v.SpendRepeated {
+		n++
+	}
+	if v.SpendNested {
+		n++
+	}
+	if v.HasReach {
+		n += 2
+	}
+	if v.Model != "" {
+		n++
+		if v.InputTokens >= 0 {
+			n++
+		}
+		if v.OutputTokens >= 0 {
+			n++
+		}
+		if v.HasCost {
+			n++
+		}
+	}
+	return n
+}
+
+// writeVerdict writes the verdict attributes of docs/verdicts.md; nothing for unknown values.
+func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
+	// One allocation for the span's grown attributes, not one per attribute added.
+	if n := verdictAttrs(v); n > 0 {
+		a.EnsureCapacity(a.Len() + n)
+	}
+	if v.Liveness != verdict.LivenessNone {
+		a.PutStr(verdict.AttrLiveness, v.Liveness.String())
+	}
+	if v.Liveness == verdict.LivenessLive || v.Liveness == verdict.LivenessOrphaned {
+		a.PutBool(verdict.AttrStartedAfterGone, v.StartedAfterGone)
+	}
+	if v.Liveness == verdict.LivenessOrphaned {
+		a.PutDouble(verdict.AttrAfterGone, v.AfterGone)
+	}
+	if v.Detached {
+		a.PutBool(verdict.AttrDetached, true)
+	}
+	if v.Attempt > 0 {
+		a.PutInt(verdict.AttrAttempt, int64(v.Attempt))
+	}
+	if v.Outcome != verdict.OutcomeNone {
+		a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
+		a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
+		if v.RunOK {
+			a.PutStr(verdict.AttrRunResult, "ok")
+		} else {
+			a.PutStr(verdict.AttrRunResult, "error")
+		}
+	}
+	if v.EndReason != verdict.EndReasonNone {
+		a.PutStr(verdict.AttrRootEndReason, v.EndReason.String())
+	}
+	if v.CallerService != "" {
+		a.PutStr(verdict.AttrCallerService, v.CallerService)
+	}
+	if v.SpendRepeated {
+		a.PutBool(verdict.AttrSpendRepeated, true)
+	}
+	if v.SpendNested {
+		a.PutBool(verdict.AttrSpendNested, true)
+	}
+	if v.HasReach {
+		a.PutInt(verdict.AttrCancelReachHops, int64(v.ReachHops))
+		a.PutInt(verdict.AttrOrphanedDepth, int64(v.OrphanedDepthHops))
+	}
+	if v.Model != "" {
+		a.PutStr(verdict.AttrSpendModel, v.Model)
+		if v.InputTokens >= 0 {
+			a.PutInt(verdict.AttrSpendInput, v.InputTokens)
+		}
+		if v.OutputTokens >= 0 {
+			a.PutInt(verdict.AttrSpendOutput, v.OutputTokens)
+		}
+		if v.HasCost {
+			a.PutDouble(verdict.AttrSpendCost, v.Cost)
+		}
+	}
+}
