@@ -97,6 +97,7 @@ type heldSpan struct {
 
 // heldScope is a ScopeSpans of a batch that held spans came in, with its ResourceSpans.
 type heldScope struct {
+	b  *heldBatch
 	rs ptrace.ResourceSpans
 	ss ptrace.ScopeSpans
 }

@@ -234,15 +234,14 @@ func (p *orphanProcessor) untilNextDue() (time.Duration, bool) {
 // decision_wait is 0; the oldest when a limit is reached).
 func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	var (
-		rst         spanread.Stats
-		passthrough ptrace.Traces
-		hasPass     bool
-		ready       []*heldTrace
-		observed    []verdict.Span
-		invalidIDs  int64
-		late        int64
-		newTraces   int64
-		newSpans    int64
+		rst        spanread.Stats
+		pass       []heldSpan // spans without a trace ID: they leave now, undecided
+		ready      []*heldTrace
+		observed   []verdict.Span
+		invalidIDs int64
+		late       int64
+		newTraces  int64
+		newSpans   int64
 	)
 	now := p.clock.Now()
 
@@ -272,6 +271,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	if run > 0 {
 		p.perTrace[runID] += run
 	}
+	b := &heldBatch{td: td}
 	scopes := make([]heldScope, 0, nScopes)
 	var lastH *heldTrace // the previous span's trace, for the next span of the same trace
 	for ri := range rss.Len() {
@@ -279,7 +279,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		sss := rs.ScopeSpans()
 		for si := range sss.Len() {
 			ss := sss.At(si)
-			scopes = append(scopes, heldScope{rs, ss})
+			scopes = append(scopes, heldScope{b, rs, ss})
 			src := &scopes[len(scopes)-1]
 			spans := ss.Spans()
 			for k := range spans.Len() {
@@ -290,12 +290,10 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 					// so that its unusable attributes are counted).
 					var vs verdict.Span
 					p.reader.Read(rs.Resource(), sp, &vs, &rst)
-					if !hasPass {
-						passthrough, hasPass = ptrace.NewTraces(), true
-					}
 					// liveness unknown marks it as seen, so the exporter does not count it
 					// as a span nobody judged.
-					moveSpan(passthrough, rs, ss, sp).Attributes().PutStr(verdict.AttrLiveness, verdict.LivenessUnknown.String())
+					sp.Attributes().PutStr(verdict.AttrLiveness, verdict.LivenessUnknown.String())
+					pass = append(pass, heldSpan{sp: sp, src: src})
 					invalidIDs++
 					continue
 				}
@@ -360,6 +358,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	if newTraces > 0 {
 		p.tel.ProcessorOrphanTracesHeld.Add(ctx, newTraces, p.tel.ID)
 	}
+	b.left = int(newSpans) + len(pass) // before any release can see the batch (p.mu)
 	if newSpans > 0 {
 		p.tel.ProcessorOrphanSpansHeld.Add(ctx, newSpans, p.tel.ID)
 	}
@@ -394,10 +393,5 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	if late > 0 {
 		p.tel.ProcessorOrphanSpansLate.Add(ctx, late, p.tel.ID)
 	}
-	if hasPass {
-		if err := p.next.ConsumeTraces(ctx, passthrough); err != nil {
-			return err
-		}
-	}
-	return p.release(ctx, ready)
+	return p.releaseWith(ctx, ready, pass)
 }

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -102,17 +100,13 @@ func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) e
 	if len(roots) == 0 {
 		return nil
 	}
-	out := ptrace.NewTraces()
+	lv := leavingPool.Get().(*leaving)
+	defer lv.recycle()
 	for _, hr := range roots {
 		writeVerdict(hr.ref.sp.Attributes(), &hr.v)
-		rs := out.ResourceSpans().AppendEmpty()
-		hr.ref.src.rs.Resource().CopyTo(rs.Resource())
-		rs.SetSchemaUrl(hr.ref.src.rs.SchemaUrl())
-		ss := rs.ScopeSpans().AppendEmpty()
-		hr.ref.src.ss.Scope().CopyTo(ss.Scope())
-		ss.SetSchemaUrl(hr.ref.src.ss.SchemaUrl())
-		hr.ref.sp.MoveTo(ss.Spans().AppendEmpty())
+		lv.add(hr.ref)
 	}
+	out := lv.assemble()
 	n := len(roots)
 	p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-n), p.tel.ID)
 	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n), p.tel.ID)
