@@ -222,3 +222,57 @@ func BenchmarkRatios(b *testing.B) {
 	b.ReportMetric(mB/sB, "orphanmetrics/spanmetrics-B")
 	b.ReportMetric(mA/sA, "orphanmetrics/spanmetrics-allocs")
 }
+
+// spreadParts is how many batches each trace of the spread mix arrives over (Spread).
+const spreadParts = 4
+
+var (
+	spreadOnce sync.Once
+	theSpread  []ptrace.Traces
+)
+
+func getSpread(tb testing.TB) []ptrace.Traces {
+	m := getMix(tb)
+	spreadOnce.Do(func() { theSpread = Spread(m, spreadParts) })
+	return theSpread
+}
+
+// BenchmarkRatiosHeld is BenchmarkRatios on the production path: the orphan processor with its
+// default time model (decision_wait 30 s, decision_wait_after_root 2 s) fed the spread mix, each
+// trace's spans over spreadParts batches 100 ms apart, its root last (heldOrphan), so that
+// holding, the release loop's work, releasing batches that leave in part, and what the time
+// model keeps are measured, not only the decide-at-once path. Every op passes the same spans
+// through the floor (the spread batches), the processor deciding whole batches at once
+// (BenchmarkRatios' orphan, the mix's batches) and the held processor, moments apart.
+func BenchmarkRatiosHeld(b *testing.B) {
+	m := getMix(b)
+	spread := func() []ptrace.Traces { return getSpread(b) }
+	ks := []contender{
+		{name: "floor", make: func(testing.TB) component { return &floor{} }, input: spread, restamped: true},
+		{name: "orphan", make: func(tb testing.TB) component { return newOrphan(tb, orphanConfig(), consumertest.NewNop()) }, input: func() []ptrace.Traces { return m.Batches }, mutates: true, restamped: true},
+		{name: "held", make: func(testing.TB) component { return newHeldOrphan(m) }, input: spread, mutates: true, restamped: true},
+	}
+	cs := make([]component, len(ks))
+	for i, k := range ks {
+		cs[i] = k.make(b)
+		defer cs[i].close(b)
+		pass(b, nil, k, cs[i]) // warm-up, not measured
+	}
+	totals := make([]cost, len(ks))
+	for range b.N {
+		for i, k := range ks {
+			totals[i].add(pass(b, b, k, cs[i]))
+		}
+	}
+	fNs, _, _ := totals[0].perSpan()
+	oNs, _, _ := totals[1].perSpan()
+	hNs, hB, hA := totals[2].perSpan()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(hNs/fNs, "held/floor")
+	b.ReportMetric(oNs/fNs, "orphan/floor")
+	b.ReportMetric(hNs/oNs, "held/orphan")
+	b.ReportMetric(hNs, "held-ns/span")
+	b.ReportMetric(hB, "held-B/span")
+	b.ReportMetric(hA, "held-allocs/span")
+	b.ReportMetric(1e3/hNs, "held-Mspans/s")
+}

@@ -449,3 +449,64 @@ func (s *spanMetricsConn) close(tb testing.TB) {
 		tb.Fatal(err)
 	}
 }
+
+// ---- the orphan processor on the production path --------------------------------------------
+
+// heldConfig is orphanConfig with the default time model: a trace is held until
+// decision_wait_after_root (2 s) after its root arrived, at most decision_wait (30 s).
+func heldConfig() *orphanprocessor.Config {
+	cfg := orphanConfig()
+	def := orphanprocessor.NewFactory().CreateDefaultConfig().(*orphanprocessor.Config)
+	cfg.DecisionWait, cfg.DecisionWaitAfterRoot = def.DecisionWait, def.DecisionWaitAfterRoot
+	return cfg
+}
+
+// spreadInterval is the time between two batches of the spread mix: with 25 traces a mix
+// batch, 250 traces a second, each arriving over spreadParts batches.
+const spreadInterval = 100 * time.Millisecond
+
+// heldOrphan is the orphan processor holding traces on the production path: the spread mix's
+// batches (Spread) handed over spreadInterval apart on the processor's own clock
+// (orphanprocessor.Replay), its release loop's work done where its timer would fire, and
+// everything held or owed passed on at the end (Drain). Each pass is a fresh processor, so
+// every pass meets the same clock and the same state.
+type heldOrphan struct {
+	start time.Time // when the first batch arrives: after every span of the mix ended
+}
+
+func newHeldOrphan(m *Mix) *heldOrphan {
+	var last pcommon.Timestamp
+	for _, td := range m.Batches {
+		forEachSpan(td, func(sp ptrace.Span) { last = max(last, sp.EndTimestamp()) })
+	}
+	return &heldOrphan{start: last.AsTime().Add(time.Second)}
+}
+
+func (o *heldOrphan) consume(tb testing.TB, batches []ptrace.Traces) {
+	o.run(tb, batches, consumertest.NewNop())
+}
+
+// run passes batches through a fresh replay into next.
+func (o *heldOrphan) run(tb testing.TB, batches []ptrace.Traces, next consumer.Traces) {
+	ctx := context.Background()
+	f := orphanprocessor.NewFactory()
+	r, err := orphanprocessor.NewReplay(processortest.NewNopSettings(f.Type()), heldConfig(), next)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	at := o.start
+	for _, td := range batches {
+		if err := r.ConsumeTraces(ctx, at, td); err != nil {
+			tb.Fatal(err)
+		}
+		at = at.Add(spreadInterval)
+	}
+	if _, err := r.Drain(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if err := r.Shutdown(ctx); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func (o *heldOrphan) close(testing.TB) {}

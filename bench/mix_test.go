@@ -1,9 +1,16 @@
 package bench
 
 import (
+	"encoding/hex"
+	"encoding/json"
+	"strings"
 	"testing"
 
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // TestMix checks the benchmark mix is what the docs say: about 40 spans a trace, every kind of
@@ -60,4 +67,105 @@ func forEachSpan(td ptrace.Traces, f func(ptrace.Span)) {
 			}
 		}
 	}
+}
+
+// TestSpreadHeld checks the spread mix and the held benchmark's path: every span of the mix
+// arrives once, each trace over spreadParts batches with its root in the last, and the
+// processor holding traces on its own clock (heldOrphan) writes on every span the verdict the
+// processor deciding whole traces at once writes, but for the spans of traces whose root never
+// comes (root_missing), which leave deferred after decision_wait.
+func TestSpreadHeld(t *testing.T) {
+	m := BuildMix(200, tracesPerBatch, mixSeed)
+	spread := Spread(m, spreadParts)
+	if len(spread) != len(m.Batches)+spreadParts-1 {
+		t.Fatalf("%d spread batches from %d", len(spread), len(m.Batches))
+	}
+	type seen struct{ first, root, batches int }
+	traces := map[pcommon.TraceID]*seen{}
+	n := 0
+	for bi, td := range spread {
+		forEachSpan(td, func(sp ptrace.Span) {
+			n++
+			s := traces[sp.TraceID()]
+			if s == nil {
+				s = &seen{first: bi, root: -1}
+				traces[sp.TraceID()] = s
+			}
+			s.batches = bi - s.first + 1
+			if sp.ParentSpanID().IsEmpty() {
+				s.root = bi
+			}
+		})
+	}
+	if n != m.Spans {
+		t.Fatalf("spread mix has %d spans, want %d", n, m.Spans)
+	}
+	for id, s := range traces {
+		if s.batches != spreadParts {
+			t.Errorf("trace %s arrives over %d batches, want %d", id, s.batches, spreadParts)
+		}
+		if s.root >= 0 && s.root != s.first+spreadParts-1 {
+			t.Errorf("trace %s: root in batch %d, not the last of its %d", id, s.root-s.first, spreadParts)
+		}
+	}
+
+	key := func(sp ptrace.Span) string {
+		return sp.TraceID().String() + "/" + sp.SpanID().String() + "/" + sp.Kind().String() + "/" + sp.Name()
+	}
+	verdicts := func(out []ptrace.Traces) (map[string]string, map[string]bool) {
+		v, deferred := map[string]string{}, map[string]bool{}
+		for _, td := range out {
+			forEachSpan(td, func(sp ptrace.Span) {
+				if _, carrier := sp.Attributes().Get(verdict.AttrCarrier); carrier {
+					return
+				}
+				if _, d := sp.Attributes().Get(verdict.AttrDeferred); d {
+					deferred[sp.TraceID().String()] = true
+					return
+				}
+				raw := map[string]any{}
+				sp.Attributes().Range(func(k string, val pcommon.Value) bool {
+					if strings.HasPrefix(k, "orphanwatch.") {
+						raw[k] = val.AsRaw()
+					}
+					return true
+				})
+				b, _ := json.Marshal(raw)
+				v[key(sp)] += string(b)
+			})
+		}
+		return v, deferred
+	}
+	want, _ := verdicts(annotate(t, m.Batches))
+	sink := new(consumertest.TracesSink)
+	newHeldOrphan(m).run(t, Clone(spread), sink)
+	got, deferred := verdicts(sink.AllTraces())
+	for id := range deferred {
+		if traces[pcommon.TraceID(mustTraceID(t, id))].root >= 0 {
+			t.Errorf("trace %s has a root but left deferred", id)
+		}
+	}
+	if len(deferred) == 0 {
+		t.Error("no trace left deferred: the mix has root_missing traces")
+	}
+	checked := 0
+	for k, v := range got {
+		checked++
+		if want[k] != v {
+			t.Errorf("span %s: held %s, at once %s", k, v, want[k])
+		}
+	}
+	if checked < m.Spans*9/10 {
+		t.Errorf("only %d of %d spans compared", checked, m.Spans)
+	}
+}
+
+func mustTraceID(t *testing.T, s string) [16]byte {
+	var id [16]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		t.Fatalf("bad trace ID %q", s)
+	}
+	copy(id[:], b)
+	return id
 }

@@ -237,13 +237,20 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		rst        spanread.Stats
 		pass       []heldSpan // spans without a trace ID: they leave now, undecided
 		ready      []*heldTrace
-		observed   []verdict.Span
 		invalidIDs int64
 		late       int64
 		newTraces  int64
 		newSpans   int64
 	)
 	now := p.clock.Now()
+	// What the batch tells other traces (roots, keys), read into a recycled buffer.
+	obuf := spanBufs.Get().(*[]verdict.Span)
+	observed := (*obuf)[:0]
+	defer func() {
+		clear(observed) // drop the strings it points into before the buffer is reused
+		*obuf = observed[:0]
+		spanBufs.Put(obuf)
+	}()
 
 	p.mu.Lock()
 	rss := td.ResourceSpans()
