@@ -194,7 +194,7 @@ func (r *rules) cancelSignal(s *Span) bool {
 	if s.HTTPStatus == 499 || s.GRPCStatus == grpcCancelled || r.recordsType(s, typeCancel) {
 		return true
 	}
-	return s.Kind == KindClient && s.IsHTTP && s.HTTPStatus == 0 && s.Status == StatusUnset && s.ErrorType == ""
+	return silentlyCancelledCall(s)
 }
 
 // deadlineSignal reports whether the span recorded a passed deadline: gRPC DEADLINE_EXCEEDED

@@ -379,7 +379,7 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 		if !ok {
 			continue
 		}
-		if v.Type() != pcommon.ValueTypeStr {
+		if v = one(v); v.Type() != pcommon.ValueTypeStr {
 			st[BadAttributeType]++ // a model is a name: a number here is a mistake, not a model
 			continue
 		}
@@ -399,7 +399,7 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 			break
 		}
 		if v, ok := a.get(slot); ok {
-			if f, ok := number(v); ok && f >= 0 && !math.IsInf(f, 0) {
+			if f, ok := number(one(v)); ok && f >= 0 && !math.IsInf(f, 0) {
 				s.Cost, s.HasCost = f, true
 				break
 			}
@@ -467,6 +467,17 @@ func strValue(v pcommon.Value, ok bool) string {
 	return ""
 }
 
+// one returns v itself, or the single element of an array of one value: the conventions write
+// captured headers as string arrays (http.request.header.x-retry-attempt = ["3"]), and every
+// configured attribute reads such an array as its value (DESIGN.md "Words": attempt). An array
+// of any other length stays an array, which no scalar reader accepts (counted where read).
+func one(v pcommon.Value) pcommon.Value {
+	if v.Type() == pcommon.ValueTypeSlice && v.Slice().Len() == 1 {
+		return v.Slice().At(0)
+	}
+	return v
+}
+
 // number reads an int, a finite double, or a numeric string.
 func number(v pcommon.Value) (float64, bool) {
 	switch v.Type() {
@@ -491,6 +502,7 @@ func intAttr(a *view, st *Stats, slots ...int) int64 {
 		if !ok {
 			continue
 		}
+		v = one(v)
 		switch v.Type() {
 		case pcommon.ValueTypeInt:
 			return v.Int()
@@ -516,7 +528,7 @@ func tokens(a *view, st *Stats, slots []int) int64 {
 		if !ok {
 			continue
 		}
-		f, ok := number(v)
+		f, ok := number(one(v))
 		if !ok || f != math.Trunc(f) {
 			st[BadAttributeType]++
 			continue
@@ -562,6 +574,7 @@ func grpcStatus(a *view, st *Stats) int {
 		if !ok {
 			continue
 		}
+		v = one(v)
 		switch v.Type() {
 		case pcommon.ValueTypeInt:
 			if c := v.Int(); c >= 0 && c <= 16 {
@@ -580,14 +593,8 @@ func grpcStatus(a *view, st *Stats) int {
 	}
 	// The current RPC conventions: rpc.response.status_code, a string; for gRPC the code's
 	// name ("UNAVAILABLE"). Values of other RPC systems are not gRPC codes: passed over.
-	if v, ok := a.get(a.r.rpcResponseStatus); ok && v.Type() == pcommon.ValueTypeStr {
-		if c, ok := grpcCodeNames[strings.ToUpper(strings.TrimSpace(v.Str()))]; ok {
-			return c
-		}
-	}
-	// The current RPC conventions: rpc.response.status_code, a string; for gRPC the code's
-	// name ("UNAVAILABLE"). Values of other RPC systems are not gRPC codes: passed over.
-	if v, ok := a.get(a.r.rpcResponseStatus); ok && v.Type() == pcommon.ValueTypeStr {
+	if v, ok := a.get(a.r.rpcResponseStatus); ok && one(v).Type() == pcommon.ValueTypeStr {
+		v = one(v)
 		if c, ok := grpcCodeNames[strings.ToUpper(strings.TrimSpace(v.Str()))]; ok {
 			return c
 		}
