@@ -77,20 +77,42 @@ type RootReach struct {
 // release is one Release call's state, which the run rules consult.
 type release struct {
 	t       TraceID
+	mode    releaseMode
 	nOld    int    // spans[:nOld] of the decision come from the trace's memo
 	emitted []bool // of those: the verdict was written on the span when it left
-	final   bool   // every run is over: the trace is given up (or decided whole)
 	now     int64  // unix ns
 	carried []Carried
 	unknown int // runs closed unknown_root among carried run outcomes
 	extra   func(i int) any
-	// edgesFinal: name the edges of orphaned entries whose chain to the root is incomplete
-	// (a settled memo forgotten: no more of its spans will be seen with them).
-	edgesFinal bool
-	// chainsFinal: judge spans whose chain is incomplete (ChainWait passed) instead of marking
-	// them provisional; their edges stay pending.
-	chainsFinal bool
 }
+
+// releaseMode is what a decision within the time model may leave for later.
+type releaseMode uint8
+
+const (
+	// modeRelease: a release of spans that leave now. Runs may stay open; spans whose chain to
+	// the root is incomplete are provisional, their edges pending.
+	modeRelease releaseMode = iota
+	// modeFinal: every run is over; the trace is given up (its root never came, or the
+	// processor shuts down) and its memo dropped.
+	modeFinal
+	// modeEdges: a settled memo is forgotten: the edges of orphaned entries whose chain is
+	// incomplete are named now (no more of its spans will be seen with them).
+	modeEdges
+	// modeChains: ChainWait passed: spans whose chain is incomplete are judged against the root
+	// the absent-parent rule gives them instead of waiting; their edges stay pending.
+	modeChains
+)
+
+// runsOver tells that every run of the decision is over (a decision of its own: rel nil).
+func (r *release) runsOver() bool { return r == nil || r.mode == modeFinal }
+
+// chainsWhole tells that an incomplete chain to the root will not be completed: edges are named
+// without it.
+func (r *release) chainsWhole() bool { return r == nil || r.mode == modeFinal || r.mode == modeEdges }
+
+// chainsWait tells that spans whose chain is incomplete wait (provisional) for it.
+func (r *release) chainsWait() bool { return r != nil && r.mode == modeRelease }
 
 // traceMemo is what is kept of a trace's released spans.
 type traceMemo struct {
@@ -104,167 +126,6 @@ type traceMemo struct {
 	// provisional: the root is known and the owing spans wait for their chains (ChainWait).
 	provisional bool
 	queued      [2]bool
-}
-
-// runID identifies an open run: within a trace, parent span and operation key; across traces,
-// an attempt that carries an idempotency key joins the runs of its key, service and operation.
-type runID struct {
-	t      TraceID
-	parent SpanID
-	op     uint64
-	kind   uint64 // for keyed runs: hash of service, kind and name
-}
-
-// openRun is a run left open by a release.
-type openRun struct {
-	trace    TraceID
-	last     Span // its final attempt so far
-	attempts int  // attempts so far
-	base     int  // attempts before the first one of trace's own part of the run
-	split    bool // it began because the run before it was over
-	outcome  Outcome
-	ok       bool
-	seq      uint64
-}
-
-// continuation is the open run an attempt group continues.
-type continuation struct {
-	prior      *openRun
-	inDecision bool // the open run's attempts are among the decision's spans (the memo)
-	offset     int  // attempts counted before the group's first
-	split      bool
-}
-
-func runIDOf(t TraceID, s *Span) runID {
-	if s.KeyHash == 0 {
-		return runID{t: t, parent: s.ParentID, op: opKey(s)}
-	}
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	h := uint64(offset64)
-	for _, str := range [2]string{s.Service, s.Name} {
-		for i := 0; i < len(str); i++ {
-			h = (h ^ uint64(str[i])) * prime64
-		}
-		h = (h ^ 0xff) * prime64
-	}
-	h = (h ^ uint64(s.Kind)) * prime64
-	return runID{op: s.KeyHash, kind: h}
-}
-
-// continuedRun finds the open run the attempt group refs continues (nil rel: none).
-func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef) continuation {
-	if rel == nil {
-		return continuation{}
-	}
-	first := &spans[refs[0].i]
-	id := runIDOf(rel.t, first)
-	prior := c.open[id]
-	if prior == nil {
-		return continuation{}
-	}
-	if prior.trace == rel.t {
-		for _, r := range refs {
-			if int(r.i) < rel.nOld && spans[r.i].SpanID == prior.last.SpanID && spans[r.i].Kind == prior.last.Kind {
-				return continuation{prior: prior, inDecision: true, offset: prior.base, split: prior.split}
-			}
-		}
-	}
-	// Its attempts left with an earlier release whose memo is gone, or came in another trace:
-	// the group goes on from its count, or begins a new run (decideRuns).
-	delete(c.open, id)
-	return continuation{prior: prior, offset: prior.attempts, split: prior.split}
-}
-
-// priorClosed: the open run prior is over, a new run began after it; its outcome leaves now.
-func (c *Correlator) priorClosed(rel *release, prior *openRun) {
-	rel.carried = append(rel.carried, Carried{Span: prior.last, Part: PartRun,
-		Verdict: Verdict{Outcome: prior.outcome, RunAttempts: prior.attempts, RunOK: prior.ok}})
-	if prior.outcome == OutcomeUnknownRoot {
-		rel.unknown++
-	}
-}
-
-// runStaysOpen records the run whose final attempt so far is spans[last] as open.
-func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool) {
-	s := &spans[last]
-	id := runIDOf(rel.t, s)
-	r := c.open[id]
-	if r == nil {
-		for len(c.open) >= c.cfg.MaxOpenRuns {
-			if !c.evictOpenRun() {
-				break
-			}
-		}
-		r = &openRun{}
-		c.open[id] = r
-		c.openSeq++
-		r.seq = c.openSeq
-		c.openOrder.Push(openEntry{id, r.seq})
-	}
-	keep := r.last.Extra
-	sameLast := r.last.SpanID == s.SpanID && r.last.Kind == s.Kind
-	r.trace, r.last, r.attempts, r.base, r.split, r.outcome, r.ok = rel.t, *s, total, cont.offset, split, outcome, ok
-	switch {
-	case r.last.Extra != nil:
-	case sameLast:
-		r.last.Extra = keep
-	case int(last) >= rel.nOld && rel.extra != nil:
-		r.last.Extra = rel.extra(int(last) - rel.nOld)
-	}
-}
-
-// runClosed: the run whose final attempt is spans[last] is over in this release. When that
-// attempt left earlier with the run open, the outcome is carried now.
-func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last int32) {
-	if rel == nil {
-		return
-	}
-	s := &spans[last]
-	id := runIDOf(rel.t, s)
-	prior := c.open[id]
-	if prior == nil || prior.trace != rel.t {
-		return
-	}
-	delete(c.open, id)
-	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind {
-		v := &out[last]
-		rel.carried = append(rel.carried, Carried{Span: *s, Part: PartRun,
-			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
-	}
-}
-
-// openEntry is an open run in eviction order; stale when the run was closed or replaced.
-type openEntry struct {
-	id  runID
-	seq uint64
-}
-
-// evictOpenRun closes the oldest open run (its outcome carried, as decided when it was left
-// open) to make room; false when none is left.
-func (c *Correlator) evictOpenRun() bool {
-	for {
-		e, ok := c.openOrder.Pop()
-		if !ok {
-			return false
-		}
-		r := c.open[e.id]
-		if r == nil || r.seq != e.seq {
-			continue
-		}
-		delete(c.open, e.id)
-		c.evictedOpenRuns++
-		c.sweptRun(r)
-		return true
-	}
-}
-
-// sweptRun carries the outcome of an open run closed outside a release.
-func (c *Correlator) sweptRun(r *openRun) {
-	c.swept = append(c.swept, Carried{Span: r.last, Part: PartRun,
-		Verdict: Verdict{Outcome: r.outcome, RunAttempts: r.attempts, RunOK: r.ok}})
-	if r.outcome == OutcomeUnknownRoot {
-		c.sweptStats.UnknownRootRuns++
-	}
 }
 
 // Release decides spans of one trace that leave now (all of the same trace; see the package
@@ -281,13 +142,12 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	c.lastNow = now
 	t := spans[0].TraceID
 	if !c.Knows(t) {
 		c.deferLocked(t, spans, now, extra)
 		return Decision{Deferred: true}
 	}
-	return c.decideMemoLocked(dst, t, spans, false, now, extra)
+	return c.decideMemoLocked(dst, t, spans, modeRelease, now, extra)
 }
 
 // ReleaseLast is Release when no later release will come (the processor's shutdown): nothing
@@ -298,8 +158,7 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64) Decisio
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	c.lastNow = now
-	return c.decideMemoLocked(dst, spans[0].TraceID, spans, true, now, nil)
+	return c.decideMemoLocked(dst, spans[0].TraceID, spans, modeFinal, now, nil)
 }
 
 // deferLocked keeps the spans in their trace's memo, owing their verdicts.
@@ -331,7 +190,7 @@ func (c *Correlator) deferLocked(t TraceID, spans []Span, now int64, extra func(
 		c.memoOrder[queuePending].Push(t)
 	}
 	for c.pendingSpans > c.cfg.MaxPendingSpans {
-		if !c.evictMemo(queuePending) {
+		if !c.evictMemo(queuePending, now) {
 			break
 		}
 	}
@@ -342,12 +201,13 @@ const (
 	queuePending = 1
 )
 
-// decideMemoLocked decides spans with the trace's memo; final closes every run and judges
-// deferred spans with whatever is known, and drops the memo.
-func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, final bool, now int64, extra func(i int) any) Decision {
+// decideMemoLocked decides spans with the trace's memo at now (unix ns); modeFinal closes every
+// run and judges deferred spans with whatever is known, and drops the memo.
+func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
+	final := mode == modeFinal
 	m := c.memos[t]
 	all := spans
-	rel := &release{t: t, final: final, now: now, extra: extra}
+	rel := &release{t: t, mode: mode, now: now, extra: extra}
 	if m != nil && len(m.spans) > 0 {
 		all = append(append(c.allBuf[:0], m.spans...), spans...)
 		rel.nOld, rel.emitted = len(m.spans), m.emitted
@@ -448,7 +308,7 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, fi
 		c.memoOrder[queueSettled].Push(t)
 	}
 	for c.memoSpans-c.pendingSpans > c.cfg.MaxContextSpans {
-		if !c.evictMemo(queueSettled) {
+		if !c.evictMemo(queueSettled, now) {
 			break
 		}
 	}
@@ -464,11 +324,11 @@ func (c *Correlator) dropMemo(t TraceID, m *traceMemo) {
 	}
 }
 
-// evictMemo makes room in one of the memo bounds: the oldest settled memo is forgotten (its
+// evictMemo makes room, at now (unix ns), in one of the memo bounds: the oldest settled memo is forgotten (its
 // spans were all written; later spans of its trace are judged without them), or the oldest
 // memo that owes verdicts is given up (its spans judged without their root, carried). False
 // when none is left.
-func (c *Correlator) evictMemo(q int) bool {
+func (c *Correlator) evictMemo(q int, now int64) bool {
 	for {
 		t, ok := c.memoOrder[q].Pop()
 		if !ok {
@@ -484,7 +344,7 @@ func (c *Correlator) evictMemo(q int) bool {
 				continue // it owes verdicts again: bounded as pending
 			}
 			if m.edgePending > 0 {
-				c.nameEdgesLocked(t, m)
+				c.nameEdgesLocked(t, m, now)
 			}
 			c.evictedContext += uint64(len(m.spans))
 			c.dropMemo(t, m)
@@ -494,7 +354,7 @@ func (c *Correlator) evictMemo(q int) bool {
 			continue
 		}
 		c.evictedPending += uint64(m.owing)
-		c.giveUpLocked(t)
+		c.giveUpLocked(t, now)
 		return true
 	}
 }
@@ -502,8 +362,8 @@ func (c *Correlator) evictMemo(q int) bool {
 // nameEdgesLocked names the edges still pending in a memo about to be forgotten, as a decision
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
-func (c *Correlator) nameEdgesLocked(t TraceID, m *traceMemo) {
-	rel := &release{t: t, now: c.lastNow, edgesFinal: true, nOld: len(m.spans), emitted: m.emitted}
+func (c *Correlator) nameEdgesLocked(t TraceID, m *traceMemo, now int64) {
+	rel := &release{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
 	verdicts, _ := c.decide(c.verdictBuf[:0], m.spans, rel)
 	for i := range verdicts {
 		if v := &verdicts[i]; v.CallerService != "" && !m.edged[i] {
@@ -518,9 +378,9 @@ func (c *Correlator) nameEdgesLocked(t TraceID, m *traceMemo) {
 
 // settleChainsLocked judges a trace's provisional spans, whose chains did not complete within
 // ChainWait, against the root the absent-parent rule gives them; carried by the next Sweep.
-func (c *Correlator) settleChainsLocked(t TraceID) {
+func (c *Correlator) settleChainsLocked(t TraceID, now int64) {
 	m := c.memos[t]
-	rel := &release{t: t, now: c.lastNow, chainsFinal: true, nOld: len(m.spans), emitted: m.emitted}
+	rel := &release{t: t, mode: modeChains, now: now, nOld: len(m.spans), emitted: m.emitted}
 	verdicts, st := c.decide(c.verdictBuf[:0], m.spans, rel)
 	for i := range verdicts {
 		if !m.emitted[i] {
@@ -542,8 +402,8 @@ func (c *Correlator) settleChainsLocked(t TraceID) {
 
 // giveUpLocked judges a trace's deferred spans without their root and closes its runs; their
 // verdicts are carried by the next Sweep.
-func (c *Correlator) giveUpLocked(t TraceID) {
-	d := c.decideMemoLocked(nil, t, nil, true, c.lastNow, nil)
+func (c *Correlator) giveUpLocked(t TraceID, now int64) {
+	d := c.decideMemoLocked(nil, t, nil, modeFinal, now, nil)
 	c.swept = append(c.swept, d.Carried...)
 	c.sweptStats.add(d.Stats)
 }
@@ -556,14 +416,13 @@ func (c *Correlator) giveUpLocked(t TraceID) {
 func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	c.lastNow = now
 	for t, m := range c.memos {
 		switch {
 		case m.owing > 0 && m.provisional && now-m.since > int64(c.cfg.ChainWait):
-			c.settleChainsLocked(t)
+			c.settleChainsLocked(t, now)
 		case m.owing > 0 && now-m.since > int64(c.cfg.MaxRequestDuration):
 			c.evictedExpired += uint64(m.owing)
-			c.giveUpLocked(t)
+			c.giveUpLocked(t, now)
 		}
 	}
 	if c.cfg.RunTimeout > 0 {
@@ -579,14 +438,14 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	return out, st
 }
 
-// Finish gives up every trace that owes verdicts and closes every open run (the processor's
-// shutdown), returning their carried verdicts as Sweep does.
-func (c *Correlator) Finish() ([]Carried, Stats) {
+// Finish gives up, at now (unix ns), every trace that owes verdicts and closes every open run
+// (the processor's shutdown), returning their carried verdicts as Sweep does.
+func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	for t, m := range c.memos {
 		if m.owing > 0 {
-			c.giveUpLocked(t)
+			c.giveUpLocked(t, now)
 		}
 	}
 	for id, r := range c.open {

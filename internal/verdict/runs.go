@@ -162,7 +162,7 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 func (c *Correlator) runOver(rel *release, spans []Span, nodes []node, last int32, total int) bool {
 	s := &spans[last]
 	switch {
-	case rel == nil || rel.final:
+	case rel.runsOver():
 		return true
 	case c.rules.attemptResult(s) != resultRetryable:
 		return true

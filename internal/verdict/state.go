@@ -40,7 +40,6 @@ type Correlator struct {
 	openSeq                 uint64
 	swept                   []Carried
 	sweptStats              Stats
-	lastNow                 int64
 	allBuf                  []Span
 	verdictBuf              []Verdict
 

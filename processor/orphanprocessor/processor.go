@@ -146,7 +146,7 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	err = errors.Join(err, p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(time.Time{}, -1))))
 	// What still waits for a root or a further attempt is given up now: carried on carrier
 	// spans, so that every verdict is counted once.
-	carried, st := p.corr.Finish()
+	carried, st := p.corr.Finish(p.clock.Now().UnixNano())
 	err = errors.Join(err, p.dropped(ctx, p.passCarried(ctx, carried, st, p.clock.Now())))
 	err = errors.Join(err, p.keyShareShutdown(ctx)) // key sharing (keysharing.go)
 	p.tel.Shutdown()

@@ -1,0 +1,169 @@
+package verdict
+
+// Open runs (memo.go's package comment): a run whose final attempt so far is not terminal, whose
+// loop has not ended and whose run_timeout has not passed stays open instead of taking an
+// outcome (runOver); later attempts, released later or in another trace with the same
+// idempotency key, continue it. Open runs are kept by runID within MaxOpenRuns, the oldest
+// closed first (its outcome carried, counted), and closed by Sweep once no attempt can join
+// them any more (run_timeout after their final attempt ended, plus the clock-skew tolerance).
+
+// runID identifies an open run: within a trace, parent span and operation key; across traces,
+// an attempt that carries an idempotency key joins the runs of its key, service and operation.
+type runID struct {
+	t      TraceID
+	parent SpanID
+	op     uint64
+	kind   uint64 // for keyed runs: hash of service, kind and name
+}
+
+// openRun is a run left open by a release.
+type openRun struct {
+	trace    TraceID
+	last     Span // its final attempt so far
+	attempts int  // attempts so far
+	base     int  // attempts before the first one of trace's own part of the run
+	split    bool // it began because the run before it was over
+	outcome  Outcome
+	ok       bool
+	seq      uint64
+}
+
+// continuation is the open run an attempt group continues.
+type continuation struct {
+	prior      *openRun
+	inDecision bool // the open run's attempts are among the decision's spans (the memo)
+	offset     int  // attempts counted before the group's first
+	split      bool
+}
+
+func runIDOf(t TraceID, s *Span) runID {
+	if s.KeyHash == 0 {
+		return runID{t: t, parent: s.ParentID, op: opKey(s)}
+	}
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for _, str := range [2]string{s.Service, s.Name} {
+		for i := 0; i < len(str); i++ {
+			h = (h ^ uint64(str[i])) * prime64
+		}
+		h = (h ^ 0xff) * prime64
+	}
+	h = (h ^ uint64(s.Kind)) * prime64
+	return runID{op: s.KeyHash, kind: h}
+}
+
+// continuedRun finds the open run the attempt group refs continues (nil rel: none).
+func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef) continuation {
+	if rel == nil {
+		return continuation{}
+	}
+	first := &spans[refs[0].i]
+	id := runIDOf(rel.t, first)
+	prior := c.open[id]
+	if prior == nil {
+		return continuation{}
+	}
+	if prior.trace == rel.t {
+		for _, r := range refs {
+			if int(r.i) < rel.nOld && spans[r.i].SpanID == prior.last.SpanID && spans[r.i].Kind == prior.last.Kind {
+				return continuation{prior: prior, inDecision: true, offset: prior.base, split: prior.split}
+			}
+		}
+	}
+	// Its attempts left with an earlier release whose memo is gone, or came in another trace:
+	// the group goes on from its count, or begins a new run (decideRuns).
+	delete(c.open, id)
+	return continuation{prior: prior, offset: prior.attempts, split: prior.split}
+}
+
+// priorClosed: the open run prior is over, a new run began after it; its outcome leaves now.
+func (c *Correlator) priorClosed(rel *release, prior *openRun) {
+	rel.carried = append(rel.carried, Carried{Span: prior.last, Part: PartRun,
+		Verdict: Verdict{Outcome: prior.outcome, RunAttempts: prior.attempts, RunOK: prior.ok}})
+	if prior.outcome == OutcomeUnknownRoot {
+		rel.unknown++
+	}
+}
+
+// runStaysOpen records the run whose final attempt so far is spans[last] as open.
+func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool) {
+	s := &spans[last]
+	id := runIDOf(rel.t, s)
+	r := c.open[id]
+	if r == nil {
+		for len(c.open) >= c.cfg.MaxOpenRuns {
+			if !c.evictOpenRun() {
+				break
+			}
+		}
+		r = &openRun{}
+		c.open[id] = r
+		c.openSeq++
+		r.seq = c.openSeq
+		c.openOrder.Push(openEntry{id, r.seq})
+	}
+	keep := r.last.Extra
+	sameLast := r.last.SpanID == s.SpanID && r.last.Kind == s.Kind
+	r.trace, r.last, r.attempts, r.base, r.split, r.outcome, r.ok = rel.t, *s, total, cont.offset, split, outcome, ok
+	switch {
+	case r.last.Extra != nil:
+	case sameLast:
+		r.last.Extra = keep
+	case int(last) >= rel.nOld && rel.extra != nil:
+		r.last.Extra = rel.extra(int(last) - rel.nOld)
+	}
+}
+
+// runClosed: the run whose final attempt is spans[last] is over in this release. When that
+// attempt left earlier with the run open, the outcome is carried now.
+func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last int32) {
+	if rel == nil {
+		return
+	}
+	s := &spans[last]
+	id := runIDOf(rel.t, s)
+	prior := c.open[id]
+	if prior == nil || prior.trace != rel.t {
+		return
+	}
+	delete(c.open, id)
+	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind {
+		v := &out[last]
+		rel.carried = append(rel.carried, Carried{Span: *s, Part: PartRun,
+			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
+	}
+}
+
+// openEntry is an open run in eviction order; stale when the run was closed or replaced.
+type openEntry struct {
+	id  runID
+	seq uint64
+}
+
+// evictOpenRun closes the oldest open run (its outcome carried, as decided when it was left
+// open) to make room; false when none is left.
+func (c *Correlator) evictOpenRun() bool {
+	for {
+		e, ok := c.openOrder.Pop()
+		if !ok {
+			return false
+		}
+		r := c.open[e.id]
+		if r == nil || r.seq != e.seq {
+			continue
+		}
+		delete(c.open, e.id)
+		c.evictedOpenRuns++
+		c.sweptRun(r)
+		return true
+	}
+}
+
+// sweptRun carries the outcome of an open run closed outside a release.
+func (c *Correlator) sweptRun(r *openRun) {
+	c.swept = append(c.swept, Carried{Span: r.last, Part: PartRun,
+		Verdict: Verdict{Outcome: r.outcome, RunAttempts: r.attempts, RunOK: r.ok}})
+	if r.outcome == OutcomeUnknownRoot {
+		c.sweptStats.UnknownRootRuns++
+	}
+}
