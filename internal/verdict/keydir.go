@@ -1,6 +1,6 @@
 package verdict
 
-import "github.com/orphanwatch/orphanwatch/internal/fifo"
+import "github.com/orphanwatch/orphanwatch/internal/bounded"
 
 // Key sharing across a tier of collectors (README "Scale"; processor README "Key sharing across
 // a tier"). Routing by trace ID puts a trace that carries idempotency key K (a queue
@@ -50,9 +50,7 @@ const (
 // their trace's root, the traces waiting for their root to publish their keys.
 type keyDir struct {
 	d       KeyDirectory
-	pending map[TraceID][]uint64
-	order   fifo.Queue[TraceID]
-	max     int
+	pending *bounded.Table[TraceID, []uint64] // within MaxKeys traces, the oldest forgotten first
 }
 
 // maxPendingKeysPerTrace bounds the keys remembered for one trace whose root has not come.
@@ -67,7 +65,7 @@ func (c *Correlator) SetKeyDirectory(d KeyDirectory) {
 		c.dir = nil
 		return
 	}
-	c.dir = &keyDir{d: d, pending: map[TraceID][]uint64{}, max: c.cfg.MaxKeys}
+	c.dir = &keyDir{d: d, pending: bounded.New[TraceID, []uint64](c.cfg.MaxKeys, nil)}
 }
 
 // KeyBinding tells where key hash h binds now: to a trace of this Correlator's own index whose
@@ -75,9 +73,9 @@ func (c *Correlator) SetKeyDirectory(d KeyDirectory) {
 func (c *Correlator) KeyBinding(h uint64) Binding {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if kt, ok := c.keys[h]; ok {
+	if kt, ok := c.keys.Get(h); ok {
 		for i := uint8(0); i < kt.n; i++ {
-			if rec, ok := c.roots[kt.traces[i]]; ok && !rec.detached {
+			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
 				return BindingLocal
 			}
 		}
@@ -102,30 +100,20 @@ func (c *Correlator) keyDirKeyLocked(s *Span) {
 		return
 	}
 	kd.d.Carried(s.TraceID, s.KeyHash)
-	if rec, ok := c.roots[s.TraceID]; ok {
+	if rec, ok := c.roots.Get(s.TraceID); ok {
 		if !rec.detached {
 			kd.d.Publish(s.KeyHash, refOf(rec))
 		}
 		return
 	}
-	keys, ok := kd.pending[s.TraceID]
-	if !ok {
-		for len(kd.pending) >= kd.max {
-			old, ok := kd.order.Pop()
-			if !ok {
-				break
-			}
-			delete(kd.pending, old)
-		}
-		kd.order.Push(s.TraceID)
-	}
+	keys, _ := kd.pending.Get(s.TraceID)
 	for _, k := range keys {
 		if k == s.KeyHash {
 			return
 		}
 	}
 	if len(keys) < maxPendingKeysPerTrace {
-		kd.pending[s.TraceID] = append(keys, s.KeyHash)
+		kd.pending.Put(s.TraceID, append(keys, s.KeyHash)) // a new trace evicts the oldest when full
 	}
 }
 
@@ -136,12 +124,12 @@ func (c *Correlator) keyDirRootLocked(t TraceID) {
 	if kd == nil {
 		return
 	}
-	keys, ok := kd.pending[t]
+	keys, ok := kd.pending.Get(t)
 	if !ok {
 		return
 	}
-	delete(kd.pending, t) // its entry in kd.order goes when it reaches the front
-	if rec, ok := c.roots[t]; ok && !rec.detached {
+	kd.pending.Delete(t)
+	if rec, ok := c.roots.Get(t); ok && !rec.detached {
 		for _, k := range keys {
 			kd.d.Publish(k, refOf(rec))
 		}

@@ -426,12 +426,13 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 		}
 	}
 	if c.cfg.RunTimeout > 0 {
-		for id, r := range c.open {
+		c.open.All(func(id runID, r *openRun) bool {
 			if now-r.last.End > int64(c.cfg.RunTimeout+c.cfg.ClockSkew) {
-				delete(c.open, id)
+				c.open.Delete(id)
 				c.sweptRun(r)
 			}
-		}
+			return true
+		})
 	}
 	out, st := c.swept, c.sweptStats
 	c.swept, c.sweptStats = nil, Stats{}
@@ -448,10 +449,11 @@ func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 			c.giveUpLocked(t, now)
 		}
 	}
-	for id, r := range c.open {
-		delete(c.open, id)
+	c.open.All(func(id runID, r *openRun) bool {
+		c.open.Delete(id)
 		c.sweptRun(r)
-	}
+		return true
+	})
 	out, st := c.swept, c.sweptStats
 	c.swept, c.sweptStats = nil, Stats{}
 	return out, st
@@ -462,7 +464,7 @@ func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 func (c *Correlator) Kept() (memoSpans, pendingSpans, openRuns int) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	return c.memoSpans, c.pendingSpans, len(c.open)
+	return c.memoSpans, c.pendingSpans, c.open.Len()
 }
 
 // EvictedKept tells how many memo spans were forgotten to stay within MaxContextSpans, how
@@ -471,7 +473,7 @@ func (c *Correlator) Kept() (memoSpans, pendingSpans, openRuns int) {
 func (c *Correlator) EvictedKept() (context, pending, expired, openRuns uint64) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	return c.evictedContext, c.evictedPending, c.evictedExpired, c.evictedOpenRuns
+	return c.evictedContext, c.evictedPending, c.evictedExpired, c.open.Evicted()
 }
 
 // statsOf counts what the verdicts of spans tell the processor's telemetry.

@@ -25,7 +25,6 @@ type openRun struct {
 	split    bool // it began because the run before it was over
 	outcome  Outcome
 	ok       bool
-	seq      uint64
 }
 
 // continuation is the open run an attempt group continues.
@@ -59,7 +58,7 @@ func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef)
 	}
 	first := &spans[refs[0].i]
 	id := runIDOf(rel.t, first)
-	prior := c.open[id]
+	prior, _ := c.open.Get(id)
 	if prior == nil {
 		return continuation{}
 	}
@@ -72,7 +71,7 @@ func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef)
 	}
 	// Its attempts left with an earlier release whose memo is gone, or came in another trace:
 	// the group goes on from its count, or begins a new run (decideRuns).
-	delete(c.open, id)
+	c.open.Delete(id)
 	return continuation{prior: prior, offset: prior.attempts, split: prior.split}
 }
 
@@ -89,18 +88,10 @@ func (c *Correlator) priorClosed(rel *release, prior *openRun) {
 func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool) {
 	s := &spans[last]
 	id := runIDOf(rel.t, s)
-	r := c.open[id]
+	r, _ := c.open.Get(id)
 	if r == nil {
-		for len(c.open) >= c.cfg.MaxOpenRuns {
-			if !c.evictOpenRun() {
-				break
-			}
-		}
 		r = &openRun{}
-		c.open[id] = r
-		c.openSeq++
-		r.seq = c.openSeq
-		c.openOrder.Push(openEntry{id, r.seq})
+		c.open.Put(id, r) // the oldest open run is closed (carried) when MaxOpenRuns are kept
 	}
 	keep := r.last.Extra
 	sameLast := r.last.SpanID == s.SpanID && r.last.Kind == s.Kind
@@ -122,40 +113,15 @@ func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last i
 	}
 	s := &spans[last]
 	id := runIDOf(rel.t, s)
-	prior := c.open[id]
+	prior, _ := c.open.Get(id)
 	if prior == nil || prior.trace != rel.t {
 		return
 	}
-	delete(c.open, id)
+	c.open.Delete(id)
 	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind {
 		v := &out[last]
 		rel.carried = append(rel.carried, Carried{Span: *s, Part: PartRun,
 			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
-	}
-}
-
-// openEntry is an open run in eviction order; stale when the run was closed or replaced.
-type openEntry struct {
-	id  runID
-	seq uint64
-}
-
-// evictOpenRun closes the oldest open run (its outcome carried, as decided when it was left
-// open) to make room; false when none is left.
-func (c *Correlator) evictOpenRun() bool {
-	for {
-		e, ok := c.openOrder.Pop()
-		if !ok {
-			return false
-		}
-		r := c.open[e.id]
-		if r == nil || r.seq != e.seq {
-			continue
-		}
-		delete(c.open, e.id)
-		c.evictedOpenRuns++
-		c.sweptRun(r)
-		return true
 	}
 }
 

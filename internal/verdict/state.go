@@ -1,8 +1,10 @@
 package verdict
 
 import (
-	"github.com/orphanwatch/orphanwatch/internal/fifo"
 	"sync"
+
+	"github.com/orphanwatch/orphanwatch/internal/bounded"
+	"github.com/orphanwatch/orphanwatch/internal/fifo"
 )
 
 // Correlator decides verdicts and keeps the bounded cross-trace memory they need: root records
@@ -12,20 +14,17 @@ type Correlator struct {
 	cfg   Config
 	rules rules
 
-	mu    sync.Mutex
-	roots map[TraceID]rootRecord
-	// rootOrder is a ring of trace IDs in insertion order, for FIFO eviction.
-	rootOrder fifo.Queue[TraceID]
-	keys      map[uint64]keyTraces
-	keyOrder  fifo.Queue[uint64]
+	mu sync.Mutex
+	// roots are the root records, within MaxRootRecords (the oldest evicted first).
+	roots *bounded.Table[TraceID, rootRecord]
+	// keys are the traces that carried each idempotency key, within MaxKeys.
+	keys *bounded.Table[uint64, keyTraces]
 	// multi indexes, for traces with several roots, which root each decided span had, so that
 	// a span arriving later is judged against the root its siblings had. Bounded by
 	// MaxIndexedSpans entries in all (whole traces evicted, oldest first).
-	multi      map[TraceID]*multiRoot
-	multiOrder fifo.Queue[TraceID]
-	indexed    int
-
-	evictedRoots, evictedKeys, evictedIndexed uint64
+	multi          *bounded.Table[TraceID, *multiRoot]
+	indexed        int
+	evictedIndexed uint64
 
 	dir *keyDir // key sharing across a tier (keydir.go); nil when off
 
@@ -35,15 +34,13 @@ type Correlator struct {
 	memos                   map[TraceID]*traceMemo
 	memoOrder               [2]fifo.Queue[TraceID] // settled, pending
 	memoSpans, pendingSpans int
-	open                    map[runID]*openRun
-	openOrder               fifo.Queue[openEntry]
-	openSeq                 uint64
+	open                    *bounded.Table[runID, *openRun] // within MaxOpenRuns (openruns.go)
 	swept                   []Carried
 	sweptStats              Stats
 	allBuf                  []Span
 	verdictBuf              []Verdict
 
-	evictedContext, evictedPending, evictedExpired, evictedOpenRuns uint64
+	evictedContext, evictedPending, evictedExpired uint64
 }
 
 // position returns the index of root id in m.roots, -1 if it is not there.
@@ -79,15 +76,18 @@ func New(cfg Config) (*Correlator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Correlator{
+	c := &Correlator{
 		cfg:   cfg,
 		rules: compileRules(cfg),
-		roots: make(map[TraceID]rootRecord),
-		keys:  make(map[uint64]keyTraces),
-		multi: make(map[TraceID]*multiRoot),
+		roots: bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
+		keys:  bounded.New[uint64, keyTraces](cfg.MaxKeys, nil),
+		multi: bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRootsLocked)
 		memos: make(map[TraceID]*traceMemo),
-		open:  make(map[runID]*openRun),
-	}, nil
+	}
+	// An open run evicted to stay within MaxOpenRuns is closed: its outcome, as decided when it
+	// was left open, is carried by the next Sweep.
+	c.open = bounded.New(cfg.MaxOpenRuns, func(_ runID, r *openRun) { c.sweptRun(r) })
+	return c, nil
 }
 
 // Config returns the correlator's configuration.
@@ -106,7 +106,7 @@ func (c *Correlator) Observe(spans []Span) {
 		}
 		if s.ParentID.IsZero() && s.Start > 0 && s.End >= s.Start {
 			rec := c.rootRecordOf(s)
-			if old, ok := c.roots[s.TraceID]; ok {
+			if old, ok := c.roots.Get(s.TraceID); ok {
 				// Two roots (or the same root twice): count the second, keep the preferred.
 				n := old.nroots
 				if !rec.detached && (old.detached || old.idLo != rec.idLo) && n < 255 {
@@ -116,7 +116,7 @@ func (c *Correlator) Observe(spans []Span) {
 					old = rec
 				}
 				old.nroots = n
-				c.roots[s.TraceID] = old
+				c.roots.Put(s.TraceID, old)
 			} else {
 				c.putRootLocked(s.TraceID, rec)
 			}
@@ -130,18 +130,7 @@ func (c *Correlator) Observe(spans []Span) {
 }
 
 func (c *Correlator) observeKeyLocked(s *Span) {
-	kt, ok := c.keys[s.KeyHash]
-	if !ok {
-		for len(c.keys) >= c.cfg.MaxKeys {
-			old, ok := c.keyOrder.Pop()
-			if !ok {
-				break
-			}
-			delete(c.keys, old)
-			c.evictedKeys++
-		}
-		c.keyOrder.Push(s.KeyHash)
-	}
+	kt, _ := c.keys.Get(s.KeyHash)
 	for i := uint8(0); i < kt.n; i++ {
 		if kt.traces[i] == s.TraceID {
 			return
@@ -151,30 +140,19 @@ func (c *Correlator) observeKeyLocked(s *Span) {
 		kt.traces[kt.n] = s.TraceID
 		kt.n++
 	}
-	c.keys[s.KeyHash] = kt
+	c.keys.Put(s.KeyHash, kt) // a new key evicts the oldest when MaxKeys are kept
 }
 
 func (c *Correlator) putRootLocked(t TraceID, rec rootRecord) {
-	for len(c.roots) >= c.cfg.MaxRootRecords {
-		old, ok := c.rootOrder.Pop()
-		if !ok {
-			break
-		}
-		if _, present := c.roots[old]; present {
-			delete(c.roots, old)
-			c.evictedRoots++
-		}
-	}
-	c.roots[t] = rec
-	c.rootOrder.Push(t)
+	c.roots.Put(t, rec) // a new record evicts the oldest when MaxRootRecords are kept
 }
 
 // lookupKeyLocked finds the root an idempotency key binds to: the first trace that carried the
 // key and whose root is known and is not itself detached work.
 func (c *Correlator) lookupKeyLocked(h uint64) (rootRecord, bool) {
-	kt := c.keys[h] // a key not seen here has n == 0 and falls through to the directory
+	kt, _ := c.keys.Get(h) // a key not seen here has n == 0 and falls through to the directory
 	for i := uint8(0); i < kt.n; i++ {
-		if rec, ok := c.roots[kt.traces[i]]; ok && !rec.detached {
+		if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
 			return rec, true
 		}
 	}
@@ -195,7 +173,7 @@ type knownRoots struct {
 // knownRootsLocked gathers what is known of the roots of trace t, given the decision's roots.
 func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs []rootRecord) knownRoots {
 	var k knownRoots
-	k.multi = c.multi[t]
+	k.multi, _ = c.multi.Get(t)
 	for j := range roots {
 		if recs[j].detached {
 			k.detached, k.detRec = true, recs[j]
@@ -220,7 +198,7 @@ func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, re
 			k.single, k.singleID = e.rec, e.id
 		}
 	}
-	if rec, ok := c.roots[t]; ok {
+	if rec, ok := c.roots.Get(t); ok {
 		if rec.detached {
 			k.detached, k.detRec = true, rec
 		} else if int(rec.nroots) > k.n {
@@ -270,11 +248,10 @@ func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *knownRoots) absentPare
 // them each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted).
 func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32, recs []rootRecord) {
 	t := spans[0].TraceID
-	m := c.multi[t]
+	m, _ := c.multi.Get(t)
 	if m == nil {
 		m = &multiRoot{spanRoot: map[SpanID]uint8{}}
-		c.multi[t] = m
-		c.multiOrder.Push(t)
+		c.multi.Put(t, m)
 	}
 	for j, r := range roots {
 		if m.position(spans[r].SpanID) < 0 && len(m.roots) < 255 {
@@ -296,15 +273,12 @@ func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32,
 		}
 	}
 	for c.indexed > c.cfg.MaxIndexedSpans {
-		old, ok := c.multiOrder.Pop()
+		_, om, ok := c.multi.EvictOldest()
 		if !ok {
 			break
 		}
-		if om, present := c.multi[old]; present {
-			c.indexed -= len(om.spanRoot)
-			c.evictedIndexed += uint64(len(om.spanRoot))
-			delete(c.multi, old)
-		}
+		c.indexed -= len(om.spanRoot)
+		c.evictedIndexed += uint64(len(om.spanRoot))
 	}
 }
 
@@ -312,7 +286,7 @@ func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32,
 func (c *Correlator) Held() (roots, keys int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.roots), len(c.keys)
+	return c.roots.Len(), c.keys.Len()
 }
 
 // HeldIndexed returns the number of spans indexed to their root in traces with several roots.
@@ -335,13 +309,13 @@ func (c *Correlator) EvictedIndexed() uint64 {
 func (c *Correlator) Evicted() (roots, keys uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.evictedRoots, c.evictedKeys
+	return c.roots.Evicted(), c.keys.Evicted()
 }
 
 // Knows reports whether a root record is kept for the trace.
 func (c *Correlator) Knows(t TraceID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.roots[t]
+	_, ok := c.roots.Get(t)
 	return ok
 }
