@@ -3,7 +3,6 @@ package orphanprocessor
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -33,16 +32,16 @@ type orphanProcessor struct {
 	reader *spanread.Reader
 	tel    *metadata.TelemetryBuilder
 	clock  clock
+	// afterRoot is how long a trace is held after its root arrived: decision_wait_after_root,
+	// at most decision_wait (resolved once).
+	afterRoot time.Duration
 
 	mu        sync.Mutex
-	held      map[verdict.TraceID]*heldTrace
+	holdStore                         // the held traces (hold.go), under mu
 	perTrace  map[verdict.TraceID]int // spans of each trace in the batch being taken in
-	queue     []*heldTrace            // in order of first arrival; decided entries are skipped
-	dues      dueHeap                 // held traces by due time; stale entries are skipped
 	armed     time.Time               // when the release loop's timer fires; zero when stopped
 	wakeDue   time.Time               // earliest due set since the last wakeLocked
 	lastSweep time.Time
-	spansHeld int
 
 	evictMu                              sync.Mutex
 	seenRootEv, seenKeyEv, seenIndexedEv uint64
@@ -69,18 +68,19 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		return nil, err
 	}
 	p := &orphanProcessor{
-		logger:   set.Logger,
-		cfg:      cfg,
-		next:     next,
-		corr:     corr,
-		reader:   spanread.New(cfg.readerOptions()),
-		clock:    wallClock{},
-		held:     map[verdict.TraceID]*heldTrace{},
-		roots:    map[verdict.TraceID][]*heldRoot{},
-		perTrace: map[verdict.TraceID]int{},
-		stop:     make(chan struct{}),
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		logger:    set.Logger,
+		cfg:       cfg,
+		next:      next,
+		corr:      corr,
+		reader:    spanread.New(cfg.readerOptions()),
+		clock:     wallClock{},
+		holdStore: newHoldStore(),
+		afterRoot: min(cfg.DecisionWaitAfterRoot, cfg.DecisionWait),
+		roots:     map[verdict.TraceID][]*heldRoot{},
+		perTrace:  map[verdict.TraceID]int{},
+		stop:      make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
 	}
 	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func() metadata.Kept {
 		r, k := corr.Held()
@@ -132,15 +132,11 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	}
 	p.keyShareClose() // key sharing: traces waiting for a key record are decided now (keysharing.go)
 	p.mu.Lock()
-	ready := make([]*heldTrace, 0, len(p.held))
-	for _, h := range p.queue {
-		if !h.decided {
-			h.last = true
-			ready = append(ready, p.takeLocked(h))
-		}
+	ready := p.takeAll(make([]*heldTrace, 0, len(p.held)))
+	for _, h := range ready {
+		h.last = true
 	}
-	p.queue = nil
-	p.dues = nil
+	p.countTaken(ready)
 	p.mu.Unlock()
 	err := p.dropped(ctx, p.release(ctx, ready))
 	err = errors.Join(err, p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(time.Time{}, -1))))
@@ -213,8 +209,8 @@ func (p *orphanProcessor) untilNextDue() (time.Duration, bool) {
 	defer p.mu.Unlock()
 	now := p.clock.Now()
 	at := rootDue
-	if e := p.topDueLocked(); e != nil && (at.IsZero() || e.due.Before(at)) {
-		at = e.due
+	if h := p.nextDue(); h != nil && (at.IsZero() || h.due.Before(at)) {
+		at = h.due
 	}
 	if pending > 0 || open > 0 {
 		if next := p.lastSweep.Add(sweepInterval); at.IsZero() || next.Before(at) {
@@ -320,35 +316,29 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 				}
 				h := lastH
 				if h == nil || h.id != traceID || h.decided {
-					h = p.held[traceID]
+					h = p.lookup(traceID)
 				}
 				if h == nil {
-					h = &heldTrace{id: traceID, first: now}
+					h = p.add(traceID, now)
 					known := p.corr.Knows(traceID)
 					h.late = known && !parentID.IsZero()
-					p.held[traceID] = h
-					p.queue = append(p.queue, h)
 					newTraces++
 					if known {
 						// Its root came before: held the short wait after root.
-						p.setDueLocked(h, now.Add(min(p.cfg.DecisionWaitAfterRoot, p.cfg.DecisionWait)))
+						p.setDueLocked(h, now.Add(p.afterRoot))
 					} else {
 						p.setDueLocked(h, now.Add(p.cfg.DecisionWait))
 					}
 				}
 				if parentID.IsZero() && !h.hasRoot {
 					h.hasRoot = true
-					p.setDueLocked(h, now.Add(min(p.cfg.DecisionWaitAfterRoot, p.cfg.DecisionWait)))
-				}
-				if len(h.refs) == cap(h.refs) {
-					h.refs = slices.Grow(h.refs, max(p.perTrace[traceID], 1))
+					p.setDueLocked(h, now.Add(p.afterRoot))
 				}
 				lastH = h
-				h.refs = append(h.refs, heldSpan{sp: sp, src: src})
+				p.hold(h, heldSpan{sp: sp, src: src}, p.perTrace[traceID])
 				if h.late {
 					late++
 				}
-				p.spansHeld++
 				newSpans++
 				if len(h.refs) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
 					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "spans_per_trace"))
@@ -374,7 +364,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	p.corr.Observe(observed)
 	p.wakeLocked()
 	for len(p.held) > p.cfg.Limits.MaxTraces {
-		h := p.oldestLocked()
+		h := p.oldest()
 		if h == nil {
 			break
 		}
@@ -382,13 +372,9 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		ready = append(ready, p.takeLocked(h))
 	}
 	if p.cfg.DecisionWait == 0 {
-		for _, h := range p.queue {
-			if !h.decided {
-				ready = append(ready, p.takeLocked(h))
-			}
-		}
-		p.queue = p.queue[:0]
-		p.dues = p.dues[:0]
+		n := len(ready)
+		ready = p.takeAll(ready)
+		p.countTaken(ready[n:])
 	}
 	p.mu.Unlock()
 

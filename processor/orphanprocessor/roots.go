@@ -26,7 +26,7 @@ type heldRoot struct {
 // decision_wait after it arrived (about decision_wait_after_root before now).
 func (p *orphanProcessor) holdRoot(ctx context.Context, h *heldTrace, i int, v *verdict.Verdict) {
 	h.refs[i].hold = true
-	due := p.clock.Now().Add(p.cfg.DecisionWait - min(p.cfg.DecisionWaitAfterRoot, p.cfg.DecisionWait))
+	due := p.clock.Now().Add(p.cfg.DecisionWait - p.afterRoot)
 	hr := &heldRoot{trace: h.id, ref: heldSpan{sp: h.refs[i].sp, src: h.refs[i].src}, due: due, v: *v}
 	p.rootsMu.Lock()
 	p.roots[h.id] = append(p.roots[h.id], hr)
