@@ -91,8 +91,10 @@ type Reader struct {
 	// Masks of the slots of each list, to skip a list none of whose names a span carries.
 	attemptMask, keyMask, deadlineMask, modelMask, inputMask, outputMask, costMask uint64
 	// hostPorts holds recent host:port targets, by host (see target).
-	hostPorts [4]atomic.Pointer[hostPort]
-	keyHash   func(string) uint64 // nil: HashKey (keyhash.go)
+	hostPorts [16]atomic.Pointer[hostPort]
+	// rpcTargets holds recent service/method targets, by method (see target).
+	rpcTargets [16]atomic.Pointer[rpcTarget]
+	keyHash    func(string) uint64 // nil: HashKey (keyhash.go)
 }
 
 // maxSlots is how many names a view holds.
@@ -423,6 +425,11 @@ func (r *Reader) KeyHash(sp ptrace.Span) uint64 {
 
 // hostPort is a "server.address:server.port" target made once and reused while the spans read
 // keep calling the same server (most do): it saves two allocations a span.
+// rpcTarget is a service/method target built once and reused while its slot is not taken.
+type rpcTarget struct {
+	service, method, target string
+}
+
 type hostPort struct {
 	host   string
 	port   int64
@@ -605,7 +612,14 @@ func grpcStatus(a *view, st *Stats) int {
 // target names what a span calls, for grouping same-name siblings into runs.
 func (r *Reader) target(a *view) string {
 	if m := strValue(a.get(r.rpcMethod)); m != "" {
-		return strValue(a.get(r.rpcService)) + "/" + m
+		svc := strValue(a.get(r.rpcService))
+		cache := &r.rpcTargets[(len(m)*31+len(svc)+int(m[len(m)-1]))%len(r.rpcTargets)]
+		if c := cache.Load(); c != nil && c.method == m && c.service == svc {
+			return c.target
+		}
+		t := svc + "/" + m
+		cache.Store(&rpcTarget{service: svc, method: m, target: t})
+		return t
 	}
 	if d := strValue(a.get(r.msgDest)); d != "" {
 		return d
