@@ -2,6 +2,7 @@ package bench
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"runtime"
 	"sync"
@@ -275,4 +276,26 @@ func BenchmarkRatiosHeld(b *testing.B) {
 	b.ReportMetric(hB, "held-B/span")
 	b.ReportMetric(hA, "held-allocs/span")
 	b.ReportMetric(1e3/hNs, "held-Mspans/s")
+}
+
+// BenchmarkKRelease measures what a trace released in k parts costs per span (issue 18, item 3):
+// the mix re-packed so that each trace's spans, its root first, arrive in k batches further
+// apart than decision_wait_after_root (SpreadReleases), through the held processor
+// (heldOrphan), for k = 1, 4 and 16. Incremental decisions would keep ns/span flat; a decision
+// that re-reads the trace's earlier spans at every release grows with k.
+func BenchmarkKRelease(b *testing.B) {
+	m := getMix(b)
+	for _, k := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			batches := SpreadReleases(m, k)
+			o := newHeldOrphan(m)
+			o.interval = 3 * time.Second // > decision_wait_after_root (2 s): one release per part
+			kc := contender{name: "held", input: func() []ptrace.Traces { return batches }, mutates: true, restamped: true}
+			var total cost
+			for range b.N {
+				total.add(pass(b, b, kc, o))
+			}
+			report(b, total)
+		})
+	}
 }

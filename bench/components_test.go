@@ -471,7 +471,8 @@ const spreadInterval = 100 * time.Millisecond
 // everything held or owed passed on at the end (Drain). Each pass is a fresh processor, so
 // every pass meets the same clock and the same state.
 type heldOrphan struct {
-	start time.Time // when the first batch arrives: after every span of the mix ended
+	start    time.Time     // when the first batch arrives: after every span of the mix ended
+	interval time.Duration // between two batches
 }
 
 func newHeldOrphan(m *Mix) *heldOrphan {
@@ -479,7 +480,7 @@ func newHeldOrphan(m *Mix) *heldOrphan {
 	for _, td := range m.Batches {
 		forEachSpan(td, func(sp ptrace.Span) { last = max(last, sp.EndTimestamp()) })
 	}
-	return &heldOrphan{start: last.AsTime().Add(time.Second)}
+	return &heldOrphan{start: last.AsTime().Add(time.Second), interval: spreadInterval}
 }
 
 func (o *heldOrphan) consume(tb testing.TB, batches []ptrace.Traces) {
@@ -499,7 +500,7 @@ func (o *heldOrphan) run(tb testing.TB, batches []ptrace.Traces, next consumer.T
 		if err := r.ConsumeTraces(ctx, at, td); err != nil {
 			tb.Fatal(err)
 		}
-		at = at.Add(spreadInterval)
+		at = at.Add(o.interval)
 	}
 	if _, err := r.Drain(ctx); err != nil {
 		tb.Fatal(err)

@@ -14,13 +14,26 @@ import (
 // batch carries parts of the traces of parts consecutive mix batches, and a trace's spans
 // arrive over parts batches, its root in the last. Spans keep their resource and scope (one
 // ResourceSpans per span's resource and batch). The result depends only on the arguments.
-func Spread(m *Mix, parts int) []ptrace.Traces {
+func Spread(m *Mix, parts int) []ptrace.Traces { return spread(m, parts, false) }
+
+// SpreadReleases re-packs the mix's traces so that each is released k times by a processor
+// whose decision_wait_after_root is shorter than the time between two batches: each trace's
+// spans, its root first and then in the order they end, cut into k contiguous parts, and part i
+// of every trace of the mix's batch b in batch b*k+i. Every part after the first meets the
+// trace's earlier spans in the processor's memory (the time model's trace memo).
+func SpreadReleases(m *Mix, k int) []ptrace.Traces { return spread(m, k, true) }
+
+func spread(m *Mix, parts int, rootFirst bool) []ptrace.Traces {
 	type flat struct {
 		rs ptrace.ResourceSpans
 		ss ptrace.ScopeSpans
 		sp ptrace.Span
 	}
-	out := make([]ptrace.Traces, len(m.Batches)+parts-1)
+	n := len(m.Batches) + parts - 1
+	if rootFirst {
+		n = len(m.Batches) * parts
+	}
+	out := make([]ptrace.Traces, n)
 	for i := range out {
 		out[i] = ptrace.NewTraces()
 	}
@@ -47,8 +60,8 @@ func Spread(m *Mix, parts int) []ptrace.Traces {
 			slices.SortStableFunc(spans, func(x, y flat) int {
 				xr, yr := x.sp.ParentSpanID().IsEmpty(), y.sp.ParentSpanID().IsEmpty()
 				switch {
-				case xr != yr && xr:
-					return 1 // the root last
+				case xr != yr && xr != rootFirst:
+					return 1 // the root last (first when rootFirst)
 				case xr != yr:
 					return -1
 				}
@@ -57,6 +70,9 @@ func Spread(m *Mix, parts int) []ptrace.Traces {
 			for i, f := range spans {
 				part := i * parts / len(spans)
 				dst := out[b+part]
+				if rootFirst {
+					dst = out[b*parts+part]
+				}
 				drs := dst.ResourceSpans().AppendEmpty()
 				f.rs.Resource().CopyTo(drs.Resource())
 				dss := drs.ScopeSpans().AppendEmpty()
