@@ -146,6 +146,9 @@ func pass(tb testing.TB, b *testing.B, k contender, c component) cost {
 	}
 }
 
+// cpuPerSpan is the process CPU time per span of c.
+func cpuPerSpan(c *cost) float64 { return c.cpuNs / float64(c.spans) }
+
 func report(b *testing.B, c cost) {
 	ns, bytes, allocs := c.perSpan()
 	b.ReportMetric(0, "ns/op")
@@ -204,6 +207,10 @@ func BenchmarkRatios(b *testing.B) {
 	mNs, mB, mA := per("orphanmetrics")
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(oNs/fNs, "orphan/floor")
+	// The same ratio in CPU time (CLOCK_PROCESS_CPUTIME_ID): steadier than wall time on a
+	// machine whose cores other processes take.
+	b.ReportMetric(cpuPerSpan(totals["orphan"])/cpuPerSpan(totals["floor"]), "orphan/floor-cpu")
+	b.ReportMetric(cpuPerSpan(totals["groupbytrace"])/cpuPerSpan(totals["orphan"]), "groupbytrace/orphan-cpu")
 	b.ReportMetric(gNs/oNs, "groupbytrace/orphan")
 	b.ReportMetric(sNs/oNs, "spanmetrics/orphan")
 	b.ReportMetric(mNs/fNs, "orphanmetrics/floor")
@@ -270,6 +277,8 @@ func BenchmarkRatiosHeld(b *testing.B) {
 	hNs, hB, hA := totals[2].perSpan()
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(hNs/fNs, "held/floor")
+	b.ReportMetric(cpuPerSpan(&totals[2])/cpuPerSpan(&totals[0]), "held/floor-cpu")
+	b.ReportMetric(cpuPerSpan(&totals[2])/cpuPerSpan(&totals[1]), "held/orphan-cpu")
 	b.ReportMetric(oNs/fNs, "orphan/floor")
 	b.ReportMetric(hNs/oNs, "held/orphan")
 	b.ReportMetric(hNs, "held-ns/span")
