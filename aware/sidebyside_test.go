@@ -255,7 +255,6 @@ func TestSideBySideMidBackoff(t *testing.T) {
 	}
 }
 
-
 // The deadline as data: only aware's client tells the next hop how long the caller will wait.
 func TestSideBySideDeadlineReachesTheNextHop(t *testing.T) {
 	for _, lib := range libraries {
