@@ -77,6 +77,7 @@ func TestHandlerBodyReadRule(t *testing.T) {
 			cancel() // the client leaves: net/http closes the connection
 			<-done
 			got := <-result
+			t.Logf("noticed after %v (-1: never)", got)
 			if c.noticed {
 				require.GreaterOrEqual(t, got, time.Duration(0), "the handler noticed the client left")
 				assert.Less(t, got, 500*time.Millisecond)

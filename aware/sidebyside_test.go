@@ -302,3 +302,30 @@ func TestSideBySideRetriesA408(t *testing.T) {
 		})
 	}
 }
+
+// The defaults the page names, read from the libraries themselves.
+func TestSideBySideDefaults(t *testing.T) {
+	// cenkalti/backoff/v5: no attempt cap, 15 minutes of elapsed time.
+	assert.Equal(t, 15*time.Minute, backoff.DefaultMaxElapsedTime)
+	// go-retryablehttp: 4 retries, waits of 1 s to 30 s; Retry-After read on 429 and 503 only,
+	// and not capped by RetryWaitMax.
+	rc := retryablehttp.NewClient()
+	assert.Equal(t, 4, rc.RetryMax)
+	assert.Equal(t, time.Second, rc.RetryWaitMin)
+	assert.Equal(t, 30*time.Second, rc.RetryWaitMax)
+	answer := func(code int) *http.Response {
+		return &http.Response{StatusCode: code, Header: http.Header{"Retry-After": {"3600"}}}
+	}
+	assert.Equal(t, time.Hour, rc.Backoff(rc.RetryWaitMin, rc.RetryWaitMax, 0, answer(429)))
+	assert.Equal(t, time.Hour, rc.Backoff(rc.RetryWaitMin, rc.RetryWaitMax, 0, answer(503)))
+	assert.Equal(t, time.Second, rc.Backoff(rc.RetryWaitMin, rc.RetryWaitMax, 0, answer(502)), "Retry-After ignored")
+	// aware: 5 attempts; Retry-After on every retried status, capped at 30 s by default.
+	assert.Equal(t, 5, aware.DefaultMaxAttempts)
+	for _, code := range []int{408, 429, 502, 503} {
+		_, err := aware.CheckResponse(answer(code), nil)
+		var se *aware.StatusError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, aware.DefaultMaxRetryAfter, se.RetryAfter, "status %d", code)
+	}
+	assert.Equal(t, 30*time.Second, aware.DefaultMaxRetryAfter)
+}
