@@ -233,3 +233,57 @@ func TestPairingOtelgrpcOneSpanPerAttemptByDefault(t *testing.T) {
 		assert.Equal(t, want, stubString(s, "rpc.response.status_code"), "attempt %d", i+1)
 	}
 }
+
+// A service that set up otelhttp the shortest way (no WithTracerProvider: otelhttp takes the
+// provider of the span in the request's context) and forgot aware.Transport, or put it
+// outside otelhttp's: still one span per attempt, otelhttp's, with the resend count.
+func TestPairingOtelhttpWithoutTransportInside(t *testing.T) {
+	for name, transport := range map[string]func() http.RoundTripper{
+		"otelhttp alone":                   func() http.RoundTripper { return otelhttp.NewTransport(http.DefaultTransport) },
+		"aware.Transport outside otelhttp": func() http.RoundTripper { return NewTransport(otelhttp.NewTransport(http.DefaultTransport)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			exp, tp := memExporter(t)
+			var hits atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if hits.Add(1) < 3 {
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}
+			}))
+			defer srv.Close()
+			client := &http.Client{Transport: transport()}
+			resp, err := Retry(context.Background(), func(ctx context.Context) (*http.Response, error) {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+				return CheckResponse(client.Do(req))
+			}, WithTracerProvider(tp), WithName("retry search"), WithBackOff(backoff.NewConstantBackOff(time.Millisecond)))
+			require.NoError(t, err)
+			resp.Body.Close()
+			for _, s := range checkOnePerAttempt(t, exp.GetSpans(), "retry search", 3) {
+				assert.Equal(t, "HTTP GET", s.Name, "otelhttp's span")
+			}
+		})
+	}
+}
+
+// otelhttp given its own provider and no aware.Transport inside is instrumentation this
+// package cannot see: "my client is already instrumented" says so, and the loop makes no span.
+func TestPairingOtelhttpOwnProviderNeedsInstrumentedClient(t *testing.T) {
+	for _, instrumented := range []bool{false, true} {
+		exp, tp := memExporter(t)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		client := &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tp))}
+		opts := []Option{WithTracerProvider(tp), WithName("retry")}
+		if instrumented {
+			opts = append(opts, WithInstrumentedClient())
+		}
+		resp, err := Retry(context.Background(), func(ctx context.Context) (*http.Response, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+			return CheckResponse(client.Do(req))
+		}, opts...)
+		require.NoError(t, err)
+		resp.Body.Close()
+		srv.Close()
+		want := map[bool]int{false: 2, true: 1}[instrumented] // without the option: otelhttp's and the loop's
+		assert.Len(t, attemptSpans(exp.GetSpans()), want, "WithInstrumentedClient=%v", instrumented)
+	}
+}

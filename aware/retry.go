@@ -244,9 +244,12 @@ const (
 // WithInstrumentedClient says "my client is already instrumented": every attempt makes its own
 // span (an otelhttp or otelgrpc client makes a CLIENT span per call, and so does any other
 // instrumentation), so the loop never makes one, even for an attempt that nothing claimed. Use
-// it when the client's instrumentation is one this package cannot see: by default the loop
-// makes a span for every attempt that neither [Transport] (inside otelhttp.NewTransport),
-// [ClientStatsHandler] (around otelgrpc.NewClientHandler) nor a call to [AnnotateSpan] claimed.
+// it when the client's instrumentation is one this package cannot see (for example otelhttp
+// given its own WithTracerProvider, without [Transport] inside it): by default the loop makes a
+// span for every attempt that nothing claimed, that is neither [Transport] (inside
+// otelhttp.NewTransport), [ClientStatsHandler] (around otelgrpc.NewClientHandler), a call to
+// [AnnotateSpan], nor a CLIENT span started with the tracer provider of the attempt context's
+// span.
 // The loop's span is kept (it records the cancellation) unless [WithoutLoopSpan] is given too.
 func WithInstrumentedClient() Option { return func(c *config) { c.spans = spansClient } }
 
@@ -428,7 +431,10 @@ func Do(ctx context.Context, op func(ctx context.Context) error, opts ...Option)
 // Every attempt is traced by exactly one span, with http.request.resend_count on retries:
 //   - an HTTP client with otelhttp.NewTransport(aware.NewTransport(...)), or a gRPC client
 //     with [ClientStatsHandler](otelgrpc.NewClientHandler()): the client's span, which this
-//     package annotates and which keeps the loop from making one. No option is needed.
+//     package annotates and which keeps the loop from making one. No option is needed. The
+//     same holds for any instrumentation that takes its tracer from the span in the context
+//     (otelhttp given no WithTracerProvider does, even without [Transport] inside it) and
+//     starts a CLIENT or PRODUCER span for the attempt.
 //   - any other attempt: a CLIENT span the loop makes once the attempt has returned (named
 //     [WithAttemptName], kind [WithAttemptSpanKind]), with the attempt's start time and its
 //     error (error.type, status Error).
@@ -476,9 +482,14 @@ func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), 
 			attemptAttr: c.attemptAttr}
 		actx := ContextWithAttempt(loopCtx, a)
 		var span trace.Span
-		if c.spans == spansLoop {
+		switch c.spans {
+		case spansLoop:
 			actx, span = tracer.Start(actx, c.attemptName, trace.WithSpanKind(c.attemptKind),
 				trace.WithAttributes(a.Attributes()...))
+		case spansAuto:
+			if loop.SpanContext().IsValid() {
+				actx = trace.ContextWithSpan(actx, probe{Span: loop})
+			}
 		}
 		started := time.Now()
 		v, err := op(actx)
@@ -578,4 +589,37 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// probe is the span an attempt's context carries by default: the loop's span itself (the same
+// span context and recording; it delegates every method) except for TracerProvider, which
+// returns a provider whose tracers claim the attempt for the CLIENT or PRODUCER span they start
+// in it ([AnnotateSpan]). Instrumentation that takes its tracer from the span in the context,
+// as otelhttp's transport does when it was given no WithTracerProvider, is thereby seen even
+// without [Transport] inside it, or with Transport outside it.
+type probe struct{ trace.Span }
+
+// TracerProvider returns the loop span's provider, watching the spans started through it.
+func (p probe) TracerProvider() trace.TracerProvider {
+	return probeProvider{TracerProvider: p.Span.TracerProvider()}
+}
+
+type probeProvider struct{ trace.TracerProvider }
+
+func (p probeProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return probeTracer{Tracer: p.TracerProvider.Tracer(name, opts...)}
+}
+
+type probeTracer struct{ trace.Tracer }
+
+// Start starts the span and, for a CLIENT or PRODUCER span in an attempt's context, claims the
+// attempt for it.
+func (t probeTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	ctx, span := t.Tracer.Start(ctx, name, opts...)
+	cfg := trace.NewSpanStartConfig(opts...)
+	switch cfg.SpanKind() {
+	case trace.SpanKindClient, trace.SpanKindProducer:
+		AnnotateSpan(ctx)
+	}
+	return ctx, span
 }
