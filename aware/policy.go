@@ -1,12 +1,17 @@
 package aware
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	backoff "github.com/cenkalti/backoff/v5"
 )
+
+var errNilResponse = errors.New("aware: CheckResponse got neither a response nor an error")
 
 // DefaultMaxRetryAfter is the longest wait a Retry-After header can ask of [CheckResponse]
 // (HTTPPolicy without MaxRetryAfter): 30 s, go-retryablehttp's default longest wait.
@@ -61,6 +66,9 @@ func (p HTTPPolicy) Check(resp *http.Response, err error) (*http.Response, error
 			_ = resp.Body.Close()
 		}
 		return nil, err
+	}
+	if resp == nil {
+		return nil, backoff.Permanent(errNilResponse)
 	}
 	retryable := p.RetryableStatus
 	if retryable == nil {

@@ -120,6 +120,10 @@ func TestHTTPPolicyCheck(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 503, got.StatusCode)
 
+	_, err = p.Check(nil, nil)
+	require.Error(t, err)
+	assert.False(t, Retryable(err), "a nil response is a bug, not worth retrying")
+
 	boom := errors.New("connection reset")
 	got, err = p.Check(nil, boom)
 	assert.Nil(t, got)
