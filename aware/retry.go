@@ -329,8 +329,7 @@ type attemptKey struct{}
 
 // ContextWithAttempt returns ctx carrying a. Retry does this for every attempt; a hand-written
 // loop may do it so that [Transport] and the gRPC client interceptors send a.IdempotencyKey.
-// (Span annotation by [AnnotateSpan] is reserved to Retry loops with
-// [WithExistingAttemptSpans].)
+// (Span annotation by [AnnotateSpan] is reserved to the attempts of Retry loops.)
 func ContextWithAttempt(ctx context.Context, a Attempt) context.Context {
 	return context.WithValue(ctx, attemptKey{}, a)
 }
