@@ -249,8 +249,8 @@ const (
 // span for every attempt that nothing claimed, that is neither [Transport] (inside
 // otelhttp.NewTransport), [ClientStatsHandler] (around otelgrpc.NewClientHandler), a call to
 // [AnnotateSpan], nor a CLIENT span started with the tracer provider of the attempt context's
-// span.
-// The loop's span is kept (it records the cancellation) unless [WithoutLoopSpan] is given too.
+// span. The loop's span is kept (it records the cancellation) unless [WithoutLoopSpan] is
+// given too.
 func WithInstrumentedClient() Option { return func(c *config) { c.spans = spansClient } }
 
 // WithUninstrumentedClient says "my client makes no spans, and my attempt function starts spans
