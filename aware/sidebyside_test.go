@@ -153,6 +153,25 @@ func run(t *testing.T, lib library, wait time.Duration, handler func(hits *atomi
 	return o
 }
 
+// checkErr asserts the error each library returns, as the page quotes it.
+func checkErr(t *testing.T, lib string, err error, stage aware.Stage) {
+	t.Helper()
+	switch lib {
+	case "cenkalti/backoff/v5":
+		assert.Same(t, context.Canceled, err, "context.Canceled itself")
+	case "hashicorp/go-retryablehttp":
+		if stage == aware.DuringBackoff {
+			assert.Same(t, context.Canceled, err, "context.Canceled itself")
+		} else {
+			assert.Regexp(t, `^GET http://\S+ giving up after 1 attempt\(s\): context canceled$`, err.Error())
+		}
+	case "aware":
+		var ce *aware.CancelError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, stage, ce.Stage)
+	}
+}
+
 // Before dispatch: the caller has already gone when the loop starts.
 func TestSideBySideBeforeDispatch(t *testing.T) {
 	for _, lib := range libraries {
@@ -163,6 +182,7 @@ func TestSideBySideBeforeDispatch(t *testing.T) {
 				return func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }
 			}, ctx, cancel, func(*atomic.Int32) time.Time { return time.Now() })
 			require.ErrorIs(t, o.err, context.Canceled)
+			checkErr(t, lib.name, o.err, aware.BeforeDispatch)
 			assert.Zero(t, o.hits, "nothing reaches the server")
 			switch lib.name {
 			case "aware":
@@ -204,6 +224,7 @@ func TestSideBySideMidAttempt(t *testing.T) {
 				return now
 			})
 			require.ErrorIs(t, o.err, context.Canceled)
+			checkErr(t, lib.name, o.err, aware.DuringAttempt)
 			assert.Less(t, o.took, time.Second, "the attempt in flight is abandoned at once")
 			assert.Equal(t, int32(1), o.hits, "no further attempt")
 			assert.Equal(t, int32(1), o.calls)
@@ -241,6 +262,7 @@ func TestSideBySideMidBackoff(t *testing.T) {
 				return now
 			})
 			require.ErrorIs(t, o.err, context.Canceled)
+			checkErr(t, lib.name, o.err, aware.DuringBackoff)
 			assert.Less(t, o.took, time.Second, "the wait is cut short")
 			assert.Equal(t, int32(1), o.hits)
 			assert.Equal(t, int32(1), o.calls)
