@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,4 +142,39 @@ func TestHandlerWithReadBodyKeepsTheBody(t *testing.T) {
 		srv.Close()
 		assert.Equal(t, body, got, "limit %d", limit)
 	}
+}
+
+// Over HTTP/2 the rule does not apply: the client's stream reset cancels r.Context() whether
+// the handler read the body or not.
+func TestHandlerHTTP2NoticesWithoutBodyRead(t *testing.T) {
+	started := make(chan struct{})
+	result := make(chan bool, 1)
+	var proto atomic.Int32
+	srv := httptest.NewUnstartedServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proto.Store(int32(r.ProtoMajor))
+		close(started)
+		select {
+		case <-r.Context().Done():
+			result <- true
+		case <-time.After(1500 * time.Millisecond):
+			result <- false
+		}
+	})))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(strings.Repeat("q", 512)))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := srv.Client().Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	cancel()
+	assert.True(t, <-result, "the stream reset cancels the handler's context")
+	assert.Equal(t, int32(2), proto.Load(), "served over HTTP/2")
+	<-done
 }

@@ -85,7 +85,8 @@ func WithReadBody(maxBytes int64) HandlerOption {
 //     cancels r.Context() too.
 //
 // HTTP/2 servers cancel the context when the client resets the stream, body read or not.
-// (Measured on a loopback server in TestHandlerBodyReadRule; see ExampleHandler_bodyReadRule.)
+// (Measured on loopback servers in TestHandlerBodyReadRule and
+// TestHandlerHTTP2NoticesWithoutBodyRead; see ExampleHandler_bodyReadRule.)
 func Handler(next http.Handler, opts ...HandlerOption) http.Handler {
 	c := handlerConfig{now: time.Now}
 	for _, o := range opts {
