@@ -186,10 +186,10 @@ func ExampleRetry_otelhttp() {
 }
 
 // The body-read rule: Go's HTTP/1.x server cancels r.Context() when the client disconnects only
-// once the handler has read the request body to EOF. This handler reads (decodes) the body
-// before its long work, so it hears that the caller has gone; without the io.Copy it would wait
-// the whole minute (TestHandlerBodyReadRule measures both). aware.WithReadBody does the reading
-// for handlers that cannot.
+// once the handler has read the request body to EOF. This handler decodes the body and drains
+// it to EOF before its long work, so it hears that the caller has gone; a handler that read
+// none or only part of the body would wait the whole minute (TestHandlerBodyReadRule measures
+// both). aware.WithReadBody does the reading for handlers that cannot.
 func ExampleHandler_bodyReadRule() {
 	working := make(chan struct{})
 	stopped := make(chan error, 1)
