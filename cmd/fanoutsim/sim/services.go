@@ -385,7 +385,7 @@ func (s *sim) searchAware(ctx context.Context, a *agent, agentKey string) (int, 
 		}
 	},
 		aware.WithoutLoopSpan(),
-		aware.WithExistingAttemptSpans(),
+		aware.WithInstrumentedClient(),
 		aware.WithTracerProvider(s.tel.tp(a.name)),
 		aware.WithIdempotencyKey(key),
 		aware.WithMaxAttempts(s.o.MaxAttempts),
