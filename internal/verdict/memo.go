@@ -104,9 +104,6 @@ const (
 	modeChains
 )
 
-// runsOver tells that every run of the decision is over (a decision of its own: rel nil).
-func (r *release) runsOver() bool { return r == nil || r.mode == modeFinal }
-
 // chainsWhole tells that an incomplete chain to the root will not be completed: edges are named
 // without it.
 func (r *release) chainsWhole() bool { return r == nil || r.mode == modeFinal || r.mode == modeEdges }
@@ -425,15 +422,14 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 			c.giveUpLocked(t, now)
 		}
 	}
-	if c.cfg.RunTimeout > 0 {
-		c.open.All(func(id runID, r *openRun) bool {
-			if now-r.last.End > int64(c.cfg.RunTimeout+c.cfg.ClockSkew) {
-				c.open.Delete(id)
-				c.sweptRun(r)
-			}
-			return true
-		})
-	}
+	c.open.All(func(id runID, r *openRun) bool {
+		timedOut := c.cfg.RunTimeout > 0 && now-r.last.End > int64(c.cfg.RunTimeout+c.cfg.ClockSkew)
+		if timedOut || r.stopsAt != 0 && now > r.stopsAt {
+			c.open.Delete(id)
+			c.sweptRun(r)
+		}
+		return true
+	})
 	out, st := c.swept, c.sweptStats
 	c.swept, c.sweptStats = nil, Stats{}
 	return out, st
@@ -497,11 +493,24 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 		}
 	}
 	st.Invalid[Valid] = 0
-	st.RootMissing = rootMissing && st.Spans > 0
-	if st.RootMissing {
-		st.RootMissingSpans = st.Spans - st.InvalidTotal()
+	if rootMissing {
+		for i := range vs {
+			if withoutRoot(&spans[i], &vs[i]) {
+				st.RootMissingSpans++
+			}
+		}
 	}
+	st.RootMissing = st.RootMissingSpans > 0
 	return st
+}
+
+// withoutRoot reports whether a span's verdict is "unknown" for want of a root: a valid span,
+// not detached work, not a root, with a duration, its liveness unknown. Spans that an
+// idempotency key or a deadline binds to a root elsewhere have a verdict and are not counted;
+// detached work (a consumer's trace, a linked trace) needs no root of its own.
+func withoutRoot(s *Span, v *Verdict) bool {
+	return v.Invalid == Valid && !v.Provisional && !v.Detached && !v.Ambiguous && v.EndReason == EndReasonNone &&
+		s.End != s.Start && v.Liveness == LivenessUnknown
 }
 
 // add adds o's counts to s.
@@ -516,3 +525,7 @@ func (s *Stats) add(o Stats) {
 	s.RootMissing = s.RootMissing || o.RootMissing
 	s.Spans += o.Spans
 }
+
+// WithoutRoot reports whether a span's verdict is "unknown" for want of a root (withoutRoot),
+// for a reader that counts the spans decided with [Correlator.DecideInto].
+func WithoutRoot(s *Span, v *Verdict) bool { return withoutRoot(s, v) }

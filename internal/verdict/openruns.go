@@ -25,6 +25,9 @@ type openRun struct {
 	split    bool // it began because the run before it was over
 	outcome  Outcome
 	ok       bool
+	// stopsAt: unix ns after which the run is over because its loop recorded the cancellation
+	// (loopStopsAt); 0 when that rule does not apply.
+	stopsAt int64
 }
 
 // continuation is the open run an attempt group continues.
@@ -36,7 +39,7 @@ type continuation struct {
 }
 
 func runIDOf(t TraceID, s *Span) runID {
-	if s.KeyHash == 0 {
+	if s.KeyHash == 0 && !isDelivery(s) {
 		return runID{t: t, parent: s.ParentID, op: opKey(s)}
 	}
 	const offset64, prime64 = 14695981039346656037, 1099511628211
@@ -48,7 +51,7 @@ func runIDOf(t TraceID, s *Span) runID {
 		h = (h ^ 0xff) * prime64
 	}
 	h = (h ^ uint64(s.Kind)) * prime64
-	return runID{op: s.KeyHash, kind: h}
+	return runID{op: opKey(s), kind: h}
 }
 
 // continuedRun finds the open run the attempt group refs continues (nil rel: none).
@@ -85,7 +88,7 @@ func (c *Correlator) priorClosed(rel *release, prior *openRun) {
 }
 
 // runStaysOpen records the run whose final attempt so far is spans[last] as open.
-func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool) {
+func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool, stopsAt int64) {
 	s := &spans[last]
 	id := runIDOf(rel.t, s)
 	r, _ := c.open.Get(id)
@@ -95,7 +98,7 @@ func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total 
 	}
 	keep := r.last.Extra
 	sameLast := r.last.SpanID == s.SpanID && r.last.Kind == s.Kind
-	r.trace, r.last, r.attempts, r.base, r.split, r.outcome, r.ok = rel.t, *s, total, cont.offset, split, outcome, ok
+	r.trace, r.last, r.attempts, r.base, r.split, r.outcome, r.ok, r.stopsAt = rel.t, *s, total, cont.offset, split, outcome, ok, stopsAt
 	switch {
 	case r.last.Extra != nil:
 	case sameLast:

@@ -1,13 +1,16 @@
 package orphanprocessor
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
@@ -138,6 +141,9 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	}
 	p.countTaken(ready)
 	p.mu.Unlock()
+	// In the order their spans ended, as they would have been released: a message's
+	// deliveries in several traces are numbered as they happened.
+	slices.SortStableFunc(ready, func(a, b *heldTrace) int { return cmp.Compare(firstEnd(a), firstEnd(b)) })
 	err := p.dropped(ctx, p.release(ctx, ready))
 	err = errors.Join(err, p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(time.Time{}, -1))))
 	// What still waits for a root or a further attempt is given up now: carried on carrier
@@ -147,6 +153,17 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	err = errors.Join(err, p.keyShareShutdown(ctx)) // key sharing (keysharing.go)
 	p.tel.Shutdown()
 	return err
+}
+
+// firstEnd is the earliest end time of a held trace's spans.
+func firstEnd(h *heldTrace) pcommon.Timestamp {
+	var m pcommon.Timestamp
+	for i, r := range h.refs {
+		if e := r.sp.EndTimestamp(); i == 0 || e < m {
+			m = e
+		}
+	}
+	return m
 }
 
 func (p *orphanProcessor) loop() {

@@ -50,7 +50,13 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		d.Verdicts, d.Stats = p.corr.DecideInto(*vbuf, spans)
 		d.Stats.Spans = len(spans)
 		if d.Stats.RootMissing {
-			d.Stats.RootMissingSpans = len(spans) - d.Stats.InvalidTotal()
+			d.Stats.RootMissingSpans = 0
+			for i := range spans {
+				if verdict.WithoutRoot(&spans[i], &d.Verdicts[i]) {
+					d.Stats.RootMissingSpans++
+				}
+			}
+			d.Stats.RootMissing = d.Stats.RootMissingSpans > 0
 		}
 	} else if h.last {
 		d = p.corr.ReleaseLast(*vbuf, spans, p.clock.Now().UnixNano())

@@ -74,6 +74,10 @@ type RootReport struct {
 	// messaging CONSUMER span, or a span reached through a link): nothing in it is judged
 	// against a gone time unless bound.
 	Detached bool `json:"detached,omitempty"`
+	// Bound is true when the root is detached work (a delivery, a linked trace) that an
+	// idempotency key or a propagated deadline binds to a request elsewhere: it has no end
+	// reason of its own and is judged, by its liveness, against that request's gone time.
+	Bound bool `json:"bound,omitempty"`
 	// Gone is the root's gone time, the earliest of its end and its deadline, as the
 	// processor decided it; GoneAfterStart is it in seconds after the root's start.
 	Gone           *time.Time `json:"gone,omitempty"`
@@ -493,6 +497,9 @@ func rootReport(root *span, gone map[goneKey]int64) *RootReport {
 		Start: time.Unix(0, root.start).UTC(), Duration: float64(root.end-root.start) / 1e9,
 		EndReason: root.str(verdict.AttrRootEndReason), Detached: root.flag(verdict.AttrDetached),
 	}
+	if l := root.str(verdict.AttrLiveness); r.EndReason == "" && (l == verdict.LivenessLive.String() || l == verdict.LivenessOrphaned.String()) {
+		r.Bound = true
+	}
 	if g, ok := gone[goneKey{root.traceID, root.spanID}]; ok && r.EndReason != "" {
 		gt := time.Unix(0, g).UTC()
 		after := float64(g-root.start) / 1e9
@@ -619,6 +626,8 @@ func summarize(r *Report, zeroTrace int) Summary {
 			}
 		case t.Root.Detached:
 			s.Roots["detached"]++
+		case t.Root.Bound:
+			s.Roots["bound"]++
 		default:
 			s.Roots["unjudged"]++
 		}

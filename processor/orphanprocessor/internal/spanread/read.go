@@ -85,6 +85,7 @@ type Reader struct {
 	resend, operation                                                          int
 	rpcMethod, rpcService, msgDest, serverAddr, serverPort, urlFull            int
 	peerService, requestModel                                                  int
+	responseFlags, errorTag, grpcPrevAttempts, messageID                       int
 	toolName, toolCallID, aiToolName, aiToolCallID                             int
 	attempt, keys, deadlines, models, inputTokens, outputTokens, costs         []int
 
@@ -144,6 +145,10 @@ func New(o Options) *Reader {
 	r.toolCallID = slot("gen_ai.tool.call.id")
 	r.aiToolName = slot("ai.toolCall.name")
 	r.aiToolCallID = slot("ai.toolCall.id")
+	r.responseFlags = slot("response_flags") // Envoy's tag, in its Zipkin and OpenTelemetry spans
+	r.errorTag = slot("error")               // Zipkin's and OpenTracing's error tag
+	r.grpcPrevAttempts = slot("rpc.grpc.request.metadata.grpc-previous-rpc-attempts")
+	r.messageID = slot("messaging.message.id")
 	r.attempt = slots(o.AttemptAttributes)
 	r.keys = slots(o.IdempotencyKeys)
 	dl := make([]string, len(o.Deadlines))
@@ -292,8 +297,14 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 	// http.status_code on every 2xx response, so http.method alone does not qualify.
 	_, s.IsHTTP = a.get(r.method)
 	s.HTTPStatus = int(intAttr(&a, st, r.status, r.statusOld))
+	s.HTTPStatusZero = s.HTTPStatus == 0
 	if s.HTTPStatus < 0 || s.HTTPStatus > 999 {
 		s.HTTPStatus = 0
+	}
+	s.ResponseFlags = strValue(a.get(r.responseFlags))
+	if v, ok := a.get(r.errorTag); ok {
+		v = one(v)
+		s.ErrorTag = v.Type() == pcommon.ValueTypeBool && v.Bool() || v.Type() == pcommon.ValueTypeStr && strings.EqualFold(v.Str(), "true")
 	}
 	s.GRPCStatus = grpcStatus(&a, st)
 	s.ErrorType = strValue(a.get(r.errorType))
@@ -320,10 +331,15 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 		}
 	}
 	// A resend count beyond maxResend is no retry count any client keeps: ignored, counted.
-	if n := intAttr(&a, st, r.resend); n > maxResend {
+	// gRPC's grpc-previous-rpc-attempts (gRFC A6) counts the earlier tries of a retried or
+	// hedged call, as resend_count does.
+	if n := intAttr(&a, st, r.resend, r.grpcPrevAttempts); n > maxResend {
 		st[BadOutOfRange]++
 	} else if n >= 0 {
 		s.ResendCount = int(n)
+	}
+	if s.Kind == verdict.KindConsumer {
+		s.MessageHash = r.messageHash(&a)
 	}
 	for _, slot := range r.attempt {
 		if !a.any(r.attemptMask) {
@@ -421,6 +437,34 @@ func (r *Reader) KeyHash(sp ptrace.Span) uint64 {
 		}
 	}
 	return 0
+}
+
+// messageHash is the hash of the identity of the message a CONSUMER span delivers:
+// messaging.message.id, else Kafka's destination, partition and offset (the current names,
+// then the older messaging.kafka.* ones); 0 when neither is there. A Kafka message key is not
+// an identity (many messages share one): configure it as an idempotency key to use it.
+func (r *Reader) messageHash(a *view) uint64 {
+	if id := strValue(a.get(r.messageID)); id != "" {
+		return r.hashKey("messaging.message.id\x00" + id)
+	}
+	dest := strValue(a.get(r.msgDest))
+	if dest == "" {
+		return 0
+	}
+	first := func(names ...string) string {
+		for _, n := range names {
+			if v := strValue(a.a.Get(n)); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	part := first("messaging.destination.partition.id", "messaging.kafka.destination.partition")
+	off := first("messaging.kafka.offset", "messaging.kafka.message.offset")
+	if part == "" || off == "" {
+		return 0
+	}
+	return r.hashKey("kafka\x00" + dest + "\x00" + part + "\x00" + off)
 }
 
 // hostPort is a "server.address:server.port" target made once and reused while the spans read
