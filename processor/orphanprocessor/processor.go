@@ -20,6 +20,15 @@ import (
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
 )
 
+// The component's files: processor.go is its face (ConsumeTraces: taking spans in; Start,
+// Shutdown and the release loop). hold.go is where a trace waits for its decision (holdStore:
+// by ID, arrival and due time); release.go how decided spans leave (whole batches as they came,
+// or span by span); verdicts.go where a released trace is decided (decide, via the correlator's
+// Release) and its verdicts, carried verdicts and carrier spans are written (writeVerdict,
+// writeCarried, passCarried); roots.go the abandoned roots held after their trace; telemetry.go
+// the counters; keysharing.go the tier's shared keys; replay.go the processor on a recording's
+// own clock; clock.go where time comes from.
+
 // orphanProcessor holds each trace's spans until Config.DecisionWaitAfterRoot after its root
 // span arrived (at most Config.DecisionWait after its first span), then asks the correlator for
 // verdicts, writes them onto the spans and passes the spans on; spans that arrive later are
