@@ -181,6 +181,7 @@ func (c *Correlator) deferLocked(t TraceID, spans []Span, now int64, extra func(
 	}
 	c.memoSpans += len(spans)
 	m.owing += len(spans)
+	c.owingMemos[t] = m
 	c.pendingSpans += len(spans)
 	if !m.queued[queuePending] {
 		m.queued[queuePending] = true
@@ -288,6 +289,7 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, mo
 		}
 	}
 	if m.owing > 0 {
+		c.owingMemos[t] = m
 		c.pendingSpans += m.owing
 		if m.since == 0 || !m.provisional {
 			m.since, m.provisional = now, true
@@ -297,6 +299,7 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, mo
 			c.memoOrder[queuePending].Push(t)
 		}
 	} else {
+		delete(c.owingMemos, t)
 		m.provisional = false
 	}
 	c.memoSpans += len(spans)
@@ -318,6 +321,9 @@ func (c *Correlator) dropMemo(t TraceID, m *traceMemo) {
 	c.pendingSpans -= m.owing
 	if c.memos[t] == m {
 		delete(c.memos, t)
+	}
+	if c.owingMemos[t] == m {
+		delete(c.owingMemos, t)
 	}
 }
 
@@ -393,6 +399,7 @@ func (c *Correlator) settleChainsLocked(t TraceID, now int64) {
 	c.swept = append(c.swept, rel.carried...)
 	c.pendingSpans -= m.owing
 	m.owing, m.provisional = 0, false
+	delete(c.owingMemos, t)
 	clear(verdicts)
 	c.verdictBuf = verdicts[:0]
 }
@@ -413,7 +420,7 @@ func (c *Correlator) giveUpLocked(t TraceID, now int64) {
 func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	for t, m := range c.memos {
+	for t, m := range c.owingMemos { // settled memos owe nothing: not walked
 		switch {
 		case m.owing > 0 && m.provisional && now-m.since > int64(c.cfg.ChainWait):
 			c.settleChainsLocked(t, now)
@@ -440,7 +447,7 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	for t, m := range c.memos {
+	for t, m := range c.owingMemos {
 		if m.owing > 0 {
 			c.giveUpLocked(t, now)
 		}

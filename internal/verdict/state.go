@@ -32,6 +32,7 @@ type Correlator struct {
 	// closed outside a release, waiting for Sweep.
 	relMu                   sync.Mutex
 	memos                   map[TraceID]*traceMemo
+	owingMemos              map[TraceID]*traceMemo // the memos that owe verdicts (Sweep walks these)
 	memoOrder               [2]fifo.Queue[TraceID] // settled, pending
 	memoSpans, pendingSpans int
 	open                    *bounded.Table[runID, *openRun] // within MaxOpenRuns (openruns.go)
@@ -84,6 +85,7 @@ func New(cfg Config) (*Correlator, error) {
 		multi: bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRootsLocked)
 		memos: make(map[TraceID]*traceMemo),
 	}
+	c.owingMemos = make(map[TraceID]*traceMemo)
 	// An open run evicted to stay within MaxOpenRuns is closed: its outcome, as decided when it
 	// was left open, is carried by the next Sweep.
 	c.open = bounded.New(cfg.MaxOpenRuns, func(_ runID, r *openRun) { c.sweptRun(r) })
