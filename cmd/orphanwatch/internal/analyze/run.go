@@ -66,7 +66,8 @@ type Output struct {
 // Run analyses the inputs together, as one collector receiving all their spans, so that traces
 // that refer to each other (an idempotency key, a span link, a trace split over two files)
 // find each other. cfg is the processor configuration (nil: DefaultConfig), used as it is:
-// limits and waits as on the collector. Every span is handed over at its end time (a span
+// limits and waits as on the collector (with decision_wait 0, which decides each batch whole,
+// the input is one batch and the limits are raised to hold it). Every span is handed over at its end time (a span
 // without one with the latest span of its trace); when all are in, time runs on until nothing
 // is held or owed, so every verdict is final. The inputs' traces are consumed.
 func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Output, error) {
@@ -89,6 +90,19 @@ func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Out
 		files[i].Traces = len(seen)
 	}
 	orderArrivals(arrivals)
+	if cfg.DecisionWait == 0 && len(arrivals) > 0 {
+		// decision_wait 0 decides each batch whole as it arrives, which is sound where a batch
+		// holds whole traces (behind groupbytrace): the input is handed over as one batch.
+		last := arrivals[len(arrivals)-1].at
+		for i := range arrivals {
+			arrivals[i].at = last
+		}
+		c := *cfg
+		n, most := traceSizes(arrivals)
+		c.Limits.MaxTraces = max(c.Limits.MaxTraces, n+1)
+		c.Limits.MaxSpansPerTrace = max(c.Limits.MaxSpansPerTrace, most+1)
+		cfg = &c
+	}
 
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -200,6 +214,18 @@ func appendArrivals(dst []arrival, td ptrace.Traces, seen func(pcommon.TraceID))
 		dst[i].at = timeless[dst[i].sp.TraceID()]
 	}
 	return dst
+}
+
+// traceSizes returns the number of traces of the arrivals and the spans of the largest.
+func traceSizes(a []arrival) (traces, most int) {
+	n := map[pcommon.TraceID]int{}
+	for _, x := range a {
+		n[x.sp.TraceID()]++
+	}
+	for _, c := range n {
+		most = max(most, c)
+	}
+	return len(n), most
 }
 
 // orderArrivals sorts the spans by arrival; spans that arrive together stay in input order.
