@@ -31,13 +31,16 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/analyze"
+	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
-// TestAnalyzeEqualsCollector sends every scenario and a file of re-sends that share one
-// idempotency key across three traces through `orphanwatch analyze` (its --spans --format json
+// TestAnalyzeEqualsCollector sends every scenario, a file of re-sends that share one
+// idempotency key across three traces, and the real files of ../shared/testdata-real that last
+// 30 s at most through `orphanwatch analyze` (its --spans --format json
 // report and its --metrics) and through a collector: the orphan processor made by its factory,
 // with its default configuration, its release loop and the wall clock, passing to the
 // orphanmetrics exporter made by its factory and scraped over HTTP. The collector receives each
@@ -65,6 +68,23 @@ func TestAnalyzeEqualsCollector(t *testing.T) {
 		cases = append(cases, tc{filepath.Base(d), td})
 	}
 	cases = append(cases, tc{"keyed_resends_three_traces", keyedResends()})
+	// The real files (read as analyze reads them, then sent as OTLP to both) whose spans last
+	// 30 s at most: each case takes as long as its spans do. ORPHANWATCH_COMPARE_LONG=1 takes
+	// them all (the Jaeger file lasts 44 s, the smartthings Zipkin file 100 s).
+	if dir := e2e.RealTestdata(); dir != "" {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		require.NoError(t, err)
+		for _, p := range paths {
+			raw, err := os.ReadFile(p)
+			require.NoError(t, err)
+			res, err := input.Parse(raw)
+			require.NoError(t, err, p)
+			if lasts(res.Traces) > 30*time.Second && os.Getenv("ORPHANWATCH_COMPARE_LONG") == "" {
+				continue
+			}
+			cases = append(cases, tc{strings.TrimSuffix(filepath.Base(p), ".json"), res.Traces})
+		}
+	}
 
 	// The collectors run at once (each in real time), then each is compared with analyze.
 	files := make([]string, len(cases))
@@ -461,6 +481,18 @@ func (f flatSpan) appendTo(td ptrace.Traces) {
 	dss := drs.ScopeSpans().AppendEmpty()
 	f.ss.Scope().CopyTo(dss.Scope())
 	f.sp.CopyTo(dss.Spans().AppendEmpty())
+}
+
+// lasts is the time from the first span start to the last span end of td.
+func lasts(td ptrace.Traces) time.Duration {
+	var first, last pcommon.Timestamp
+	for _, s := range flat(td) {
+		if st := s.sp.StartTimestamp(); st != 0 && (first == 0 || st < first) {
+			first = st
+		}
+		last = max(last, s.sp.EndTimestamp())
+	}
+	return time.Duration(last - first)
 }
 
 // shiftToNow moves every time of td (span start and end, event times, and the absolute
