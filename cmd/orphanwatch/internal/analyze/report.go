@@ -227,6 +227,11 @@ type ProcessorCounts struct {
 	AttributesIgnored map[string]int64 `json:"attributes_ignored"`
 	TracesRootMissing int64            `json:"traces_root_missing"`
 	RunsUnknownRoot   int64            `json:"runs_unknown_root"`
+	// SpansDeferred counts spans that left before their verdict was final (root not yet
+	// arrived, chain incomplete); their verdicts were carried later and are in the report.
+	SpansDeferred int64 `json:"spans_deferred"`
+	// CarrierSpans counts the spans the processor made to carry verdicts (not in the report).
+	CarrierSpans int64 `json:"carrier_spans"`
 }
 
 // span is one output span with what is read of it.

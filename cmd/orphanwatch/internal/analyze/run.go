@@ -336,7 +336,8 @@ func readProbes(out []ptrace.Traces, probes map[goneKey]probe) map[goneKey]int64
 	return gone
 }
 
-// processorTelemetry reads the processor's own counters of spans it could not judge.
+// processorTelemetry reads the processor's own counters of spans it could not judge, and of
+// verdicts it carried.
 func processorTelemetry(rm *metricdata.ResourceMetrics) ProcessorCounts {
 	pc := ProcessorCounts{WithoutVerdict: map[string]int64{}, AttributesIgnored: map[string]int64{}}
 	for _, sm := range rm.ScopeMetrics {
@@ -358,6 +359,10 @@ func processorTelemetry(rm *metricdata.ResourceMetrics) ProcessorCounts {
 					pc.TracesRootMissing += dp.Value
 				case "otelcol_processor_orphan_runs_unknown_root":
 					pc.RunsUnknownRoot += dp.Value
+				case "otelcol_processor_orphan_spans_deferred":
+					pc.SpansDeferred += dp.Value
+				case "otelcol_processor_orphan_carrier_spans":
+					pc.CarrierSpans += dp.Value
 				}
 			}
 		}
