@@ -182,3 +182,18 @@ func TestNewReplayValidates(t *testing.T) {
 	_, err := NewReplay(nopSettings(), cfg, new(consumertest.TracesSink))
 	require.ErrorContains(t, err, "limits.max_traces")
 }
+
+// TestReplayDrainEndsWithoutRunTimeout: with run_timeout 0 (no timeout) a keyed run whose last
+// attempt failed retryably stays open for good; Drain still ends, and Shutdown carries the run's
+// outcome, as at a collector's shutdown.
+func TestReplayDrainEndsWithoutRunTimeout(t *testing.T) {
+	cfg := testConfig(30 * time.Second)
+	cfg.RunTimeout = 0
+	out, reached := replay(t, cfg, keyedResends(503))
+	lastEnd := at(21.9).AsTime()
+	assert.False(t, reached.After(lastEnd.Add(cfg.DecisionWait+cfg.MaxRequestDuration+cfg.ClockSkewTolerance+2*sweepInterval)), "reached %s", reached)
+	ev := carriedEvents(out)[pcommon.SpanID{2, 1}.String()]
+	require.Len(t, ev, 1, "the run's outcome carried once, at shutdown")
+	assert.Equal(t, "retryable_failure", str(ev[0], verdict.AttrRunOutcome))
+	assert.Equal(t, "3", str(ev[0], verdict.AttrRunAttempts))
+}
