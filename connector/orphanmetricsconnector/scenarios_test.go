@@ -243,4 +243,3 @@ func TestScenariosAsData(t *testing.T) {
 		})
 	}
 }
-
