@@ -56,7 +56,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 		rec:    rec,
 		next:   next,
 		tel:    tel,
-		conv:   newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now())),
+		conv:   newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource),
 	}, nil
 }
 

@@ -60,13 +60,14 @@ type converter struct {
 	version   string
 	start     pcommon.Timestamp // when no series carries its own creation time
 	byProm    map[string]metricSpec
+	collector pcommon.Resource // the collector's own resource: of the health series
 
 	// exemplarsSince leaves out exemplars taken before it (sent by an earlier flush).
 	exemplarsSince time.Time
 }
 
-func newConverter(namespace, version string, start pcommon.Timestamp) converter {
-	c := converter{namespace: namespace, version: version, start: start, byProm: map[string]metricSpec{}}
+func newConverter(namespace, version string, start pcommon.Timestamp, collector pcommon.Resource) converter {
+	c := converter{namespace: namespace, version: version, start: start, byProm: map[string]metricSpec{}, collector: collector}
 	for _, s := range metricSpecs {
 		c.byProm[namespace+"_"+s.prom] = s
 	}
@@ -77,8 +78,9 @@ func newConverter(namespace, version string, start pcommon.Timestamp) converter 
 // counters, cumulative explicit-bucket histograms for the histograms. The series of one
 // service (its service_name label, or callee_service for unpropagated) share a resource with
 // service.name set to that label value, as spanmetrics puts a service's metrics under its
-// resource; the health series (label_overflow, spans_skipped) are under a resource without
-// attributes. Every label stays a data point attribute, so the Prometheus series are the
+// resource; the health series (label_overflow, spans_skipped), which are about the collector,
+// are under the collector's own resource (its service.name and service.instance.id), as its
+// internal telemetry is. Every label stays a data point attribute, so the Prometheus series are the
 // exporter's.
 func (c *converter) convert(mfs []*dto.MetricFamily, now pcommon.Timestamp) pmetric.Metrics {
 	md := pmetric.NewMetrics()
@@ -94,6 +96,8 @@ func (c *converter) convert(mfs []*dto.MetricFamily, now pcommon.Timestamp) pmet
 			rm := md.ResourceMetrics().AppendEmpty()
 			if resource != "" {
 				rm.Resource().Attributes().PutStr(attrServiceName, resource)
+			} else {
+				c.collector.Attributes().CopyTo(rm.Resource().Attributes())
 			}
 			sm := rm.ScopeMetrics().AppendEmpty()
 			sm.Scope().SetName(metadata.ScopeName)
