@@ -201,3 +201,5 @@ func (p point) samples(name string) map[string]sample {
 	}
 	return out
 }
+
+func strconvQuote(s string) string { return strconv.Quote(s) }
