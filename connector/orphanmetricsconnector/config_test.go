@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
@@ -78,4 +79,37 @@ func TestEveryRecorderMetricHasAnOTLPName(t *testing.T) {
 	for _, s := range metricSpecs {
 		assert.NotEmpty(t, s.otlp, s.prom)
 	}
+}
+
+// TestHealthSeriesUnderCollectorResource: label_overflow and spans_skipped are sent under the
+// collector's own resource, the service series under their service's.
+func TestHealthSeriesUnderCollectorResource(t *testing.T) {
+	rec, err := orphanmetricsexporter.NewRecorder(nil)
+	require.NoError(t, err)
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "svc")
+	rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty().Attributes().PutStr("orphanwatch.root.end_reason", "completed")
+	rec.Record(td)
+	mfs, err := rec.Gatherer().Gather()
+	require.NoError(t, err)
+	col := pcommon.NewResource()
+	col.Attributes().PutStr("service.name", "otelcol-orphanwatch")
+	col.Attributes().PutStr("service.instance.id", "0f1e")
+	conv := newConverter("orphanwatch", "v1", 1, col)
+	md := conv.convert(mfs, 2)
+	byResource := map[string][]string{}
+	for _, rm := range md.ResourceMetrics().All() {
+		key := ""
+		for k, v := range rm.Resource().Attributes().All() {
+			key += k + "=" + v.Str() + ";"
+		}
+		for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
+			byResource[key] = append(byResource[key], m.Name())
+		}
+	}
+	assert.Equal(t, map[string][]string{
+		"service.name=otelcol-orphanwatch;service.instance.id=0f1e;": {"orphanwatch.label_overflow", "orphanwatch.spans_skipped"},
+		"service.name=svc;": {"orphanwatch.roots"},
+	}, byResource)
 }
