@@ -56,6 +56,12 @@ type orphanProcessor struct {
 
 	dropLog logLimiter
 
+	// sweepMu is held by a sweep from taking verdicts out of the correlator until they are
+	// handed on (carrier_spans counted, the next consumer returned), and by the telemetry
+	// callback: pending_spans and open_runs never read 0 while a verdict they counted is still
+	// on its way out of the processor (issue 19 item 9).
+	sweepMu sync.Mutex
+
 	stopOnce sync.Once
 	stop     chan struct{}
 	wake     chan struct{} // buffered 1: a trace arrived into an empty queue
@@ -196,6 +202,8 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		done:     make(chan struct{}),
 	}
 	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func() metadata.Kept {
+		p.sweepMu.Lock()
+		defer p.sweepMu.Unlock()
 		r, k := corr.Held()
 		memo, pending, open := corr.Kept()
 		return metadata.Kept{Roots: int64(r), Keys: int64(k), Pending: int64(pending), OpenRuns: int64(open), Context: int64(memo - pending)}
@@ -326,6 +334,8 @@ func (p *orphanProcessor) sweep(ctx context.Context, now time.Time) {
 	}
 	p.lastSweep = now
 	p.mu.Unlock()
+	p.sweepMu.Lock()
+	defer p.sweepMu.Unlock()
 	carried, st := p.corr.Sweep(now.UnixNano())
 	_ = p.dropped(ctx, p.passCarried(ctx, carried, st, now))
 }
@@ -377,14 +387,35 @@ func (p *orphanProcessor) due(now time.Time) []*heldTrace {
 	return ready
 }
 
-// takeLocked removes a trace from the held state. p.mu must be held.
+// takeLocked removes a trace from the held state. p.mu must be held. The trace still counts in
+// traces_held and spans_held until release has decided it and handed its spans on (leftHeld).
 func (p *orphanProcessor) takeLocked(h *heldTrace) *heldTrace {
 	h.decided = true
 	delete(p.held, h.id)
 	p.spansHeld -= len(h.refs)
-	p.tel.ProcessorOrphanTracesHeld.Add(context.Background(), -1, p.tel.ID)
-	p.tel.ProcessorOrphanSpansHeld.Add(context.Background(), int64(-len(h.refs)), p.tel.ID)
 	return h
+}
+
+// leftHeld takes traces that were taken (takeLocked) out of traces_held and spans_held, once
+// decided and handed on: while they are being decided the processor still holds them, and the
+// gauges must not tell a reader that nothing is held or owed while verdicts are being made
+// (issue 19 item 9: "owes nothing" was read before the last verdicts were counted).
+func (p *orphanProcessor) leftHeld(ctx context.Context, traces, spans int) {
+	if traces == 0 {
+		return
+	}
+	p.tel.ProcessorOrphanTracesHeld.Add(ctx, int64(-traces), p.tel.ID)
+	p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-spans), p.tel.ID)
+}
+
+// heldRefs is the number of spans the traces hold (held abandoned roots included: holdRoot
+// counts them again while they wait).
+func heldRefs(traces []*heldTrace) int {
+	n := 0
+	for _, h := range traces {
+		n += len(h.refs)
+	}
+	return n
 }
 
 // ConsumeTraces groups the batch's spans by trace (they stay in the batch, which the processor
@@ -554,6 +585,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	}
 	if hasPass {
 		if err := p.next.ConsumeTraces(ctx, passthrough); err != nil {
+			p.leftHeld(ctx, len(ready), heldRefs(ready))
 			return err
 		}
 	}
@@ -580,6 +612,8 @@ func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error
 	if len(ready) == 0 {
 		return nil
 	}
+	// Held until decided and handed on, whatever the next consumer says.
+	defer p.leftHeld(ctx, len(ready), heldRefs(ready))
 	now := p.clock.Now()
 	n := 0
 	// The spans leave grouped as they came: by the ScopeSpans they arrived in.
@@ -877,8 +911,9 @@ func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) e
 		hr.ref.sp.MoveTo(ss.Spans().AppendEmpty())
 	}
 	n := len(roots)
-	p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-n), p.tel.ID)
 	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n), p.tel.ID)
+	// Held until handed on (leftHeld).
+	defer p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-n), p.tel.ID)
 	if err := p.next.ConsumeTraces(ctx, out); err != nil {
 		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
 		return &refusedError{err: err, spans: n}
