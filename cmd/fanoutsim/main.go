@@ -99,6 +99,8 @@ func run(args []string, stdout, stderrW io.Writer) int {
 	fs.StringVar(&o.OTLPEndpoint, "otlp-endpoint", "", "OTLP endpoint host:port or URL (default localhost:4317 for grpc, localhost:4318 for http; none: export nothing)")
 	fs.StringVar(&o.OTLPProtocol, "otlp-protocol", o.OTLPProtocol, "OTLP protocol: grpc or http")
 	fs.BoolVar(&o.OTLPInsecure, "otlp-insecure", o.OTLPInsecure, "no TLS towards the OTLP endpoint")
+	fs.DurationVar(&o.OTLPTimeout, "otlp-timeout", o.OTLPTimeout, "timeout of each OTLP export request (0: the exporter's default, 10s)")
+	fs.IntVar(&o.ExportQueueSize, "otlp-queue-size", o.ExportQueueSize, "queue of each service's batch span processor; spans ending while it is full are dropped (and counted)")
 	truthFile := fs.String("truth", "", "write the ground truth as JSON to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {

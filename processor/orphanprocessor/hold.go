@@ -203,27 +203,31 @@ func (p *orphanProcessor) wakeLocked() {
 func (p *orphanProcessor) due(now time.Time) []*heldTrace {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ready := p.takeDue(now, nil)
-	p.countTaken(ready)
-	return ready
+	return p.takeDue(now, nil)
 }
 
-// takeLocked takes a trace out of the hold. p.mu must be held.
-func (p *orphanProcessor) takeLocked(h *heldTrace) *heldTrace {
-	p.take(h)
-	p.countTaken([]*heldTrace{h})
-	return h
-}
+// takeLocked takes a trace out of the hold. p.mu must be held. The trace still counts in
+// traces_held and spans_held until release has decided it and handed its spans on (leftHeld).
+func (p *orphanProcessor) takeLocked(h *heldTrace) *heldTrace { return p.take(h) }
 
-// countTaken counts traces taken out of the hold in the held gauges.
-func (p *orphanProcessor) countTaken(taken []*heldTrace) {
-	if len(taken) == 0 {
+// leftHeld takes traces that were taken (takeLocked) out of traces_held and spans_held, once
+// decided and handed on: while they are being decided the processor still holds them, and the
+// gauges must not tell a reader that nothing is held or owed while verdicts are being made
+// (issue 19 item 9: "owes nothing" was read before the last verdicts were counted).
+func (p *orphanProcessor) leftHeld(ctx context.Context, traces, spans int) {
+	if traces == 0 {
 		return
 	}
-	spans := 0
-	for _, h := range taken {
-		spans += len(h.refs)
+	p.tel.ProcessorOrphanTracesHeld.Add(ctx, int64(-traces), p.tel.ID)
+	p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-spans), p.tel.ID)
+}
+
+// heldRefs is the number of spans the traces hold (held abandoned roots included: holdRoot
+// counts them again while they wait).
+func heldRefs(traces []*heldTrace) int {
+	n := 0
+	for _, h := range traces {
+		n += len(h.refs)
 	}
-	p.tel.ProcessorOrphanTracesHeld.Add(context.Background(), int64(-len(taken)), p.tel.ID)
-	p.tel.ProcessorOrphanSpansHeld.Add(context.Background(), int64(-spans), p.tel.ID)
+	return n
 }

@@ -61,6 +61,12 @@ type orphanProcessor struct {
 
 	dropLog logLimiter
 
+	// sweepMu is held by a sweep from taking verdicts out of the correlator until they are
+	// handed on (carrier_spans counted, the next consumer returned), and by the telemetry
+	// callback: pending_spans and open_runs never read 0 while a verdict they counted is still
+	// on its way out of the processor (issue 19 item 9).
+	sweepMu sync.Mutex
+
 	stopOnce sync.Once
 	stop     chan struct{}
 	wake     chan struct{} // buffered 1: a trace arrived into an empty queue
@@ -95,6 +101,8 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		done:      make(chan struct{}),
 	}
 	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func() metadata.Kept {
+		p.sweepMu.Lock()
+		defer p.sweepMu.Unlock()
 		r, k := corr.Held()
 		memo, pending, open := corr.Kept()
 		return metadata.Kept{Roots: int64(r), Keys: int64(k), Pending: int64(pending), OpenRuns: int64(open), Context: int64(memo - pending)}
@@ -148,7 +156,6 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	for _, h := range ready {
 		h.last = true
 	}
-	p.countTaken(ready)
 	p.mu.Unlock()
 	// In the order their spans ended, as they would have been released: a message's
 	// deliveries in several traces are numbered as they happened.
@@ -221,6 +228,8 @@ func (p *orphanProcessor) sweep(ctx context.Context, now time.Time) {
 	}
 	p.lastSweep = now
 	p.mu.Unlock()
+	p.sweepMu.Lock()
+	defer p.sweepMu.Unlock()
 	carried, st := p.corr.Sweep(now.UnixNano())
 	_ = p.dropped(ctx, p.passCarried(ctx, carried, st, now))
 }
@@ -398,9 +407,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		ready = append(ready, p.takeLocked(h))
 	}
 	if p.cfg.DecisionWait == 0 {
-		n := len(ready)
 		ready = p.takeAll(ready)
-		p.countTaken(ready[n:])
 	}
 	p.mu.Unlock()
 

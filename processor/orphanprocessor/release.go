@@ -182,6 +182,8 @@ func (p *orphanProcessor) releaseWith(ctx context.Context, ready []*heldTrace, p
 	if len(ready) == 0 && len(pass) == 0 {
 		return nil
 	}
+	// Held until decided and handed on, whatever the next consumer says.
+	defer p.leftHeld(ctx, len(ready), heldRefs(ready))
 	now := p.clock.Now()
 	lv := leavingPool.Get().(*leaving)
 	defer lv.recycle()

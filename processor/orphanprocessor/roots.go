@@ -108,8 +108,9 @@ func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) e
 	}
 	out := lv.assemble()
 	n := len(roots)
-	p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-n), p.tel.ID)
 	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n), p.tel.ID)
+	// Held until handed on (leftHeld).
+	defer p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-n), p.tel.ID)
 	if err := p.next.ConsumeTraces(ctx, out); err != nil {
 		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
 		return &refusedError{err: err, spans: n}

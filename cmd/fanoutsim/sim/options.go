@@ -121,6 +121,12 @@ type Options struct {
 	OTLPProtocol string
 	// OTLPInsecure disables TLS towards the endpoint.
 	OTLPInsecure bool
+	// OTLPTimeout bounds each OTLP export request (one try; the exporter retries for at most
+	// 20 s). 0: the exporter's default, 10 s.
+	OTLPTimeout time.Duration
+	// ExportQueueSize is the queue of each service's BatchSpanProcessor: spans that end while
+	// it is full are dropped (counted in the truth's export.spans_dropped).
+	ExportQueueSize int
 	// Exporter, when set, receives the spans instead of an OTLP exporter. It is flushed but not
 	// shut down: the caller owns it (tracetest.InMemoryExporter resets itself on Shutdown).
 	Exporter sdktrace.SpanExporter
@@ -154,6 +160,7 @@ func DefaultOptions() Options {
 		Tolerance:       250 * time.Millisecond,
 		OTLPProtocol:    "grpc",
 		OTLPInsecure:    true,
+		ExportQueueSize: 1 << 16,
 	}
 }
 
@@ -213,6 +220,12 @@ func (o Options) Validate() error {
 	}
 	if !(o.TimeScale > 0) || o.TimeScale > 100 {
 		bad("time-scale: must be in (0, 100], got %v", o.TimeScale)
+	}
+	if o.ExportQueueSize < 1 {
+		bad("otlp-queue-size: must be at least 1, got %d", o.ExportQueueSize)
+	}
+	if o.OTLPTimeout < 0 {
+		bad("otlp-timeout: must not be negative, got %s", o.OTLPTimeout)
 	}
 	if o.DrainTimeout < 0 || o.Tolerance < 0 {
 		bad("drain-timeout and tolerance must not be negative")

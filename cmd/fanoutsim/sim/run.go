@@ -112,7 +112,23 @@ func Run(ctx context.Context, o Options) (truth.Truth, error) {
 	if cut > 0 {
 		t.Incomplete += cut
 	}
+	if t.Export = tel.export(); t.Export != nil && !t.Export.Complete() {
+		errs = append(errs, &SpansLostError{Export: *t.Export})
+	}
 	return t, errors.Join(errs...)
+}
+
+// SpansLostError is Run's error when spans did not reach the collector (dropped by a
+// BatchSpanProcessor, in a failed export call, or rejected by the receiver): the truth still
+// holds, but the collector's metrics cannot equal it. A comparison with the collector must
+// report this, not a verdict mismatch.
+type SpansLostError struct {
+	Export truth.Export
+}
+
+func (e *SpansLostError) Error() string {
+	return fmt.Sprintf("%d of %d spans did not reach the collector (%s): its metrics cannot equal the truth",
+		e.Export.Lost(), e.Export.Ended, e.Export)
 }
 
 func withSpanAttrs(h http.Handler, attrs []attribute.KeyValue) http.Handler {

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -24,22 +27,78 @@ import (
 type telemetry struct {
 	exp      sdktrace.SpanExporter
 	ownsExp  bool
+	discard  bool // --otlp-endpoint=none: nothing is exported, nothing can be lost
 	runID    string
 	book     *truth.Book
+	tally    *exportTally
 	provider map[string]*sdktrace.TracerProvider
 	order    []string
 }
 
-// sharedExporter lets several providers use one exporter: their Shutdown does not close it.
-type sharedExporter struct{ sdktrace.SpanExporter }
+// exportTally counts what became of the spans between the providers and the collector: every
+// span that ended (a SpanProcessor on every provider, beside the batcher) and every span
+// handed to the exporter, by the result of its export call. Ended spans never handed to the
+// exporter were dropped by a BatchSpanProcessor (queue full, shut down before the flush).
+type exportTally struct {
+	ended, exported, failed, rejected, errors atomic.Int64
+}
 
-func (sharedExporter) Shutdown(context.Context) error { return nil }
+// OnEnd counts a span that ended.
+func (t *exportTally) OnEnd(sdktrace.ReadOnlySpan)                     { t.ended.Add(1) }
+func (t *exportTally) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (t *exportTally) Shutdown(context.Context) error                  { return nil }
+func (t *exportTally) ForceFlush(context.Context) error                { return nil }
+func (t *exportTally) counts() truth.Export {
+	e := truth.Export{
+		Ended:    int(t.ended.Load()),
+		Exported: int(t.exported.Load()),
+		Failed:   int(t.failed.Load()),
+		Rejected: int(t.rejected.Load()),
+		Errors:   int(t.errors.Load()),
+	}
+	e.Dropped = max(e.Ended-e.Exported-e.Failed-e.Rejected, 0)
+	return e
+}
+
+// partialSuccess is how the OTLP exporters word a partial success in the error they return:
+// "OTLP partial success: <message> (<n> spans rejected)".
+var partialSuccess = regexp.MustCompile(`OTLP partial success: .*\((\d+) spans? rejected\)`)
+
+// countingExporter lets several providers use one exporter (their Shutdown does not close it)
+// and counts the spans of every export call by its result.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	t *exportTally
+}
+
+func (e countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := e.SpanExporter.ExportSpans(ctx, spans)
+	n := int64(len(spans))
+	if err == nil {
+		e.t.exported.Add(n)
+		return nil
+	}
+	e.t.errors.Add(1)
+	if m := partialSuccess.FindStringSubmatch(err.Error()); m != nil {
+		// The request was accepted but for the rejected spans.
+		if r, perr := strconv.ParseInt(m[1], 10, 64); perr == nil && r <= n {
+			e.t.rejected.Add(r)
+			e.t.exported.Add(n - r)
+			return err
+		}
+	}
+	e.t.failed.Add(n)
+	return err
+}
+
+func (countingExporter) Shutdown(context.Context) error { return nil }
 
 func newTelemetry(ctx context.Context, o Options, book *truth.Book, services []string) (*telemetry, error) {
-	t := &telemetry{book: book, provider: map[string]*sdktrace.TracerProvider{}, runID: keyFor(uint64(time.Now().UnixNano()), "instance")}
+	t := &telemetry{book: book, tally: &exportTally{}, provider: map[string]*sdktrace.TracerProvider{}, runID: keyFor(uint64(time.Now().UnixNano()), "instance")}
 	if o.Exporter != nil {
 		t.exp = o.Exporter
 	} else {
+		t.discard = o.OTLPEndpoint == "none"
 		exp, err := newOTLPExporter(ctx, o)
 		if err != nil {
 			return nil, err
@@ -57,10 +116,11 @@ func newTelemetry(ctx context.Context, o Options, book *truth.Book, services []s
 			sdktrace.WithSampler(sdktrace.AlwaysSample()),
 			// The book first: it sees every span end synchronously.
 			sdktrace.WithSpanProcessor(book),
-			sdktrace.WithBatcher(sharedExporter{t.exp},
+			sdktrace.WithSpanProcessor(t.tally),
+			sdktrace.WithBatcher(countingExporter{t.exp, t.tally},
 				sdktrace.WithBatchTimeout(time.Second),
-				sdktrace.WithMaxQueueSize(1<<16),
-				sdktrace.WithMaxExportBatchSize(2048),
+				sdktrace.WithMaxQueueSize(o.ExportQueueSize),
+				sdktrace.WithMaxExportBatchSize(min(2048, o.ExportQueueSize)),
 			),
 		)
 		t.provider[svc] = tp
@@ -104,6 +164,9 @@ func newOTLPExporter(ctx context.Context, o Options) (sdktrace.SpanExporter, err
 		if o.OTLPInsecure {
 			opts = append(opts, otlptracehttp.WithInsecure())
 		}
+		if o.OTLPTimeout > 0 {
+			opts = append(opts, otlptracehttp.WithTimeout(o.OTLPTimeout))
+		}
 		return otlptracehttp.New(ctx, opts...)
 	case "grpc":
 		opts := []otlptracegrpc.Option{otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{
@@ -120,6 +183,9 @@ func newOTLPExporter(ctx context.Context, o Options) (sdktrace.SpanExporter, err
 		if o.OTLPInsecure {
 			opts = append(opts, otlptracegrpc.WithInsecure())
 		}
+		if o.OTLPTimeout > 0 {
+			opts = append(opts, otlptracegrpc.WithTimeout(o.OTLPTimeout))
+		}
 		return otlptracegrpc.New(ctx, opts...)
 	}
 	return nil, fmt.Errorf("otlp-protocol: %q is neither grpc nor http", o.OTLPProtocol)
@@ -129,6 +195,16 @@ func (t *telemetry) tp(svc string) *sdktrace.TracerProvider { return t.provider[
 
 func (t *telemetry) tracer(svc string) trace.Tracer {
 	return t.provider[svc].Tracer("github.com/orphanwatch/orphanwatch/cmd/fanoutsim")
+}
+
+// export is what became of the spans, once shut down; nil when nothing was exported
+// (--otlp-endpoint=none).
+func (t *telemetry) export() *truth.Export {
+	if t.discard {
+		return nil
+	}
+	e := t.tally.counts()
+	return &e
 }
 
 // shutdown flushes and stops every provider, then the exporter if this package made it.

@@ -56,6 +56,12 @@ func (t Truth) WriteSummary(w io.Writer) error {
 	if t.Incomplete > 0 {
 		fmt.Fprintf(&b, "  incomplete          %d\n", t.Incomplete)
 	}
+	if e := t.Export; e != nil {
+		fmt.Fprintf(&b, "  spans exported      %s\n", e)
+		if !e.Complete() {
+			fmt.Fprintf(&b, "  WARNING             %d of %d spans did not reach the collector (%d export calls failed): its metrics cannot equal this truth\n", e.Lost(), e.Ended, e.Errors)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

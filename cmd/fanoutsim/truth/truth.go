@@ -383,6 +383,11 @@ type Truth struct {
 	// Incomplete counts facts that could not be judged: attempts whose span never ended, runs of
 	// requests without an ended root, span records dropped by the bound.
 	Incomplete int `json:"incomplete"`
+
+	// Export tells whether every span reached the collector (nil when spans were not
+	// exported: --otlp-endpoint=none). When Export.Lost() is not 0 the collector cannot
+	// equal this truth, and a comparison must say so instead of reporting a mismatch.
+	Export *Export `json:"export,omitempty"`
 }
 
 // Compute decides the truth from the facts recorded so far. Call it after every span has ended

@@ -93,10 +93,10 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, id component.ID, 
 	tb.ID = metric.WithAttributeSet(attribute.NewSet(tb.id))
 	var errs, err error
 	tb.ProcessorOrphanTracesHeld, err = m.Int64UpDownCounter("otelcol_processor_orphan_traces_held",
-		metric.WithDescription("Traces whose spans are held, waiting for their decision."), metric.WithUnit("{traces}"))
+		metric.WithDescription("Traces whose spans are held: waiting for their decision, or being decided and handed on."), metric.WithUnit("{traces}"))
 	errs = errors.Join(errs, err)
 	tb.ProcessorOrphanSpansHeld, err = m.Int64UpDownCounter("otelcol_processor_orphan_spans_held",
-		metric.WithDescription("Spans held, waiting for their trace's decision."), metric.WithUnit("{spans}"))
+		metric.WithDescription("Spans held: waiting for their trace's decision, or being decided and handed on."), metric.WithUnit("{spans}"))
 	errs = errors.Join(errs, err)
 	tb.ProcessorOrphanSpansProcessed, err = m.Int64Counter("otelcol_processor_orphan_spans_processed",
 		metric.WithDescription("Spans decided and passed on."), metric.WithUnit("{spans}"))
