@@ -12,11 +12,15 @@ import "github.com/orphanwatch/orphanwatch/internal/fifo"
 // The hooks in state.go are three calls (keyDirRootLocked, keyDirKeyLocked and the fallback in
 // lookupKeyLocked); with no directory set they return at once.
 
-// RootRef is what a directory holds of a root request: what judging work bound to it needs.
+// RootRef is what a directory holds of a root request: what judging work bound to it needs,
+// and which trace and root span it is, so that work linked to one of two requests that sent
+// the same key binds to its own.
 type RootRef struct {
 	Gone    int64 // unix ns: the earliest of the root's end and its deadline
 	Service string
 	Reason  EndReason
+	Trace   TraceID // the trace whose root this is
+	Root    SpanID  // the root span
 }
 
 // KeyDirectory shares idempotency-key bindings beyond one Correlator. Key hashes are the
@@ -26,8 +30,10 @@ type RootRef struct {
 // Every method is called with the Correlator's lock held: none may block or call back into
 // the Correlator.
 type KeyDirectory interface {
-	// Lookup returns the root that key hash h binds to, as another member published it.
-	Lookup(h uint64) (RootRef, bool)
+	// Lookup returns the root that key hash h binds to, as another member published it. When
+	// several requests (traces) published h, it returns the record of a trace in linked if
+	// there is one (linked may be nil), else the first record it holds.
+	Lookup(h uint64, linked []TraceID) (RootRef, bool)
 	// Publish tells the directory that key hash h was carried by a trace whose root is known
 	// and is not detached work. It may be called more than once for a key.
 	Publish(h uint64, root RootRef)
@@ -83,15 +89,15 @@ func (c *Correlator) KeyBinding(h uint64) Binding {
 		}
 	}
 	if c.dir != nil {
-		if _, ok := c.dir.d.Lookup(h); ok {
+		if _, ok := c.dir.d.Lookup(h, nil); ok {
 			return BindingRemote
 		}
 	}
 	return BindingNone
 }
 
-func refOf(rec rootRecord) RootRef {
-	return RootRef{Gone: rec.gone, Service: rec.service, Reason: rec.reason}
+func refOf(t TraceID, rec rootRecord) RootRef {
+	return RootRef{Gone: rec.gone, Service: rec.service, Reason: rec.reason, Trace: t, Root: rec.id}
 }
 
 // keyDirKeyLocked: span s carries a key. Published at once when its trace's root is known and
@@ -104,7 +110,7 @@ func (c *Correlator) keyDirKeyLocked(s *Span) {
 	kd.d.Carried(s.TraceID, s.KeyHash)
 	if rec, ok := c.roots[s.TraceID]; ok {
 		if !rec.detached {
-			kd.d.Publish(s.KeyHash, refOf(rec))
+			kd.d.Publish(s.KeyHash, refOf(s.TraceID, rec))
 		}
 		return
 	}
@@ -143,19 +149,20 @@ func (c *Correlator) keyDirRootLocked(t TraceID) {
 	delete(kd.pending, t) // its entry in kd.order goes when it reaches the front
 	if rec, ok := c.roots[t]; ok && !rec.detached {
 		for _, k := range keys {
-			kd.d.Publish(k, refOf(rec))
+			kd.d.Publish(k, refOf(t, rec))
 		}
 	}
 }
 
-// keyDirLookupLocked asks the directory for a key the local index does not bind.
-func (c *Correlator) keyDirLookupLocked(h uint64) (rootRecord, bool) {
+// keyDirLookupLocked asks the directory for a key the local index does not bind; it returns the
+// record's root and trace.
+func (c *Correlator) keyDirLookupLocked(h uint64, linked []TraceID) (rootRecord, TraceID, bool) {
 	if c.dir == nil {
-		return rootRecord{}, false
+		return rootRecord{}, TraceID{}, false
 	}
-	ref, ok := c.dir.d.Lookup(h)
+	ref, ok := c.dir.d.Lookup(h, linked)
 	if !ok {
-		return rootRecord{}, false
+		return rootRecord{}, TraceID{}, false
 	}
-	return rootRecord{gone: ref.Gone, service: ref.Service, reason: ref.Reason}, true
+	return rootRecord{gone: ref.Gone, service: ref.Service, reason: ref.Reason, id: ref.Root}, ref.Trace, true
 }
