@@ -13,12 +13,33 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
-func newSharer(t *testing.T, wait time.Duration) (*Sharer, *sdkmetric.ManualReader) {
+// mapTable is a Table in memory: the last record per key.
+type mapTable struct {
+	mu   sync.Mutex
+	recs map[uint64]verdict.RootRef
+}
+
+func (m *mapTable) Lookup(h uint64, _ []verdict.TraceID) (verdict.RootRef, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.recs[h]
+	return r, ok
+}
+
+func (m *mapTable) Publish(h uint64, r verdict.RootRef) { m.put(h, r) }
+
+func (m *mapTable) put(h uint64, r verdict.RootRef) {
+	m.mu.Lock()
+	m.recs[h] = r
+	m.mu.Unlock()
+}
+
+func newSharer(t *testing.T, wait time.Duration, tab Table) (*Sharer, *sdkmetric.ManualReader) {
 	t.Helper()
 	rd := sdkmetric.NewManualReader()
 	set := componenttest.NewNopTelemetrySettings()
 	set.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
-	s, err := New(Config{Topic: "k", Secret: []byte("0123456789abcdef"), Wait: wait, MaxRecords: 4, MaxWaiting: 4}, set)
+	s, err := New(Config{Wait: wait, MaxRecords: 4, MaxWaiting: 4}, tab, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,52 +72,13 @@ func lookups(t *testing.T, rd *sdkmetric.ManualReader) map[string]int64 {
 	return out
 }
 
-// The keyed hash depends on the secret (nobody without it can hash guessed keys to compare),
-// is not the FNV-1a hash, and is never 0.
-func TestHashIsKeyed(t *testing.T) {
-	a, _ := newSharer(t, 0)
-	b, err := New(Config{Secret: []byte("another secret!!"), MaxRecords: 1, MaxWaiting: 1}, componenttest.NewNopTelemetrySettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Hash("K") == b.Hash("K") || a.Hash("K") != a.Hash("K") || a.Hash("K") == a.Hash("L") || a.Hash("") == 0 {
-		t.Fatal("hash is not a keyed function of the key")
-	}
-}
-
-func TestRecordRoundTrip(t *testing.T) {
-	ref := verdict.RootRef{Gone: 1767225601000000000, Service: "gateway", Reason: verdict.EndReasonCancelled}
-	k, v := encode(42, ref)
-	h, got, ok := decode(k, v)
-	if !ok || h != 42 || got != ref {
-		t.Fatalf("decode(encode) = %d %+v %v", h, got, ok)
-	}
-	for _, bad := range [][]byte{nil, v[:5], append([]byte{9}, v[1:]...), append(v[:len(v):len(v)], 'x')} {
-		if _, _, ok := decode(k, bad); ok {
-			t.Errorf("decoded a malformed value %x", bad)
-		}
-	}
-}
-
-func TestTableBounded(t *testing.T) {
-	s, _ := newSharer(t, 0)
-	for i := range 100 {
-		s.put(uint64(i+1), verdict.RootRef{Gone: int64(i)})
-	}
-	if len(s.table) != 4 || s.evicted != 96 {
-		t.Fatalf("table %d, evicted %d", len(s.table), s.evicted)
-	}
-	if _, ok := s.Lookup(100); !ok {
-		t.Fatal("newest record evicted")
-	}
-}
-
 type item struct{ id verdict.TraceID }
 
 // The gate holds a trace whose key binds nowhere, releases it when a record arrives (remote),
 // decides another after the wait (missed), and counts the record that comes after it (late).
 func TestGate(t *testing.T) {
-	s, rd := newSharer(t, 300*time.Millisecond)
+	tab := &mapTable{recs: map[uint64]verdict.RootRef{}}
+	s, rd := newSharer(t, 300*time.Millisecond, tab)
 	var mu sync.Mutex
 	var released []*item
 	var g *Gate[*item]
@@ -114,10 +96,11 @@ func TestGate(t *testing.T) {
 	if len(got) != 1 || got[0] != a {
 		t.Fatalf("Hold passed %v, want only the trace without keys", got)
 	}
-	if s.put(7, verdict.RootRef{Gone: 1, Service: "gateway"}) {
-		t.Fatal("late before any miss")
+	tab.put(7, verdict.RootRef{Gone: 1, Service: "gateway"})
+	s.Received([]uint64{7})
+	if got := lookups(t, rd); got["late"] != 0 {
+		t.Fatalf("late before any miss: %v", got)
 	}
-	s.updated <- struct{}{}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()
@@ -133,11 +116,10 @@ func TestGate(t *testing.T) {
 		t.Fatalf("released %v, want b then c", released)
 	}
 	mu.Unlock()
-	if !s.put(8, verdict.RootRef{Gone: 2}) {
-		t.Fatal("a record for a missed key is not late")
-	}
+	tab.put(8, verdict.RootRef{Gone: 2})
+	s.Received([]uint64{8, 9})
 	g.Close()
-	if got, want := lookups(t, rd), (map[string]int64{"remote": 1, "missed": 1}); got["remote"] != want["remote"] || got["missed"] != want["missed"] {
+	if got, want := lookups(t, rd), (map[string]int64{"remote": 1, "missed": 1, "late": 1}); got["remote"] != want["remote"] || got["missed"] != want["missed"] || got["late"] != want["late"] {
 		t.Fatalf("lookups %v, want %v", got, want)
 	}
 }
