@@ -9,8 +9,8 @@ import "github.com/orphanwatch/orphanwatch/internal/fifo"
 // Correlator publishes each key it sees in a trace whose root is known and not detached, and
 // asks the directory when its own index does not bind a key.
 //
-// The hooks in state.go are three calls (keyDirRootLocked, keyDirKeyLocked and the fallback in
-// lookupKeyLocked); with no directory set they return at once.
+// The hooks in state.go are four calls (keyDirRootLocked, keyDirKeyLocked, keyDirLinksLocked
+// and the fallback in lookupKeyLocked); with no directory set they return at once.
 
 // RootRef is what a directory holds of a root request: what judging work bound to it needs,
 // and which trace and root span it is, so that work linked to one of two requests that sent
@@ -40,6 +40,10 @@ type KeyDirectory interface {
 	// Carried tells the directory that trace t carried key hash h (every key-carrying span that
 	// Observe sees), so that a trace can wait for a binding that has not come yet.
 	Carried(t TraceID, h uint64)
+	// Linked tells the directory that a span of trace t links to the traces in to (other traces
+	// only; every linking span that Observe sees), so that a trace can wait for the binding of
+	// the request it links to rather than take another request's that sent the same key.
+	Linked(t TraceID, to []TraceID)
 }
 
 // Binding says where a key hash binds.
@@ -94,6 +98,49 @@ func (c *Correlator) KeyBinding(h uint64) Binding {
 		}
 	}
 	return BindingNone
+}
+
+// KeyBindingLinked is KeyBinding for a trace that links to the traces in linked: with links,
+// only a binding to one of them counts (here, or a record of one of them through the
+// directory); without, any binding does.
+func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
+	if len(linked) == 0 {
+		return c.KeyBinding(h)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kt, ok := c.keys[h]; ok {
+		for i := uint8(0); i < kt.n; i++ {
+			if !containsTrace(linked, kt.traces[i]) {
+				continue
+			}
+			if rec, ok := c.roots[kt.traces[i]]; ok && !rec.detached {
+				return BindingLocal
+			}
+		}
+	}
+	if c.dir != nil {
+		if ref, ok := c.dir.d.Lookup(h, linked); ok && containsTrace(linked, ref.Trace) {
+			return BindingRemote
+		}
+	}
+	return BindingNone
+}
+
+// keyDirLinksLocked: span s links to other traces; the directory is told which.
+func (c *Correlator) keyDirLinksLocked(s *Span) {
+	if c.dir == nil || len(s.Links) == 0 {
+		return
+	}
+	var to []TraceID
+	for _, l := range s.Links {
+		if !l.TraceID.IsZero() && l.TraceID != s.TraceID && !containsTrace(to, l.TraceID) {
+			to = append(to, l.TraceID)
+		}
+	}
+	if len(to) > 0 {
+		c.dir.d.Linked(s.TraceID, to)
+	}
 }
 
 func refOf(t TraceID, rec rootRecord) RootRef {

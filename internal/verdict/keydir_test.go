@@ -41,6 +41,8 @@ func (d *mapDir) Publish(h uint64, r RootRef) {
 
 func (d *mapDir) Carried(t TraceID, h uint64) { d.carried[t] = append(d.carried[t], h) }
 
+func (d *mapDir) Linked(TraceID, []TraceID) {}
+
 // s7Split builds S7's shape: trace A (a cancelled request whose PRODUCER span carries key 7)
 // and trace B (a CONSUMER root linked to it, a model call carrying key 7 that ends after A's
 // gone time).
@@ -185,6 +187,13 @@ func TestKeyDirectoryEachRequestBindsItsOwnRoot(t *testing.T) {
 			}
 			if shared && len(dir.all[7]) != 2 {
 				t.Errorf("records of key 7: %+v, want one per request", dir.all[7])
+			}
+			// The gate's question: does the key bind to the request the job links to?
+			if got := m3.KeyBindingLinked(7, []TraceID{{5}}); shared && got != BindingRemote || !shared && got != BindingLocal {
+				t.Errorf("shared=%v: KeyBindingLinked(7, A2) = %d", shared, got)
+			}
+			if got := m3.KeyBindingLinked(7, []TraceID{{8}}); got != BindingNone {
+				t.Errorf("shared=%v: KeyBindingLinked(7, a trace that sent no key) = %d, want none", shared, got)
 			}
 		}
 	}

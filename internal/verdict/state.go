@@ -127,6 +127,9 @@ func (c *Correlator) Observe(spans []Span) {
 			c.observeKeyLocked(s)
 			c.keyDirKeyLocked(s) // keydir.go
 		}
+		if len(s.Links) > 0 {
+			c.keyDirLinksLocked(s) // keydir.go
+		}
 	}
 }
 

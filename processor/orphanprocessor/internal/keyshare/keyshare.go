@@ -47,7 +47,7 @@ type Sharer struct {
 	tab Table
 
 	carMu    sync.Mutex
-	carried  map[verdict.TraceID][]uint64
+	carried  map[verdict.TraceID]carried
 	carOrder fifo.Queue[verdict.TraceID]
 
 	missMu    sync.Mutex
@@ -61,7 +61,13 @@ type Sharer struct {
 	waitingN func() int
 }
 
-// maxCarriedKeys bounds the keys remembered for one trace.
+// carried is what a trace carried: its keys, and the other traces it links to.
+type carried struct {
+	keys   []uint64
+	linked []verdict.TraceID
+}
+
+// maxCarriedKeys bounds the keys, and the linked traces, remembered for one trace.
 const maxCarriedKeys = 8
 
 // Look-up outcomes, the `outcome` attribute of otelcol_processor_orphan_key_lookups.
@@ -77,7 +83,7 @@ func New(cfg Config, tab Table, set component.TelemetrySettings) (*Sharer, error
 	s := &Sharer{
 		cfg:     cfg,
 		tab:     tab,
-		carried: map[verdict.TraceID][]uint64{},
+		carried: map[verdict.TraceID]carried{},
 		missed:  map[uint64]struct{}{},
 		updated: make(chan struct{}, 1),
 	}
@@ -150,7 +156,40 @@ func (s *Sharer) Publish(h uint64, ref verdict.RootRef) { s.tab.Publish(h, ref) 
 func (s *Sharer) Carried(t verdict.TraceID, h uint64) {
 	s.carMu.Lock()
 	defer s.carMu.Unlock()
-	keys, ok := s.carried[t]
+	c := s.entryLocked(t)
+	for _, k := range c.keys {
+		if k == h {
+			return
+		}
+	}
+	if len(c.keys) < maxCarriedKeys {
+		c.keys = append(c.keys, h)
+		s.carried[t] = c
+	}
+}
+
+// Linked implements verdict.KeyDirectory: a span of trace t links to the traces in to.
+func (s *Sharer) Linked(t verdict.TraceID, to []verdict.TraceID) {
+	s.carMu.Lock()
+	defer s.carMu.Unlock()
+	c := s.entryLocked(t)
+next:
+	for _, u := range to {
+		for _, l := range c.linked {
+			if l == u {
+				continue next
+			}
+		}
+		if len(c.linked) < maxCarriedKeys {
+			c.linked = append(c.linked, u)
+		}
+	}
+	s.carried[t] = c
+}
+
+// entryLocked returns what is kept of trace t, making room for it when it is new.
+func (s *Sharer) entryLocked(t verdict.TraceID) carried {
+	c, ok := s.carried[t]
 	if !ok {
 		for len(s.carried) >= s.cfg.MaxRecords {
 			old, ok := s.carOrder.Pop()
@@ -161,21 +200,15 @@ func (s *Sharer) Carried(t verdict.TraceID, h uint64) {
 		}
 		s.carOrder.Push(t)
 	}
-	for _, k := range keys {
-		if k == h {
-			return
-		}
-	}
-	if len(keys) < maxCarriedKeys {
-		s.carried[t] = append(keys, h)
-	}
+	return c
 }
 
-// keysOf returns the keys trace t carried.
-func (s *Sharer) keysOf(t verdict.TraceID) []uint64 {
+// keysOf returns the keys trace t carried and the traces it links to.
+func (s *Sharer) keysOf(t verdict.TraceID) ([]uint64, []verdict.TraceID) {
 	s.carMu.Lock()
 	defer s.carMu.Unlock()
-	return s.carried[t]
+	c := s.carried[t]
+	return c.keys, c.linked
 }
 
 // forget drops what is kept of trace t's keys once it is decided.
@@ -185,11 +218,20 @@ func (s *Sharer) forget(t verdict.TraceID) {
 	s.carMu.Unlock()
 }
 
-// bound reports whether every key is bound, and counts the look-ups when final is set.
-func (s *Sharer) bound(keys []uint64, final bool) bool {
+// bound reports whether every key binds: to a trace in linked, when the trace links to others
+// (it waits for the request it links to rather than take another request's that sent the same
+// key), else anywhere. When final is set, it counts the look-ups, each key by where it binds
+// now (the decision falls back to any binding when the linked request's never came).
+func (s *Sharer) bound(keys []uint64, linked []verdict.TraceID, final bool) bool {
 	all := true
 	var local, remote, missed int64
 	for _, k := range keys {
+		if !final {
+			if s.corr.KeyBindingLinked(k, linked) == verdict.BindingNone {
+				return false
+			}
+			continue
+		}
 		switch s.corr.KeyBinding(k) {
 		case verdict.BindingLocal:
 			local++
@@ -198,9 +240,7 @@ func (s *Sharer) bound(keys []uint64, final bool) bool {
 		default:
 			all = false
 			missed++
-			if final {
-				s.noteMissed(k)
-			}
+			s.noteMissed(k)
 		}
 	}
 	if final {

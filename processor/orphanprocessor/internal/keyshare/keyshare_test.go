@@ -2,10 +2,12 @@ package keyshare
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -13,24 +15,31 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
-// mapTable is a Table in memory: the last record per key.
+// mapTable is a Table in memory: the records per key, in order, one per trace.
 type mapTable struct {
 	mu   sync.Mutex
-	recs map[uint64]verdict.RootRef
+	recs map[uint64][]verdict.RootRef
 }
 
-func (m *mapTable) Lookup(h uint64, _ []verdict.TraceID) (verdict.RootRef, bool) {
+func (m *mapTable) Lookup(h uint64, linked []verdict.TraceID) (verdict.RootRef, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r, ok := m.recs[h]
-	return r, ok
+	for _, r := range m.recs[h] {
+		if slices.Contains(linked, r.Trace) {
+			return r, true
+		}
+	}
+	if rs := m.recs[h]; len(rs) > 0 {
+		return rs[0], true
+	}
+	return verdict.RootRef{}, false
 }
 
 func (m *mapTable) Publish(h uint64, r verdict.RootRef) { m.put(h, r) }
 
 func (m *mapTable) put(h uint64, r verdict.RootRef) {
 	m.mu.Lock()
-	m.recs[h] = r
+	m.recs[h] = append(m.recs[h], r)
 	m.mu.Unlock()
 }
 
@@ -77,7 +86,7 @@ type item struct{ id verdict.TraceID }
 // The gate holds a trace whose key binds nowhere, releases it when a record arrives (remote),
 // decides another after the wait (missed), and counts the record that comes after it (late).
 func TestGate(t *testing.T) {
-	tab := &mapTable{recs: map[uint64]verdict.RootRef{}}
+	tab := &mapTable{recs: map[uint64][]verdict.RootRef{}}
 	s, rd := newSharer(t, 300*time.Millisecond, tab)
 	var mu sync.Mutex
 	var released []*item
@@ -122,4 +131,40 @@ func TestGate(t *testing.T) {
 	if got, want := lookups(t, rd), (map[string]int64{"remote": 1, "missed": 1, "late": 1}); got["remote"] != want["remote"] || got["missed"] != want["missed"] || got["late"] != want["late"] {
 		t.Fatalf("lookups %v, want %v", got, want)
 	}
+}
+
+// A trace that links to another waits for that request's record, not for any record of its key:
+// another request's record for the same key does not release it, its own does.
+func TestGateWaitsForTheLinkedRequest(t *testing.T) {
+	tab := &mapTable{recs: map[uint64][]verdict.RootRef{}}
+	s, rd := newSharer(t, 5*time.Second, tab)
+	released := make(chan *item, 4)
+	var g *Gate[*item]
+	g = NewGate(s, func(i *item) verdict.TraceID { return i.id }, func(r []*item) {
+		for _, i := range g.Hold(r) {
+			released <- i
+		}
+	})
+	b := &item{verdict.TraceID{2}}
+	a1, a2 := verdict.TraceID{1}, verdict.TraceID{5}
+	s.Carried(b.id, 7)
+	s.Linked(b.id, []verdict.TraceID{a2})
+	require.Empty(t, g.Hold([]*item{b}))
+	tab.put(7, verdict.RootRef{Gone: 1, Service: "gateway", Trace: a1})
+	s.Received([]uint64{7})
+	select {
+	case <-released:
+		t.Fatal("released by another request's record")
+	case <-time.After(300 * time.Millisecond):
+	}
+	tab.put(7, verdict.RootRef{Gone: 9, Service: "gateway", Trace: a2})
+	s.Received([]uint64{7})
+	select {
+	case got := <-released:
+		require.Equal(t, b, got)
+	case <-time.After(3 * time.Second):
+		t.Fatal("not released by its own request's record")
+	}
+	g.Close()
+	require.Equal(t, int64(1), lookups(t, rd)["remote"])
 }
