@@ -270,3 +270,10 @@ func TestTableBounded(t *testing.T) {
 	got, _ := tb.lookup(7, []verdict.TraceID{{1, 1}})
 	assert.Equal(t, int64(7), got.Gone, "the trace's latest record")
 }
+
+func TestRetryBackoff(t *testing.T) {
+	b := retryBackoff(250 * time.Millisecond)
+	assert.Equal(t, []time.Duration{250 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second},
+		[]time.Duration{b(0), b(1), b(2), b(3), b(5), b(6), b(60)})
+	assert.Equal(t, 10*time.Second, retryBackoff(10*time.Second)(3), "a first backoff above the cap stays")
+}

@@ -66,7 +66,7 @@ func clientOpts(ctx context.Context, cfg configkafka.ClientConfig, logger *zap.L
 	}
 	opts = append(opts, kgo.RequestRetries(cfg.Metadata.Retry.Max))
 	if b := cfg.Metadata.Retry.Backoff; b > 0 {
-		opts = append(opts, kgo.RetryBackoffFn(func(int) time.Duration { return b }))
+		opts = append(opts, kgo.RetryBackoffFn(retryBackoff(b)))
 	}
 	if cfg.ConnIdleTimeout > 0 {
 		opts = append(opts, kgo.ConnIdleTimeout(cfg.ConnIdleTimeout))
@@ -175,4 +175,17 @@ func hasCompact(policy string) bool {
 		}
 	}
 	return false
+}
+
+// retryBackoff doubles the wait from min on each failure up to franz-go's 5 s cap (or min, when
+// larger), as contrib's clients do (without their jitter).
+func retryBackoff(first time.Duration) func(int) time.Duration {
+	ceiling := max(5*time.Second, first)
+	return func(fails int) time.Duration {
+		d := first
+		for i := 1; i < fails && d < ceiling; i++ {
+			d *= 2
+		}
+		return min(d, ceiling)
+	}
 }

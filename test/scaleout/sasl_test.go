@@ -7,12 +7,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -26,14 +28,36 @@ func TestKeySharingWithSASL(t *testing.T) {
 	}
 	defer c.Close()
 	mk := func(name string) (processor.Traces, *consumertest.TracesSink) {
+		// The orphan_keys extension, configured as the kafka receiver is (configkafka).
+		ef := orphankeysextension.NewFactory()
+		ecfg := ef.CreateDefaultConfig().(*orphankeysextension.Config)
+		if err := confmap.NewFromStringMap(map[string]any{
+			"brokers":   c.ListenAddrs(),
+			"client_id": name,
+			"secret":    testSecret,
+			"wait":      "10s",
+			"auth":      map[string]any{"sasl": map[string]any{"mechanism": "SCRAM-SHA-256", "username": "orphanwatch", "password": "s3cret-pass"}},
+		}).Unmarshal(ecfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := confmap.Validate(ecfg); err != nil {
+			t.Fatal(err)
+		}
+		ext, err := ef.Create(context.Background(), extensiontest.NewNopSettings(ef.Type()), ecfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := component.NewID(ef.Type())
+		host := componentHost{id: ext}
+		if err := ext.Start(context.Background(), host); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
+
 		f := orphanprocessor.NewFactory()
 		cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
 		cfg.DecisionWait = 0
-		cfg.KeySharing.Brokers = c.ListenAddrs()
-		cfg.KeySharing.Secret = testSecret
-		cfg.KeySharing.ClientID = name
-		cfg.KeySharing.Wait = 10 * time.Second
-		cfg.KeySharing.SASL = &orphanprocessor.KeySharingSASLConfig{Mechanism: "SCRAM-SHA-256", Username: "orphanwatch", Password: configopaque.String("s3cret-pass")}
+		cfg.Keys = &id
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -42,10 +66,10 @@ func TestKeySharingWithSASL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Start(context.Background(), componentHost{}); err != nil {
+		if err := p.Start(context.Background(), host); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+		t.Cleanup(func() { _ = p.Shutdown(context.Background()) }) // before the extension's
 		return p, sink
 	}
 	p1, _ := mk("m1")
@@ -76,6 +100,7 @@ func TestKeySharingWithSASL(t *testing.T) {
 	t.Logf("B bound to A's root through a SASL broker %s after B arrived", time.Since(start).Round(10*time.Millisecond))
 }
 
-type componentHost struct{}
+// componentHost is a component.Host with the given extensions.
+type componentHost map[component.ID]component.Component
 
-func (componentHost) GetExtensions() map[component.ID]component.Component { return nil }
+func (h componentHost) GetExtensions() map[component.ID]component.Component { return h }
