@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
@@ -70,12 +71,14 @@ type keys struct {
 
 	publishedN, received, invalid, publishErrs, evicted metric.Int64Counter
 	reg                                                 metric.Registration
+	attrs                                               metric.MeasurementOption // extension: the instance's ID
 }
 
 var _ Keys = (*keys)(nil)
 
-func newKeys(cfg *Config, set component.TelemetrySettings) (*keys, error) {
+func newKeys(cfg *Config, id component.ID, set component.TelemetrySettings) (*keys, error) {
 	k := &keys{
+		attrs:     metric.WithAttributeSet(attribute.NewSet(attribute.String("extension", id.String()))),
 		cfg:       cfg,
 		logger:    set.Logger,
 		table:     newTable(cfg.MaxRecords),
@@ -97,7 +100,7 @@ func newKeys(cfg *Config, set component.TelemetrySettings) (*keys, error) {
 	k.invalid = add(m.Int64Counter("otelcol_orphan_keys_records_invalid",
 		metric.WithDescription("Records of the key topic that are not version 2 key records (another version or writer): skipped."), metric.WithUnit("{record}")))
 	k.publishErrs = add(m.Int64Counter("otelcol_orphan_keys_publish_errors",
-		metric.WithDescription("Key records that could not be published (broker error or full client buffer)."), metric.WithUnit("{record}")))
+		metric.WithDescription("Key records that could not be published (broker error, full client buffer, or still buffered at shutdown)."), metric.WithUnit("{record}")))
 	k.evicted = add(m.Int64Counter("otelcol_orphan_keys_records_evicted",
 		metric.WithDescription("Key records forgotten to stay within max_records (oldest first)."), metric.WithUnit("{record}")))
 	records, err := m.Int64ObservableGauge("otelcol_orphan_keys_records",
@@ -105,7 +108,7 @@ func newKeys(cfg *Config, set component.TelemetrySettings) (*keys, error) {
 	errs = append(errs, err)
 	if err == nil {
 		k.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			o.ObserveInt64(records, int64(k.table.len()))
+			o.ObserveInt64(records, int64(k.table.len()), metric.WithAttributeSet(attribute.NewSet(attribute.String("extension", id.String()))))
 			return nil
 		}, records)
 		errs = append(errs, err)
@@ -239,10 +242,10 @@ func (k *keys) read(ctx context.Context, cl *kgo.Client) {
 			ev += int64(k.table.put(h, ref))
 		})
 		if bad > 0 {
-			k.invalid.Add(ctx, bad)
+			k.invalid.Add(ctx, bad, k.attrs)
 		}
 		if ev > 0 {
-			k.evicted.Add(ctx, ev)
+			k.evicted.Add(ctx, ev, k.attrs)
 		}
 		if len(hashes) == 0 {
 			if failed {
@@ -255,7 +258,7 @@ func (k *keys) read(ctx context.Context, cl *kgo.Client) {
 			}
 			continue
 		}
-		k.received.Add(ctx, int64(len(hashes)))
+		k.received.Add(ctx, int64(len(hashes)), k.attrs)
 		k.subMu.Lock()
 		for _, fn := range k.subs {
 			fn(hashes)
@@ -312,14 +315,14 @@ func (k *keys) Publish(h uint64, ref verdict.RootRef) {
 	ctx := context.Background()
 	cl.TryProduce(ctx, &kgo.Record{Key: key, Value: val}, func(_ *kgo.Record, err error) {
 		if err != nil {
-			k.publishErrs.Add(ctx, 1)
+			k.publishErrs.Add(ctx, 1, k.attrs)
 			k.logger.Debug("orphan_keys: publish failed", zap.Error(err))
 			k.pubMu.Lock()
 			delete(k.published, id) // published again when the key is seen again
 			k.pubMu.Unlock()
 			return
 		}
-		k.publishedN.Add(ctx, 1)
+		k.publishedN.Add(ctx, 1, k.attrs)
 	})
 }
 

@@ -13,11 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
+	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -220,7 +222,7 @@ func TestHashIsKeyed(t *testing.T) {
 	mk := func(secret string) *keys {
 		cfg := NewFactory().CreateDefaultConfig().(*Config)
 		cfg.Secret = configopaque.String(secret)
-		k, err := newKeys(cfg, componenttest.NewNopTelemetrySettings())
+		k, err := newKeys(cfg, component.NewID(metadata.Type), componenttest.NewNopTelemetrySettings())
 		require.NoError(t, err)
 		return k
 	}

@@ -37,5 +37,5 @@ func createDefaultConfig() component.Config {
 }
 
 func createExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return newKeys(cfg.(*Config), set.TelemetrySettings)
+	return newKeys(cfg.(*Config), set.ID, set.TelemetrySettings)
 }

@@ -1,6 +1,7 @@
 package scaleout
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,12 +46,18 @@ func TestKeyTableRebuiltOnRestart(t *testing.T) {
 		n, took.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 }
 
-// waitGauge waits until the sum over members of a telemetry series (no labels) reaches want.
+// waitGauge waits until the sum over members of a telemetry metric (all its series: the
+// extension's carry the instance ID) reaches want.
 func waitGauge(t *testing.T, members []*member, name string, want int, within time.Duration) float64 {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		v := telemetryOf(t, members, name)[name+"{}"]
+		v := 0.0
+		for k, x := range telemetryOf(t, members, name+"{") {
+			if strings.HasPrefix(k, name+"{") {
+				v += x
+			}
+		}
 		if v >= float64(want) || time.Now().After(deadline) {
 			return v
 		}
