@@ -1,15 +1,19 @@
 package scaleout
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
@@ -74,7 +78,13 @@ func TestKeySharingWithSASL(t *testing.T) {
 	}
 	p1, _ := mk("m1")
 	p2, sink2 := mk("m2")
-	a, b, _, _ := s7Pair(7)
+	a, b, ida, _ := s7Pair(7)
+	var rootA pcommon.SpanID // read before the processor takes a
+	eachSpan(a, func(sp ptrace.Span) {
+		if sp.ParentSpanID().IsEmpty() {
+			rootA = sp.SpanID()
+		}
+	})
 	start := time.Now()
 	if err := p2.ConsumeTraces(context.Background(), b); err != nil { // B first: it waits
 		t.Fatal(err)
@@ -98,6 +108,32 @@ func TestKeySharingWithSASL(t *testing.T) {
 		t.Fatalf("B's model calls orphaned: %d, want 2 (bound to A's root through SASL-authenticated key sharing)", orphaned)
 	}
 	t.Logf("B bound to A's root through a SASL broker %s after B arrived", time.Since(start).Round(10*time.Millisecond))
+
+	// On the topic: one record, keyed by the key's HMAC and A's trace ID, naming A's root span;
+	// the idempotency key itself appears nowhere.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("orphanwatch_keys"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SASL(scram.Auth{User: "orphanwatch", Pass: "s3cret-pass"}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for len(recs) == 0 && ctx.Err() == nil {
+		recs = append(recs, cl.PollFetches(ctx).Records()...)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("%d key records, want 1", len(recs))
+	}
+	r := recs[0]
+	if len(r.Key) != 24 || !bytes.Equal(r.Key[8:], ida[:]) || len(r.Value) < 19 || !bytes.Equal(r.Value[11:19], rootA[:]) {
+		t.Errorf("record key %x value %x: want the key's HMAC then A's trace ID %s, and A's root span %s", r.Key, r.Value, ida, rootA)
+	}
+	if bytes.Contains(r.Key, []byte("pair-7-key")) || bytes.Contains(r.Value, []byte("pair-7-key")) {
+		t.Error("the idempotency key appears in clear on the topic")
+	}
 }
 
 // componentHost is a component.Host with the given extensions.
