@@ -5,10 +5,12 @@ package distribution
 
 import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusremotewriteexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/jaegerreceiver"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/zipkinreceiver"
+	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/debugexporter"
 	"go.opentelemetry.io/collector/exporter/otlpexporter"
@@ -22,6 +24,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
+	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
@@ -57,6 +60,15 @@ func Components() (otelcol.Factories, error) {
 		debugexporter.NewFactory(),
 		// kafka: the front tier, partitioned by trace ID (partition_traces_by_id).
 		kafkaexporter.NewFactory(),
+		// prometheusremotewrite: push the orphanmetrics connector's metrics to Prometheus,
+		// Mimir or Cortex (README "Push the metrics").
+		prometheusremotewriteexporter.NewFactory(),
+	); err != nil {
+		return f, err
+	}
+	if f.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
+		// orphanmetrics: the exporter's series as OTLP metrics, into any metrics pipeline.
+		orphanmetricsconnector.NewFactory(),
 	); err != nil {
 		return f, err
 	}
