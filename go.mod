@@ -31,7 +31,7 @@ require (
 	go.opentelemetry.io/collector/config/confighttp v1.71.0
 	go.opentelemetry.io/collector/config/configopaque v1.71.0
 	go.opentelemetry.io/collector/config/configoptional v1.71.0
-	go.opentelemetry.io/collector/config/configtls v1.71.0
+	go.opentelemetry.io/collector/config/configtls v1.71.0 // indirect
 	go.opentelemetry.io/collector/confmap v1.71.0
 	go.opentelemetry.io/collector/confmap/provider/envprovider v1.71.0
 	go.opentelemetry.io/collector/confmap/provider/fileprovider v1.71.0
@@ -281,7 +281,6 @@ require (
 	github.com/golang/snappy v1.0.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/pkg/kafka/configkafka v0.165.1
 	github.com/orphanwatch/orphanwatch/aware v0.0.0
-	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260421215025-4e7a1e1569ac
 	github.com/twmb/franz-go/plugin/kzap v1.1.2
 	go.opentelemetry.io/collector/extension/extensiontest v0.165.0
 )
