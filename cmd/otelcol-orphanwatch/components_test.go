@@ -17,8 +17,8 @@ import (
 )
 
 // TestComponentsScaleOut: the distribution carries what README "Scale" uses (kafka exporter in
-// the front tier, kafka receiver in the orphanwatch tier) and the jaeger receiver DESIGN.md
-// lists, each at its default.
+// the front tier, kafka receiver and the orphan_keys extension in the orphanwatch tier) and the
+// jaeger receiver DESIGN.md lists, each at its default.
 func TestComponentsScaleOut(t *testing.T) {
 	f, err := components()
 	if err != nil {
@@ -32,6 +32,12 @@ func TestComponentsScaleOut(t *testing.T) {
 	for _, e := range []string{"orphanmetrics", "otlp", "otlphttp", "debug", "kafka"} {
 		if _, ok := f.Exporters[component.MustNewType(e)]; !ok {
 			t.Errorf("exporter %q missing", e)
+		}
+	}
+	// orphan_keys: the members of a tier share idempotency keys (config/scaleout/member.yaml).
+	for _, e := range []string{"health_check", "orphan_keys"} {
+		if _, ok := f.Extensions[component.MustNewType(e)]; !ok {
+			t.Errorf("extension %q missing", e)
 		}
 	}
 }

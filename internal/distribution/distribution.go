@@ -26,6 +26,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -73,6 +74,8 @@ func Components() (otelcol.Factories, error) {
 	}
 	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](
 		healthcheckextension.NewFactory(),
+		// orphan_keys: idempotency keys shared across the members of a tier (config/scaleout).
+		orphankeysextension.NewFactory(),
 	); err != nil {
 		return f, err
 	}

@@ -369,11 +369,18 @@ func (c *Correlator) findRoots(sc *scratch, spans []Span) (knownRoots, map[uint6
 			above[i] = c.rootOfAbsentParentLocked(&spans[i], &known)
 		}
 	}
+	// Key bindings, once per key, preferring the traces this one links to (two requests
+	// re-sending one key each bind their own work).
 	var bindings map[uint64]rootRecord // made when a key binds
+	var linked []TraceID
+	linkedDone := false
 	for i := range spans {
 		if h := spans[i].KeyHash; h != 0 {
 			if _, done := bindings[h]; !done {
-				if rec, ok := c.lookupKeyLocked(h); ok {
+				if !linkedDone {
+					linked, linkedDone = linkedTraces(spans), true
+				}
+				if rec, ok := c.lookupKeyLocked(h, linked); ok {
 					if bindings == nil {
 						bindings = map[uint64]rootRecord{}
 					}
@@ -510,4 +517,18 @@ func startOrder(spans []Span, a, b int32) int {
 		return cmp.Compare(string(sa.SpanID[:]), string(sb.SpanID[:]))
 	}
 	return cmp.Compare(sa.Kind, sb.Kind)
+}
+
+// linkedTraces lists the other traces the spans link to, each once (nil when none).
+func linkedTraces(spans []Span) []TraceID {
+	var out []TraceID
+	for i := range spans {
+		for _, l := range spans[i].Links {
+			if l.TraceID.IsZero() || l.TraceID == spans[i].TraceID || containsTrace(out, l.TraceID) {
+				continue
+			}
+			out = append(out, l.TraceID)
+		}
+	}
+	return out
 }

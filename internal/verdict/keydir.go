@@ -9,14 +9,18 @@ import "github.com/orphanwatch/orphanwatch/internal/bounded"
 // Correlator publishes each key it sees in a trace whose root is known and not detached, and
 // asks the directory when its own index does not bind a key.
 //
-// The hooks in state.go are three calls (keyDirRootLocked, keyDirKeyLocked and the fallback in
-// lookupKeyLocked); with no directory set they return at once.
+// The hooks in state.go are four calls (keyDirRootLocked, keyDirKeyLocked, keyDirLinksLocked
+// and the fallback in lookupKeyLocked); with no directory set they return at once.
 
-// RootRef is what a directory holds of a root request: what judging work bound to it needs.
+// RootRef is what a directory holds of a root request: what judging work bound to it needs,
+// and which trace and root span it is, so that work linked to one of two requests that sent
+// the same key binds to its own.
 type RootRef struct {
 	Gone    int64 // unix ns: the earliest of the root's end and its deadline
 	Service string
 	Reason  EndReason
+	Trace   TraceID // the trace whose root this is
+	Root    SpanID  // the root span
 }
 
 // KeyDirectory shares idempotency-key bindings beyond one Correlator. Key hashes are the
@@ -26,14 +30,20 @@ type RootRef struct {
 // Every method is called with the Correlator's lock held: none may block or call back into
 // the Correlator.
 type KeyDirectory interface {
-	// Lookup returns the root that key hash h binds to, as another member published it.
-	Lookup(h uint64) (RootRef, bool)
+	// Lookup returns the root that key hash h binds to, as another member published it. When
+	// several requests (traces) published h, it returns the record of a trace in linked if
+	// there is one (linked may be nil), else the first record it holds.
+	Lookup(h uint64, linked []TraceID) (RootRef, bool)
 	// Publish tells the directory that key hash h was carried by a trace whose root is known
 	// and is not detached work. It may be called more than once for a key.
 	Publish(h uint64, root RootRef)
 	// Carried tells the directory that trace t carried key hash h (every key-carrying span that
 	// Observe sees), so that a trace can wait for a binding that has not come yet.
 	Carried(t TraceID, h uint64)
+	// Linked tells the directory that a span of trace t links to the traces in to (other traces
+	// only; every linking span that Observe sees), so that a trace can wait for the binding of
+	// the request it links to rather than take another request's that sent the same key.
+	Linked(t TraceID, to []TraceID)
 }
 
 // Binding says where a key hash binds.
@@ -81,15 +91,58 @@ func (c *Correlator) KeyBinding(h uint64) Binding {
 		}
 	}
 	if c.dir != nil {
-		if _, ok := c.dir.d.Lookup(h); ok {
+		if _, ok := c.dir.d.Lookup(h, nil); ok {
 			return BindingRemote
 		}
 	}
 	return BindingNone
 }
 
-func refOf(rec rootRecord) RootRef {
-	return RootRef{Gone: rec.gone, Service: rec.service, Reason: rec.reason}
+// KeyBindingLinked is KeyBinding for a trace that links to the traces in linked: with links,
+// only a binding to one of them counts (here, or a record of one of them through the
+// directory); without, any binding does.
+func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
+	if len(linked) == 0 {
+		return c.KeyBinding(h)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kt, ok := c.keys.Get(h); ok {
+		for i := uint8(0); i < kt.n; i++ {
+			if !containsTrace(linked, kt.traces[i]) {
+				continue
+			}
+			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
+				return BindingLocal
+			}
+		}
+	}
+	if c.dir != nil {
+		if ref, ok := c.dir.d.Lookup(h, linked); ok && containsTrace(linked, ref.Trace) {
+			return BindingRemote
+		}
+	}
+	return BindingNone
+}
+
+// keyDirLinksLocked: span s links to other traces; the directory is told which.
+func (c *Correlator) keyDirLinksLocked(s *Span) {
+	if c.dir == nil || len(s.Links) == 0 {
+		return
+	}
+	var to []TraceID
+	for _, l := range s.Links {
+		if !l.TraceID.IsZero() && l.TraceID != s.TraceID && !containsTrace(to, l.TraceID) {
+			to = append(to, l.TraceID)
+		}
+	}
+	if len(to) > 0 {
+		c.dir.d.Linked(s.TraceID, to)
+	}
+}
+
+func refOf(t TraceID, rec rootRecord) RootRef {
+	return RootRef{Gone: rec.gone, Service: rec.service, Reason: rec.reason, Trace: t, Root: rec.id}
 }
 
 // keyDirKeyLocked: span s carries a key. Published at once when its trace's root is known and
@@ -102,7 +155,7 @@ func (c *Correlator) keyDirKeyLocked(s *Span) {
 	kd.d.Carried(s.TraceID, s.KeyHash)
 	if rec, ok := c.roots.Get(s.TraceID); ok {
 		if !rec.detached {
-			kd.d.Publish(s.KeyHash, refOf(rec))
+			kd.d.Publish(s.KeyHash, refOf(s.TraceID, rec))
 		}
 		return
 	}
@@ -131,19 +184,20 @@ func (c *Correlator) keyDirRootLocked(t TraceID) {
 	kd.pending.Delete(t)
 	if rec, ok := c.roots.Get(t); ok && !rec.detached {
 		for _, k := range keys {
-			kd.d.Publish(k, refOf(rec))
+			kd.d.Publish(k, refOf(t, rec))
 		}
 	}
 }
 
-// keyDirLookupLocked asks the directory for a key the local index does not bind.
-func (c *Correlator) keyDirLookupLocked(h uint64) (rootRecord, bool) {
+// keyDirLookupLocked asks the directory for a key the local index does not bind; it returns the
+// record's root and trace.
+func (c *Correlator) keyDirLookupLocked(h uint64, linked []TraceID) (rootRecord, TraceID, bool) {
 	if c.dir == nil {
-		return rootRecord{}, false
+		return rootRecord{}, TraceID{}, false
 	}
-	ref, ok := c.dir.d.Lookup(h)
+	ref, ok := c.dir.d.Lookup(h, linked)
 	if !ok {
-		return rootRecord{}, false
+		return rootRecord{}, TraceID{}, false
 	}
-	return rootRecord{gone: ref.Gone, service: ref.Service, reason: ref.Reason}, true
+	return rootRecord{gone: ref.Gone, service: ref.Service, reason: ref.Reason, id: ref.Root}, ref.Trace, true
 }

@@ -11,12 +11,9 @@ type rootRecord struct {
 	// nroots counts the distinct roots that are not detached work seen for the trace
 	// (Observe; saturates at 255): two or more make a span whose parent is absent ambiguous.
 	nroots uint8
-	idLo   uint32 // low bytes of the root's span ID, to tell a second root from a resent one
-}
-
-// idLo returns the low four bytes of a span ID.
-func idLo(id SpanID) uint32 {
-	return uint32(id[4])<<24 | uint32(id[5])<<16 | uint32(id[6])<<8 | uint32(id[7])
+	// id is the root's span ID: it tells a second root from a resent one, and key records
+	// shared across a tier name it (keydir.go).
+	id SpanID
 }
 
 // preferredRoot reports whether root record a should stand for its trace rather than b: a root
@@ -47,7 +44,7 @@ func (c *Correlator) rootRecordOf(s *Span) rootRecord {
 		rec.reason = EndReasonCompleted
 	}
 	rec.detached = c.rootIsDetached(s)
-	rec.idLo = idLo(s.SpanID)
+	rec.id = s.SpanID
 	if !rec.detached {
 		rec.nroots = 1
 	}

@@ -111,7 +111,7 @@ func (c *Correlator) Observe(spans []Span) {
 			if old, ok := c.roots.Get(s.TraceID); ok {
 				// Two roots (or the same root twice): count the second, keep the preferred.
 				n := old.nroots
-				if !rec.detached && (old.detached || old.idLo != rec.idLo) && n < 255 {
+				if !rec.detached && (old.detached || old.id != rec.id) && n < 255 {
 					n++
 				}
 				if preferredRoot(rec, old) {
@@ -127,6 +127,9 @@ func (c *Correlator) Observe(spans []Span) {
 		if s.KeyHash != 0 {
 			c.observeKeyLocked(s)
 			c.keyDirKeyLocked(s) // keydir.go
+		}
+		if len(s.Links) > 0 {
+			c.keyDirLinksLocked(s) // keydir.go
 		}
 	}
 }
@@ -149,16 +152,42 @@ func (c *Correlator) putRootLocked(t TraceID, rec rootRecord) {
 	c.roots.Put(t, rec) // a new record evicts the oldest when MaxRootRecords are kept
 }
 
-// lookupKeyLocked finds the root an idempotency key binds to: the first trace that carried the
-// key and whose root is known and is not itself detached work.
-func (c *Correlator) lookupKeyLocked(h uint64) (rootRecord, bool) {
+// lookupKeyLocked finds the root an idempotency key binds to: among the traces that carried the
+// key and whose root is known and is not itself detached work, one that the decided trace links
+// to (linked: trace B's CONSUMER span links to the PRODUCER span of the request A that handed
+// the job over), here or in another member's record; else the first such trace here; else
+// another member's record.
+func (c *Correlator) lookupKeyLocked(h uint64, linked []TraceID) (rootRecord, bool) {
 	kt, _ := c.keys.Get(h) // a key not seen here has n == 0 and falls through to the directory
+	if len(linked) > 0 {
+		for i := uint8(0); i < kt.n; i++ {
+			if !containsTrace(linked, kt.traces[i]) {
+				continue
+			}
+			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
+				return rec, true
+			}
+		}
+		if rec, t, ok := c.keyDirLookupLocked(h, linked); ok && containsTrace(linked, t) {
+			return rec, true
+		}
+	}
 	for i := uint8(0); i < kt.n; i++ {
 		if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
 			return rec, true
 		}
 	}
-	return c.keyDirLookupLocked(h) // another member's record (keydir.go), if shared
+	rec, _, ok := c.keyDirLookupLocked(h, linked) // another member's record (keydir.go), if shared
+	return rec, ok
+}
+
+func containsTrace(ts []TraceID, t TraceID) bool {
+	for _, u := range ts {
+		if u == t {
+			return true
+		}
+	}
+	return false
 }
 
 // knownRoots is what a decision knows of its trace's roots: those among its spans, those kept

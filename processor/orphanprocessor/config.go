@@ -1,18 +1,15 @@
 package orphanprocessor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/collector/config/configopaque"
-	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
 )
 
@@ -49,8 +46,10 @@ type Config struct {
 	Prices   map[string]PriceConfig `mapstructure:"prices"`
 	Detached DetachedConfig         `mapstructure:"detached"`
 	Limits   LimitsConfig           `mapstructure:"limits"`
-	// KeySharing shares idempotency keys between the members of a tier (off by default).
-	KeySharing KeySharingConfig `mapstructure:"key_sharing"`
+	// Keys names the orphan_keys extension (`orphan_keys` or `orphan_keys/name`) through which
+	// the members of a tier share idempotency keys (README "Key sharing across a tier"); nil:
+	// keys are not shared.
+	Keys *component.ID `mapstructure:"keys"`
 }
 
 // AttributesConfig names the span attributes read. Lists are tried in order.
@@ -184,7 +183,6 @@ func (c *Config) Validate() error {
 	if err := c.verdictConfig().Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, c.KeySharing.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -232,143 +230,4 @@ func (c *Config) readerOptions() spanread.Options {
 		o.Deadlines = append(o.Deadlines, spanread.DeadlineAttribute{Attribute: d.Attribute, Format: d.Format})
 	}
 	return o
-}
-
-// KeySharingConfig shares what the members of a tier know of idempotency keys through a
-// compacted Kafka topic (README "Key sharing across a tier"). Off while Brokers is empty.
-type KeySharingConfig struct {
-	// Brokers of the Kafka cluster holding the topic; empty turns key sharing off.
-	Brokers []string `mapstructure:"brokers"`
-	// Topic every member publishes its key records to and reads whole.
-	Topic string `mapstructure:"topic"`
-	// Secret keys the HMAC-SHA256 of idempotency keys: the same on every member, at least 16
-	// bytes. Keys are low-entropy: without the secret, their hashes could be reversed by trying.
-	Secret configopaque.String `mapstructure:"secret"`
-	// Wait: a trace carrying a key that binds nowhere yet waits this long after its decision
-	// is due for another member's record. 0: never waits.
-	Wait time.Duration `mapstructure:"wait"`
-	// MaxRecords bounds the records kept from the topic, and each of the member's other
-	// key-sharing tables (FIFO).
-	MaxRecords int `mapstructure:"max_records"`
-	// MaxWaiting bounds the traces waiting; when full, traces are decided without waiting.
-	MaxWaiting int `mapstructure:"max_waiting"`
-	// ClientID of the member's Kafka clients.
-	ClientID string `mapstructure:"client_id"`
-	// CreateTopic creates the topic at start when missing, with cleanup.policy compact,delete,
-	// Partitions partitions, ReplicationFactor replicas and Retention.
-	CreateTopic       bool          `mapstructure:"create_topic"`
-	Partitions        int32         `mapstructure:"partitions"`
-	ReplicationFactor int16         `mapstructure:"replication_factor"`
-	Retention         time.Duration `mapstructure:"retention"`
-	// DialTimeout bounds a connection attempt to a broker.
-	DialTimeout time.Duration `mapstructure:"dial_timeout"`
-	// TLS towards the brokers; nil: plaintext.
-	TLS *configtls.ClientConfig `mapstructure:"tls"`
-	// SASL authentication towards the brokers; nil: none.
-	SASL *KeySharingSASLConfig `mapstructure:"sasl"`
-}
-
-// KeySharingSASLConfig authenticates the key-sharing clients.
-type KeySharingSASLConfig struct {
-	// Mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
-	Mechanism string              `mapstructure:"mechanism"`
-	Username  string              `mapstructure:"username"`
-	Password  configopaque.String `mapstructure:"password"`
-}
-
-// defaultKeySharing is the key_sharing section's default: off, and what applies once brokers
-// are set.
-func defaultKeySharing() KeySharingConfig {
-	return KeySharingConfig{
-		Topic:             "orphanwatch_keys",
-		Wait:              5 * time.Second,
-		MaxRecords:        100_000,
-		MaxWaiting:        10_000,
-		ClientID:          "orphanwatch-keyshare",
-		CreateTopic:       true,
-		Partitions:        1,
-		ReplicationFactor: 1,
-		Retention:         24 * time.Hour,
-		DialTimeout:       10 * time.Second,
-	}
-}
-
-// Enabled reports whether key sharing is on.
-func (k *KeySharingConfig) Enabled() bool { return len(k.Brokers) > 0 }
-
-// validate names each bad field of an enabled key_sharing section.
-func (k *KeySharingConfig) validate() []error {
-	if !k.Enabled() {
-		return nil
-	}
-	var errs []error
-	for i, b := range k.Brokers {
-		if strings.TrimSpace(b) == "" {
-			errs = append(errs, fmt.Errorf("key_sharing.brokers[%d]: must not be empty", i))
-		}
-	}
-	if strings.TrimSpace(k.Topic) == "" {
-		errs = append(errs, errors.New("key_sharing.topic: must not be empty"))
-	}
-	if n := len(k.Secret); n < 16 {
-		errs = append(errs, fmt.Errorf("key_sharing.secret: must be at least 16 bytes, got %d", n))
-	}
-	if k.Wait < 0 {
-		errs = append(errs, fmt.Errorf("key_sharing.wait: must not be negative, got %s", k.Wait))
-	}
-	if k.MaxRecords <= 0 {
-		errs = append(errs, fmt.Errorf("key_sharing.max_records: must be positive, got %d", k.MaxRecords))
-	}
-	if k.MaxWaiting <= 0 {
-		errs = append(errs, fmt.Errorf("key_sharing.max_waiting: must be positive, got %d", k.MaxWaiting))
-	}
-	if k.CreateTopic && k.Partitions <= 0 {
-		errs = append(errs, fmt.Errorf("key_sharing.partitions: must be positive, got %d", k.Partitions))
-	}
-	if k.CreateTopic && k.ReplicationFactor <= 0 {
-		errs = append(errs, fmt.Errorf("key_sharing.replication_factor: must be positive, got %d", k.ReplicationFactor))
-	}
-	if k.CreateTopic && k.Retention <= 0 {
-		errs = append(errs, fmt.Errorf("key_sharing.retention: must be positive, got %s", k.Retention))
-	}
-	if k.DialTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("key_sharing.dial_timeout: must be positive, got %s", k.DialTimeout))
-	}
-	if k.TLS != nil {
-		if err := k.TLS.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("key_sharing.tls: %w", err))
-		}
-	}
-	if a := k.SASL; a != nil {
-		switch a.Mechanism {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		default:
-			errs = append(errs, fmt.Errorf("key_sharing.sasl.mechanism: must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", a.Mechanism))
-		}
-		if a.Username == "" {
-			errs = append(errs, errors.New("key_sharing.sasl.username: must not be empty"))
-		}
-	}
-	return errs
-}
-
-// keyshareConfig maps the section onto the keyshare package's configuration.
-func (k *KeySharingConfig) keyshareConfig(ctx context.Context) (keyshare.Config, error) {
-	kc := keyshare.Config{
-		Brokers: k.Brokers, Topic: k.Topic, Secret: []byte(k.Secret), ClientID: k.ClientID,
-		Wait: k.Wait, MaxRecords: k.MaxRecords, MaxWaiting: k.MaxWaiting,
-		CreateTopic: k.CreateTopic, Partitions: k.Partitions, Replication: k.ReplicationFactor,
-		Retention: k.Retention, DialTimeout: k.DialTimeout,
-	}
-	if k.TLS != nil {
-		tc, err := k.TLS.LoadTLSConfig(ctx)
-		if err != nil {
-			return kc, fmt.Errorf("key_sharing.tls: %w", err)
-		}
-		kc.TLS = tc
-	}
-	if a := k.SASL; a != nil {
-		kc.SASL = keyshare.SASL(a.Mechanism, a.Username, string(a.Password))
-	}
-	return kc, nil
 }

@@ -92,7 +92,6 @@ func createDefaultConfig() component.Config {
 			MaxPendingSpans:    vc.MaxPendingSpans,
 			MaxOpenRuns:        vc.MaxOpenRuns,
 		},
-		KeySharing: defaultKeySharing(),
 	}
 }
 

@@ -8,56 +8,112 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/internal/scenarios"
 )
 
 func TestKeySharingOffByDefault(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	assert.False(t, cfg.KeySharing.Enabled())
+	assert.Nil(t, cfg.Keys)
 	require.NoError(t, cfg.Validate())
-	assert.Equal(t, 5*time.Second, cfg.KeySharing.Wait)
-	assert.Equal(t, "orphanwatch_keys", cfg.KeySharing.Topic)
 }
 
-func TestKeySharingValidateNamesFields(t *testing.T) {
-	cm := confmap.NewFromStringMap(map[string]any{"key_sharing": map[string]any{
-		"brokers": []any{"127.0.0.1:9092", " "}, "topic": "", "secret": "short", "wait": "-1s",
-		"max_records": 0, "max_waiting": -1, "partitions": 0, "replication_factor": 0,
-		"retention": "0s", "dial_timeout": "0s",
-		"sasl": map[string]any{"mechanism": "GSSAPI", "username": ""},
-	}})
+func TestKeySharingConfigNamesTheExtension(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	require.NoError(t, cm.Unmarshal(cfg))
-	err := cfg.Validate()
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{"keys": "orphan_keys/tier"}).Unmarshal(cfg))
+	require.NotNil(t, cfg.Keys)
+	assert.Equal(t, component.MustNewIDWithName("orphan_keys", "tier"), *cfg.Keys)
+	// The processor-level section of earlier releases is gone: the collector refuses it by name.
+	err := confmap.NewFromStringMap(map[string]any{"key_sharing": map[string]any{"brokers": []any{"k:9092"}}}).Unmarshal(createDefaultConfig())
 	require.Error(t, err)
-	for _, field := range []string{"key_sharing.brokers[1]", "key_sharing.topic", "key_sharing.secret: must be at least 16 bytes, got 5",
-		"key_sharing.wait", "key_sharing.max_records", "key_sharing.max_waiting", "key_sharing.partitions",
-		"key_sharing.replication_factor", "key_sharing.retention", "key_sharing.dial_timeout",
-		"key_sharing.sasl.mechanism", "key_sharing.sasl.username"} {
-		assert.Contains(t, err.Error(), field)
-	}
-	assert.NotContains(t, err.Error(), "short", "the secret is never printed")
+	assert.Contains(t, err.Error(), "key_sharing")
 }
 
-// With key sharing on, the reader's key hash is the keyed hash: a processor without the
-// secret (or without key sharing) hashes the same key differently.
+// extHost is a component.Host with the given extensions.
+type extHost map[component.ID]component.Component
+
+func (h extHost) GetExtensions() map[component.ID]component.Component { return h }
+
+// newKeysExtension creates (does not start) an orphan_keys extension with cfg changed by edit.
+func newKeysExtension(t *testing.T, edit func(*orphankeysextension.Config)) extension.Extension {
+	t.Helper()
+	f := orphankeysextension.NewFactory()
+	cfg := f.CreateDefaultConfig().(*orphankeysextension.Config)
+	cfg.Secret = "0123456789abcdef"
+	if edit != nil {
+		edit(cfg)
+	}
+	require.NoError(t, confmap.Validate(cfg))
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	return ext
+}
+
+// Start refuses a `keys` ID that names no extension, or an extension of another type, naming
+// the field and the ID.
+func TestKeySharingFindsOrRefusesTheExtension(t *testing.T) {
+	id := component.MustNewID("orphan_keys")
+	nf := extensiontest.NewNopFactory()
+	nop, err := nf.Create(context.Background(), extensiontest.NewNopSettings(nf.Type()), nf.CreateDefaultConfig())
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		host component.Host
+		want string
+	}{
+		"missing":    {extHost{}, `keys: extension "orphan_keys" is not configured`},
+		"wrong type": {extHost{id: nop}, `keys: extension "orphan_keys" is not an orphan_keys extension`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.Keys = &id
+			p, err := newOrphanProcessor(processortest.NewNopSettings(processortest.NopType), cfg, new(consumertest.TracesSink))
+			require.NoError(t, err)
+			err = p.Start(context.Background(), tc.host)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			require.NoError(t, p.Shutdown(context.Background()))
+		})
+	}
+	t.Run("found", func(t *testing.T) {
+		cfg := createDefaultConfig().(*Config)
+		named := component.MustNewIDWithName("orphan_keys", "tier")
+		cfg.Keys = &named
+		p, err := newOrphanProcessor(processortest.NewNopSettings(processortest.NopType), cfg, new(consumertest.TracesSink))
+		require.NoError(t, err)
+		ext := newKeysExtension(t, nil)
+		require.NoError(t, p.Start(context.Background(), extHost{named: ext}))
+		assert.Equal(t, ext.(orphankeysextension.Keys).Hash("K"), p.reader.KeyHashOf("K"), "keys are hashed with the extension's HMAC")
+		require.NoError(t, p.Shutdown(context.Background()))
+	})
+}
+
+// With key sharing on, the reader's key hash is the extension's keyed hash: a processor whose
+// extension has another secret (or without key sharing) hashes the same key differently.
 func TestKeySharingHashesWithTheSecret(t *testing.T) {
+	id := component.MustNewID("orphan_keys")
 	mk := func(secret string) *orphanProcessor {
 		cfg := createDefaultConfig().(*Config)
+		host := component.Host(extHost{})
 		if secret != "" {
-			cfg.KeySharing.Brokers = []string{"127.0.0.1:1"}
-			cfg.KeySharing.Secret = configopaque.String("0123456789abcdef" + configSecretSuffix(secret))
+			cfg.Keys = &id
+			host = extHost{id: newKeysExtension(t, func(c *orphankeysextension.Config) {
+				c.Secret = configopaque.String("0123456789abcdef" + configSecretSuffix(secret))
+			})}
 		}
 		require.NoError(t, cfg.Validate())
 		p, err := newOrphanProcessor(processortest.NewNopSettings(processortest.NopType), cfg, new(consumertest.TracesSink))
 		require.NoError(t, err)
+		require.NoError(t, p.Start(context.Background(), host))
 		t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 		return p
 	}
@@ -71,21 +127,26 @@ func TestKeySharingHashesWithTheSecret(t *testing.T) {
 func configSecretSuffix(s string) string { return strings.Repeat(s, 4) }
 
 // With the brokers unreachable, key sharing costs a bounded wait and nothing else: a trace
-// whose key binds nowhere is held key_sharing.wait beyond its decision, then passed on whole,
+// whose key binds nowhere is held the extension's wait beyond its decision, then passed on whole,
 // unbound; Shutdown leaves no goroutine behind (goleak in TestMain).
 func TestKeySharingBrokersDown(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.DecisionWait = 0
-	cfg.KeySharing.Brokers = []string{"127.0.0.1:1"}
-	cfg.KeySharing.Secret = "0123456789abcdef"
-	cfg.KeySharing.CreateTopic = false
-	cfg.KeySharing.Wait = 300 * time.Millisecond
-	cfg.KeySharing.DialTimeout = 100 * time.Millisecond
+	id := component.MustNewID("orphan_keys")
+	cfg.Keys = &id
 	require.NoError(t, cfg.Validate())
+	ext := newKeysExtension(t, func(c *orphankeysextension.Config) {
+		c.Brokers = []string{"127.0.0.1:1"}
+		c.Wait = 300 * time.Millisecond
+		c.DialTimeout = 100 * time.Millisecond
+		c.Topic.CheckTimeout = 200 * time.Millisecond
+	})
+	host := extHost{id: ext}
+	require.NoError(t, ext.Start(context.Background(), host), "brokers down: start-up goes on")
 	sink := new(consumertest.TracesSink)
 	p, err := newOrphanProcessor(processortest.NewNopSettings(processortest.NopType), cfg, sink)
 	require.NoError(t, err)
-	require.NoError(t, p.Start(context.Background(), nil))
+	require.NoError(t, p.Start(context.Background(), host))
 
 	td, _ := scenarios.S7()
 	// Trace B alone: the consumer's model calls carry K, the request's trace never comes.
@@ -107,7 +168,7 @@ func TestKeySharingBrokersDown(t *testing.T) {
 	n := b.SpanCount()
 	start := time.Now()
 	require.NoError(t, p.ConsumeTraces(context.Background(), b))
-	assert.Zero(t, sink.SpanCount(), "held for key_sharing.wait")
+	assert.Zero(t, sink.SpanCount(), "held for the extension's wait")
 	require.Eventually(t, func() bool { return sink.SpanCount() == n }, 5*time.Second, 10*time.Millisecond)
 	took := time.Since(start)
 	assert.GreaterOrEqual(t, took, 250*time.Millisecond)
@@ -129,4 +190,5 @@ func TestKeySharingBrokersDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, p.Shutdown(ctx))
+	require.NoError(t, ext.Shutdown(ctx))
 }

@@ -123,13 +123,13 @@ func (p *orphanProcessor) Capabilities() consumer.Capabilities {
 }
 
 // Start launches the loop that releases traces whose wait is over.
-func (p *orphanProcessor) Start(ctx context.Context, _ component.Host) error {
+func (p *orphanProcessor) Start(ctx context.Context, host component.Host) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.started {
 		return nil
 	}
-	if err := p.keyShareStart(ctx); err != nil { // key sharing (keysharing.go)
+	if err := p.keyShareStart(ctx, host); err != nil { // key sharing (keysharing.go)
 		return err
 	}
 	p.started = true

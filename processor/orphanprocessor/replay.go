@@ -25,7 +25,7 @@ import (
 // run_timeout where needed).
 //
 // A Replay runs no goroutine and is not safe for concurrent use; next is called from the
-// caller's goroutine. key_sharing is not used: a replay sees every span in one process.
+// caller's goroutine. `keys` is ignored (no key sharing): a replay sees every span in one process.
 type Replay struct {
 	p   *orphanProcessor
 	clk *replayClock
@@ -39,7 +39,7 @@ func NewReplay(set processor.Settings, cfg *Config, next consumer.Traces) (*Repl
 		return nil, errors.New("orphan replay: nil configuration")
 	}
 	c := *cfg
-	c.KeySharing = defaultKeySharing()
+	c.Keys = nil // keys are not shared: a replay sees every span in one process
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ func TestDistributionTier(t *testing.T) {
 	for i := range 2 {
 		m := &member{sink: newSink(t), metrics: freePort(t), telemetry: freePort(t)}
 		procs[i] = startProc(t, bin, tr, m, fmt.Sprintf("%d", i+1),
-			"--set", "processors::orphan::decision_wait=2s", "--set", "processors::orphan::key_sharing::wait=3s")
+			"--set", "processors::orphan::decision_wait=2s", "--set", "extensions::orphan_keys::wait=3s")
 		tr.members = append(tr.members, m)
 	}
 	tr.waitGroup(t, 2)

@@ -283,10 +283,10 @@ func (tr *tier) addMember(t testing.TB, i int) *member {
 		"receivers::kafka::session_timeout":                     "6s",
 		"receivers::kafka::heartbeat_interval":                  "1s",
 		"processors::orphan::decision_wait":                     tr.opts.decisionWait,
-		"processors::orphan::key_sharing::brokers":              "[" + tr.broker + "]",
-		"processors::orphan::key_sharing::secret":               testSecret,
-		"processors::orphan::key_sharing::client_id":            "orphanwatch-keys-" + name,
-		"processors::orphan::key_sharing::wait":                 tr.opts.keyWait,
+		"extensions::orphan_keys::brokers":                      "[" + tr.broker + "]",
+		"extensions::orphan_keys::secret":                       testSecret,
+		"extensions::orphan_keys::client_id":                    "orphanwatch-keys-" + name,
+		"extensions::orphan_keys::wait":                         tr.opts.keyWait,
 		"exporters::orphanmetrics::endpoint":                    fmt.Sprintf("127.0.0.1:%d", m.metrics),
 		"exporters::otlp_grpc/store::endpoint":                  m.sink.addr,
 		"exporters::otlp_grpc/store::retry_on_failure::enabled": "false",
@@ -295,7 +295,8 @@ func (tr *tier) addMember(t testing.TB, i int) *member {
 		"service::telemetry::logs::level":                       "warn",
 	}
 	if !tr.opts.keySharing {
-		ov["processors::orphan::key_sharing::brokers"] = "[]"
+		ov["processors::orphan::keys"] = "null"
+		ov["service::extensions"] = "[health_check]"
 	}
 	m.collector = startCollector(t, name, "config/scaleout/member.yaml", ov)
 	tr.members = append(tr.members, m)
@@ -507,7 +508,8 @@ func telemetryOf(t testing.TB, members []*member, prefix string) map[string]floa
 	for _, m := range members {
 		for k, v := range scrape(t, m.telemetry) {
 			if strings.HasPrefix(k, prefix) {
-				k = strings.NewReplacer("otel_scope_name=github.com/orphanwatch/orphanwatch/processor/orphanprocessor,", "").Replace(k)
+				k = strings.NewReplacer("otel_scope_name=github.com/orphanwatch/orphanwatch/processor/orphanprocessor,", "",
+					"otel_scope_name=github.com/orphanwatch/orphanwatch/extension/orphankeysextension,", "").Replace(k)
 				out[k] += v
 			}
 		}

@@ -1,6 +1,7 @@
 package scaleout
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -20,19 +21,19 @@ func TestKeyTableRebuiltOnRestart(t *testing.T) {
 	if got := tr.waitSpans(t, total, 30*time.Second); got != total {
 		t.Fatalf("%d of %d spans", got, total)
 	}
-	published := waitGauge(t, tr.members, "otelcol_processor_orphan_key_records_published", pairs, 10*time.Second)
+	published := waitGauge(t, tr.members, "otelcol_orphan_keys_records_published", pairs, 10*time.Second)
 	if published != pairs {
 		t.Fatalf("published %v records, want %d (one per request trace)", published, pairs)
 	}
 	for _, m := range tr.members {
-		if n := waitGauge(t, []*member{m}, "otelcol_processor_orphan_key_records", pairs, 10*time.Second); n != pairs {
+		if n := waitGauge(t, []*member{m}, "otelcol_orphan_keys_records", pairs, 10*time.Second); n != pairs {
 			t.Fatalf("a member holds %v records, want %d", n, pairs)
 		}
 	}
 	tr.members[1].Stop()
 	start := time.Now()
 	m := tr.addMember(t, 2) // same name: same group_instance_id
-	n := waitGauge(t, []*member{m}, "otelcol_processor_orphan_key_records", pairs, 20*time.Second)
+	n := waitGauge(t, []*member{m}, "otelcol_orphan_keys_records", pairs, 20*time.Second)
 	took := time.Since(start)
 	if n != pairs {
 		t.Fatalf("restarted member holds %v records, want %d", n, pairs)
@@ -45,12 +46,18 @@ func TestKeyTableRebuiltOnRestart(t *testing.T) {
 		n, took.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 }
 
-// waitGauge waits until the sum over members of a telemetry series (no labels) reaches want.
+// waitGauge waits until the sum over members of a telemetry metric (all its series: the
+// extension's carry the instance ID) reaches want.
 func waitGauge(t *testing.T, members []*member, name string, want int, within time.Duration) float64 {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		v := telemetryOf(t, members, name)[name+"{}"]
+		v := 0.0
+		for k, x := range telemetryOf(t, members, name+"{") {
+			if strings.HasPrefix(k, name+"{") {
+				v += x
+			}
+		}
 		if v >= float64(want) || time.Now().After(deadline) {
 			return v
 		}

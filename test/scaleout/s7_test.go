@@ -158,7 +158,7 @@ func TestS7AcrossMembers(t *testing.T) {
 				t.Fatalf("pair %d: spans missing (%+v)", i, r)
 			}
 			if r.memberA == r.memberB {
-				// Same member: with key sharing, B waited (key_sharing.wait) for a binding and
+				// Same member: with key sharing, B waited (the orphan_keys wait) for a binding and
 				// found A's key locally. Without it, B was decided at its decision_wait, before
 				// A arrived: unbound, as on one collector with that timing.
 				if shared && r.outcome != "delivered_to_nobody" {

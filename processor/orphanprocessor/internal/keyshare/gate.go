@@ -8,8 +8,9 @@ import (
 )
 
 // Gate holds back, for up to Config.Wait, the traces whose decision is due but that carry a key
-// binding nowhere yet (no trace seen here and no other member's record binds it): the record may
-// be on its way from the member that holds the request's root. T is the processor's held trace.
+// binding nowhere yet (no trace seen here and no other member's record binds it; for a trace
+// that links to other traces, none of those binds it): the record may be on its way from the
+// member that holds the request's root. T is the processor's held trace.
 //
 // The processor calls Hold with the traces it is about to decide; those it returns are decided
 // now, the others are passed to release later, when their keys bind or their wait is over (in
@@ -33,6 +34,7 @@ type Gate[T comparable] struct {
 type waiter[T any] struct {
 	t        T
 	keys     []uint64
+	linked   []verdict.TraceID
 	deadline time.Time
 }
 
@@ -61,13 +63,13 @@ func (g *Gate[T]) Hold(ready []T) []T {
 			continue
 		}
 		id := g.id(t)
-		keys := g.s.keysOf(id)
+		keys, linked := g.s.keysOf(id)
 		if len(keys) == 0 {
 			out = append(out, t)
 			continue
 		}
-		if g.closed || g.s.cfg.Wait <= 0 || len(g.waiting) >= g.s.cfg.MaxWaiting || g.s.bound(keys, false) {
-			g.s.bound(keys, true)
+		if g.closed || g.s.cfg.Wait <= 0 || len(g.waiting) >= g.s.cfg.MaxWaiting || g.s.bound(keys, linked, false) {
+			g.s.bound(keys, linked, true)
 			g.s.forget(id)
 			out = append(out, t)
 			continue
@@ -78,7 +80,7 @@ func (g *Gate[T]) Hold(ready []T) []T {
 			default:
 			}
 		}
-		g.waiting = append(g.waiting, waiter[T]{t: t, keys: keys, deadline: now.Add(g.s.cfg.Wait)})
+		g.waiting = append(g.waiting, waiter[T]{t: t, keys: keys, linked: linked, deadline: now.Add(g.s.cfg.Wait)})
 	}
 	return out
 }
@@ -99,8 +101,8 @@ func (g *Gate[T]) check(flush bool) []T {
 	var out []T
 	kept := g.waiting[:0]
 	for _, w := range g.waiting {
-		if flush || !now.Before(w.deadline) || g.s.bound(w.keys, false) {
-			g.s.bound(w.keys, true)
+		if flush || !now.Before(w.deadline) || g.s.bound(w.keys, w.linked, false) {
+			g.s.bound(w.keys, w.linked, true)
 			g.s.forget(g.id(w.t))
 			g.passing[w.t] = struct{}{}
 			out = append(out, w.t)

@@ -2,10 +2,12 @@ package keyshare
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -13,12 +15,40 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
-func newSharer(t *testing.T, wait time.Duration) (*Sharer, *sdkmetric.ManualReader) {
+// mapTable is a Table in memory: the records per key, in order, one per trace.
+type mapTable struct {
+	mu   sync.Mutex
+	recs map[uint64][]verdict.RootRef
+}
+
+func (m *mapTable) Lookup(h uint64, linked []verdict.TraceID) (verdict.RootRef, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.recs[h] {
+		if slices.Contains(linked, r.Trace) {
+			return r, true
+		}
+	}
+	if rs := m.recs[h]; len(rs) > 0 {
+		return rs[0], true
+	}
+	return verdict.RootRef{}, false
+}
+
+func (m *mapTable) Publish(h uint64, r verdict.RootRef) { m.put(h, r) }
+
+func (m *mapTable) put(h uint64, r verdict.RootRef) {
+	m.mu.Lock()
+	m.recs[h] = append(m.recs[h], r)
+	m.mu.Unlock()
+}
+
+func newSharer(t *testing.T, wait time.Duration, tab Table) (*Sharer, *sdkmetric.ManualReader) {
 	t.Helper()
 	rd := sdkmetric.NewManualReader()
 	set := componenttest.NewNopTelemetrySettings()
 	set.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
-	s, err := New(Config{Topic: "k", Secret: []byte("0123456789abcdef"), Wait: wait, MaxRecords: 4, MaxWaiting: 4}, set)
+	s, err := New(Config{Wait: wait, MaxRecords: 4, MaxWaiting: 4}, tab, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,52 +81,13 @@ func lookups(t *testing.T, rd *sdkmetric.ManualReader) map[string]int64 {
 	return out
 }
 
-// The keyed hash depends on the secret (nobody without it can hash guessed keys to compare),
-// is not the FNV-1a hash, and is never 0.
-func TestHashIsKeyed(t *testing.T) {
-	a, _ := newSharer(t, 0)
-	b, err := New(Config{Secret: []byte("another secret!!"), MaxRecords: 1, MaxWaiting: 1}, componenttest.NewNopTelemetrySettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Hash("K") == b.Hash("K") || a.Hash("K") != a.Hash("K") || a.Hash("K") == a.Hash("L") || a.Hash("") == 0 {
-		t.Fatal("hash is not a keyed function of the key")
-	}
-}
-
-func TestRecordRoundTrip(t *testing.T) {
-	ref := verdict.RootRef{Gone: 1767225601000000000, Service: "gateway", Reason: verdict.EndReasonCancelled}
-	k, v := encode(42, ref)
-	h, got, ok := decode(k, v)
-	if !ok || h != 42 || got != ref {
-		t.Fatalf("decode(encode) = %d %+v %v", h, got, ok)
-	}
-	for _, bad := range [][]byte{nil, v[:5], append([]byte{9}, v[1:]...), append(v[:len(v):len(v)], 'x')} {
-		if _, _, ok := decode(k, bad); ok {
-			t.Errorf("decoded a malformed value %x", bad)
-		}
-	}
-}
-
-func TestTableBounded(t *testing.T) {
-	s, _ := newSharer(t, 0)
-	for i := range 100 {
-		s.put(uint64(i+1), verdict.RootRef{Gone: int64(i)})
-	}
-	if len(s.table) != 4 || s.evicted != 96 {
-		t.Fatalf("table %d, evicted %d", len(s.table), s.evicted)
-	}
-	if _, ok := s.Lookup(100); !ok {
-		t.Fatal("newest record evicted")
-	}
-}
-
 type item struct{ id verdict.TraceID }
 
 // The gate holds a trace whose key binds nowhere, releases it when a record arrives (remote),
 // decides another after the wait (missed), and counts the record that comes after it (late).
 func TestGate(t *testing.T) {
-	s, rd := newSharer(t, 300*time.Millisecond)
+	tab := &mapTable{recs: map[uint64][]verdict.RootRef{}}
+	s, rd := newSharer(t, 300*time.Millisecond, tab)
 	var mu sync.Mutex
 	var released []*item
 	var g *Gate[*item]
@@ -114,10 +105,11 @@ func TestGate(t *testing.T) {
 	if len(got) != 1 || got[0] != a {
 		t.Fatalf("Hold passed %v, want only the trace without keys", got)
 	}
-	if s.put(7, verdict.RootRef{Gone: 1, Service: "gateway"}) {
-		t.Fatal("late before any miss")
+	tab.put(7, verdict.RootRef{Gone: 1, Service: "gateway"})
+	s.Received([]uint64{7})
+	if got := lookups(t, rd); got["late"] != 0 {
+		t.Fatalf("late before any miss: %v", got)
 	}
-	s.updated <- struct{}{}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()
@@ -133,11 +125,46 @@ func TestGate(t *testing.T) {
 		t.Fatalf("released %v, want b then c", released)
 	}
 	mu.Unlock()
-	if !s.put(8, verdict.RootRef{Gone: 2}) {
-		t.Fatal("a record for a missed key is not late")
-	}
+	tab.put(8, verdict.RootRef{Gone: 2})
+	s.Received([]uint64{8, 9})
 	g.Close()
-	if got, want := lookups(t, rd), (map[string]int64{"remote": 1, "missed": 1}); got["remote"] != want["remote"] || got["missed"] != want["missed"] {
+	if got, want := lookups(t, rd), (map[string]int64{"remote": 1, "missed": 1, "late": 1}); got["remote"] != want["remote"] || got["missed"] != want["missed"] || got["late"] != want["late"] {
 		t.Fatalf("lookups %v, want %v", got, want)
 	}
+}
+
+// A trace that links to another waits for that request's record, not for any record of its key:
+// another request's record for the same key does not release it, its own does.
+func TestGateWaitsForTheLinkedRequest(t *testing.T) {
+	tab := &mapTable{recs: map[uint64][]verdict.RootRef{}}
+	s, rd := newSharer(t, 5*time.Second, tab)
+	released := make(chan *item, 4)
+	var g *Gate[*item]
+	g = NewGate(s, func(i *item) verdict.TraceID { return i.id }, func(r []*item) {
+		for _, i := range g.Hold(r) {
+			released <- i
+		}
+	})
+	b := &item{verdict.TraceID{2}}
+	a1, a2 := verdict.TraceID{1}, verdict.TraceID{5}
+	s.Carried(b.id, 7)
+	s.Linked(b.id, []verdict.TraceID{a2})
+	require.Empty(t, g.Hold([]*item{b}))
+	tab.put(7, verdict.RootRef{Gone: 1, Service: "gateway", Trace: a1})
+	s.Received([]uint64{7})
+	select {
+	case <-released:
+		t.Fatal("released by another request's record")
+	case <-time.After(300 * time.Millisecond):
+	}
+	tab.put(7, verdict.RootRef{Gone: 9, Service: "gateway", Trace: a2})
+	s.Received([]uint64{7})
+	select {
+	case got := <-released:
+		require.Equal(t, b, got)
+	case <-time.After(3 * time.Second):
+		t.Fatal("not released by its own request's record")
+	}
+	g.Close()
+	require.Equal(t, int64(1), lookups(t, rd)["remote"])
 }

@@ -1,0 +1,106 @@
+package orphankeysextension
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension/internal/metadata"
+)
+
+func loadConfig(t *testing.T, id component.ID) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(id.String())
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg
+}
+
+func TestLoadConfig(t *testing.T) {
+	def := loadConfig(t, component.NewID(metadata.Type))
+	require.NoError(t, confmap.Validate(def))
+	assert.Equal(t, []string{"localhost:9092"}, def.Brokers)
+	assert.Equal(t, "orphanwatch-keys", def.ClientID)
+	assert.Equal(t, TopicConfig{Name: "orphanwatch_keys", Create: true, Partitions: 1, ReplicationFactor: -1,
+		CleanupPolicy: CleanupCompactDelete, Retention: 24 * time.Hour, CheckTimeout: 10 * time.Second}, def.Topic)
+	assert.Equal(t, 5*time.Second, def.Wait)
+	assert.Equal(t, 100_000, def.MaxRecords)
+	assert.Equal(t, 10_000, def.MaxWaiting)
+
+	tier := loadConfig(t, component.NewIDWithName(metadata.Type, "tier"))
+	require.NoError(t, confmap.Validate(tier))
+	// The kafka receiver's keys, in its shape.
+	assert.Equal(t, []string{"kafka-1:9093", "kafka-2:9093"}, tier.Brokers)
+	assert.Equal(t, "orphanwatch-keys-m1", tier.ClientID)
+	require.NotNil(t, tier.TLS)
+	assert.Equal(t, "kafka.internal", tier.TLS.ServerName)
+	require.NotNil(t, tier.Authentication.SASL)
+	assert.Equal(t, "SCRAM-SHA-512", tier.Authentication.SASL.Mechanism)
+	assert.Equal(t, "orphanwatch", tier.Authentication.SASL.Username)
+	assert.Equal(t, 5*time.Second, tier.DialTimeout)
+	assert.Equal(t, TopicConfig{Name: "team_keys", Create: true, Partitions: 3, ReplicationFactor: 3,
+		CleanupPolicy: CleanupCompact, Retention: 24 * time.Hour, CheckTimeout: 20 * time.Second}, tier.Topic)
+	assert.Equal(t, 2*time.Second, tier.Wait)
+	assert.Equal(t, 5000, tier.MaxRecords)
+	assert.Equal(t, 100, tier.MaxWaiting)
+}
+
+// Every bad field is named as written in YAML, each once; the secret is never printed.
+func TestValidateNamesFields(t *testing.T) {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{
+		"brokers": []any{"k:9092", " "},
+		"auth":    map[string]any{"sasl": map[string]any{"mechanism": "GSSAPI"}},
+		"topic": map[string]any{"name": " ", "partitions": 0, "replication_factor": -2,
+			"cleanup_policy": "delete", "check_timeout": "0s"},
+		"secret": "short", "wait": "-1s", "max_records": 0, "max_waiting": -1,
+	}).Unmarshal(cfg))
+	err := confmap.Validate(cfg)
+	require.Error(t, err)
+	for _, want := range []string{
+		"brokers[1]: must not be empty",
+		`auth.sasl.mechanism: "GSSAPI" is not supported by orphan_keys`,
+		"topic.name: must not be empty",
+		"topic.partitions: must be positive or -1 (the broker's default), got 0",
+		"topic.replication_factor: must be positive or -1 (the broker's default), got -2",
+		`topic.cleanup_policy: must be "compact" or "compact,delete" (key records are compacted per key), got "delete"`,
+		"topic.check_timeout: must be positive, got 0s",
+		"secret: must be at least 16 bytes, got 5",
+		"wait: must not be negative, got -1s",
+		"max_records: must be positive, got 0",
+		"max_waiting: must be positive, got -1",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.NotContains(t, err.Error(), "short", "the secret is never printed")
+
+	// Retention matters only under compact,delete; SASL needs a user; Kerberos is refused.
+	cfg = NewFactory().CreateDefaultConfig().(*Config)
+	cfg.Secret = "0123456789abcdef"
+	cfg.Topic.Retention = 0
+	require.ErrorContains(t, confmap.Validate(cfg), `topic.retention: must be positive under cleanup_policy "compact,delete", got 0s`)
+	cfg.Topic.CleanupPolicy = CleanupCompact
+	require.NoError(t, confmap.Validate(cfg))
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{
+		"auth": map[string]any{"sasl": map[string]any{"mechanism": "PLAIN"}, "kerberos": map[string]any{"service_name": "kafka"}},
+	}).Unmarshal(cfg))
+	err = confmap.Validate(cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "auth.sasl.username: must not be empty")
+	assert.Contains(t, err.Error(), "auth.kerberos: not supported by orphan_keys")
+
+	// The Kafka client's own fields are configkafka's: its Validate runs too.
+	cfg = NewFactory().CreateDefaultConfig().(*Config)
+	cfg.Secret = "0123456789abcdef"
+	cfg.DialTimeout = 0
+	require.ErrorContains(t, confmap.Validate(cfg), "dial_timeout")
+}
