@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,8 +144,12 @@ func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
 		env = append(env, fmt.Sprintf("%s=%d", v, ports[v]))
 	}
 	telemetry := e2e.FreePort(t)
-	// The README's form, with the port changed.
-	set := fmt.Sprintf("--set=service::telemetry::metrics::readers=[{pull: {exporter: {prometheus: {host: localhost, port: %d}}}}]", telemetry)
+	// The README's form, with its port replaced by a free one.
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	form := regexp.MustCompile(`'(--set=service::telemetry::metrics::readers=\[.*port: 18888.*\])'`).FindSubmatch(readme)
+	require.NotNil(t, form, "README: the --set form for the telemetry port")
+	set := strings.Replace(string(form[1]), "18888", strconv.Itoa(telemetry), 1)
 	var log bytes.Buffer
 	cmd := exec.Command(bin, set)
 	cmd.Env = append(os.Environ(), env...)
@@ -180,4 +186,29 @@ func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
 	assert.NotZero(t, code, "OTLP/HTTP not on OTLP_HTTP_PORT")
 	code, _ = get(ports["ZIPKIN_PORT"], "/api/v2/spans")
 	assert.NotZero(t, code, "zipkin not on ZIPKIN_PORT")
+}
+
+// TestReadmeManifestIsBuilt: the manifest README "Build your own distribution" shows is
+// testdata/your-builder-config.yaml, which .ci/run builds with OCB, and it adds exactly the
+// orphanwatch processor and exporter, at the versions of the distribution's manifest.
+func TestReadmeManifestIsBuilt(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	manifest, err := os.ReadFile(filepath.Join("testdata", "your-builder-config.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), "```yaml\n"+string(manifest)+"```\n")
+	dist, err := os.ReadFile("builder-config.yaml")
+	require.NoError(t, err)
+	var imports []string
+	for _, l := range strings.Split(string(manifest), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "- gomod: ") {
+			// Every module of the example is in the distribution's manifest at the same version.
+			assert.Contains(t, string(dist), l)
+		}
+		if strings.HasPrefix(l, "import: github.com/orphanwatch/") {
+			imports = append(imports, strings.TrimPrefix(l, "import: "))
+		}
+	}
+	assert.Equal(t, []string{"github.com/orphanwatch/orphanwatch/processor/orphanprocessor", "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"}, imports)
 }
