@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,10 +151,10 @@ func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
 	form := regexp.MustCompile(`'(--set=service::telemetry::metrics::readers=\[.*port: 18888.*\])'`).FindSubmatch(readme)
 	require.NotNil(t, form, "README: the --set form for the telemetry port")
 	set := strings.Replace(string(form[1]), "18888", strconv.Itoa(telemetry), 1)
-	var log bytes.Buffer
+	log := &lockedBuffer{}
 	cmd := exec.Command(bin, set)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
@@ -175,7 +176,7 @@ func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	require.True(t, e2e.WaitFor(30*time.Second, func() bool { code, _ := get(ports["HEALTH_PORT"], "/"); return code == 200 }),
+	require.True(t, e2e.WaitFor(60*time.Second, func() bool { code, _ := get(ports["HEALTH_PORT"], "/"); return code == 200 }),
 		"health_check not on HEALTH_PORT; log:\n%s", log.String())
 	code, body := get(telemetry, "/metrics")
 	require.Equal(t, 200, code, "telemetry not on the --set port; log:\n%s", log.String())
@@ -186,6 +187,24 @@ func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
 	assert.NotZero(t, code, "OTLP/HTTP not on OTLP_HTTP_PORT")
 	code, _ = get(ports["ZIPKIN_PORT"], "/api/v2/spans")
 	assert.NotZero(t, code, "zipkin not on ZIPKIN_PORT")
+}
+
+// lockedBuffer collects a process's output for the test to read meanwhile.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestReadmeManifestIsBuilt: the manifest README "Build your own distribution" shows is
