@@ -73,12 +73,12 @@ func BenchmarkLoopAwareSDKSpans(b *testing.B) {
 	benchAware(b, WithTracerProvider(tp))
 }
 
-// BenchmarkLoopAwareSDKExisting: SDK tracing with WithExistingAttemptSpans (only the loop's
+// BenchmarkLoopAwareSDKExisting: SDK tracing with WithInstrumentedClient (only the loop's
 // span; the attempts' spans are otelhttp's and not counted here).
 func BenchmarkLoopAwareSDKExisting(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	benchAware(b, WithTracerProvider(tp), WithExistingAttemptSpans())
+	benchAware(b, WithTracerProvider(tp), WithInstrumentedClient())
 }
 
 // BenchmarkLoopAwareRandomKey: the no-op tracer with a fresh random idempotency key per loop

@@ -2,9 +2,10 @@ package aware
 
 import (
 	"errors"
-	"github.com/orphanwatch/orphanwatch/internal/deadline"
 	"strings"
 	"time"
+
+	"github.com/orphanwatch/orphanwatch/aware/deadline"
 )
 
 // Header and metadata names this package reads and writes.

@@ -12,8 +12,12 @@
 //     http.request.resend_count (attempt-1, absent on the first try), the idempotency key on the
 //     request (Idempotency-Key header; on the span only if asked), and error.type
 //     "context canceled" or "context deadline exceeded" with status Error on the loop's span
-//     when it stops. With [WithExistingAttemptSpans] the loop makes no span per attempt and lets
-//     the attempt's own instrumentation (otelhttp) make it; [Transport] then annotates that span.
+//     when it stops. With an otelhttp client around [Transport], or an otelgrpc client with
+//     [ClientStatsHandler], the client's span is the attempt's (annotated, and the loop makes
+//     none); any other attempt gets a span from the loop. No option is needed for either;
+//     [WithInstrumentedClient] and [WithUninstrumentedClient] cover the other cases.
+//   - [CheckResponse] ([HTTPPolicy]) turns an *http.Response into the attempt's result:
+//     retryable statuses (408, 425, 429, 5xx but 501), Retry-After in both forms, capped.
 //   - The deadline travels as data: [Handler] reads X-Deadline, grpc-timeout and
 //     x-envoy-expected-rq-timeout-ms into the request's context; [Transport] writes the
 //     context's deadline as X-Deadline on every outgoing request and refuses to send once it

@@ -2,11 +2,14 @@ package aware_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -139,9 +142,10 @@ func ExampleParseGRPCTimeout() {
 	// 1500000u
 }
 
-// With otelhttp, each attempt is otelhttp's CLIENT span: the loop makes none of its own, and
-// aware.Transport (inside otelhttp's transport) writes the resend count on it.
-func ExampleWithExistingAttemptSpans() {
+// With otelhttp, each attempt is otelhttp's CLIENT span, without any option: aware.Transport
+// (inside otelhttp's transport) claims the attempt for otelhttp's span and writes the resend
+// count on it, and the loop makes no span of its own for it.
+func ExampleRetry_otelhttp() {
 	var n atomic.Int32
 	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) < 3 {
@@ -153,21 +157,18 @@ func ExampleWithExistingAttemptSpans() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	client := &http.Client{Transport: otelhttp.NewTransport(aware.NewTransport(nil), otelhttp.WithTracerProvider(tp))}
 
-	err := aware.Do(context.Background(), func(ctx context.Context) error {
+	resp, err := aware.Retry(context.Background(), func(ctx context.Context) (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tool.URL+"/search", nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode >= 300 {
-			return &aware.StatusError{Code: resp.StatusCode}
-		}
-		return nil
-	}, aware.WithExistingAttemptSpans(), aware.WithTracerProvider(tp), aware.WithName("retry search"),
+		return aware.CheckResponse(client.Do(req))
+	}, aware.WithTracerProvider(tp), aware.WithName("retry search"),
 		aware.WithBackOff(backoff.NewConstantBackOff(time.Millisecond)))
+	if err == nil {
+		resp.Body.Close()
+	}
 	fmt.Println(err)
-	for _, s := range spans.Ended() {
+	ended := spans.Ended()
+	sort.Slice(ended, func(i, j int) bool { return ended[i].StartTime().Before(ended[j].StartTime()) })
+	for _, s := range ended {
 		resend := "-"
 		for _, kv := range s.Attributes() {
 			if kv.Key == aware.AttrResendCount {
@@ -178,8 +179,85 @@ func ExampleWithExistingAttemptSpans() {
 	}
 	// Output:
 	// <nil>
+	// internal retry search resend_count -
 	// client HTTP POST resend_count -
 	// client HTTP POST resend_count 1
 	// client HTTP POST resend_count 2
-	// internal retry search resend_count -
+}
+
+// The body-read rule: Go's HTTP/1.x server cancels r.Context() when the client disconnects only
+// once the handler has read the request body to EOF. This handler decodes the body and drains
+// it to EOF before its long work, so it hears that the caller has gone; a handler that read
+// none or only part of the body would wait the whole minute (TestHandlerBodyReadRule measures
+// both). aware.WithReadBody does the reading for handlers that cannot.
+func ExampleHandler_bodyReadRule() {
+	working := make(chan struct{})
+	stopped := make(chan error, 1)
+	srv := httptest.NewServer(aware.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var question struct{ Q string }
+		_ = json.NewDecoder(r.Body).Decode(&question)
+		_, _ = io.Copy(io.Discard, r.Body) // to EOF: from here on the server watches the connection
+		close(working)
+		select { // the long work (a model call), with the caller's context
+		case <-r.Context().Done():
+			stopped <- r.Context().Err()
+		case <-time.After(time.Minute):
+			stopped <- nil
+		}
+	})))
+	defer srv.Close()
+
+	ctx, closeTab := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(`{"Q":"why?"}`))
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-working
+	closeTab() // the user closes the tab
+	fmt.Println("handler stopped:", <-stopped)
+	// Output:
+	// handler stopped: context canceled
+}
+
+// A retry loop over HTTP as the README shows it: CheckResponse turns 408/425/429/5xx (but 501)
+// into retryable errors and honours Retry-After; the loop stops after 5 attempts by default.
+func ExampleCheckResponse() {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case 2:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, "answer")
+		}
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: aware.NewTransport(nil)}
+
+	resp, err := aware.Retry(context.Background(), func(ctx context.Context) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		if err != nil {
+			return nil, backoff.Permanent(err)
+		}
+		return aware.CheckResponse(client.Do(req))
+	}, aware.WithBackOff(backoff.NewConstantBackOff(time.Millisecond)),
+		aware.WithOnRetry(func(attempt int, err error, wait time.Duration) {
+			fmt.Printf("attempt %d: %v, next in %v\n", attempt, err, wait)
+		}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body))
+	// Output:
+	// attempt 1: HTTP status 429, next in 0s
+	// attempt 2: HTTP status 503, next in 1ms
+	// 200 answer
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 )
 
@@ -136,3 +137,26 @@ type stream struct {
 }
 
 func (s *stream) Context() context.Context { return s.ctx }
+
+// ClientStatsHandler wraps the stats handler of a gRPC client's instrumentation (otelgrpc's
+// client handler makes one CLIENT span per call, in TagRPC) so that, inside a [Retry] attempt,
+// that span is the attempt's: it is annotated with http.request.resend_count (and the optional
+// attempt attributes, see [AnnotateSpan]), and the loop makes no second span for the attempt.
+// Outside a Retry loop it is h itself.
+//
+//	conn, err := grpc.NewClient(target,
+//		grpc.WithStatsHandler(aware.ClientStatsHandler(otelgrpc.NewClientHandler())),
+//		grpc.WithChainUnaryInterceptor(aware.UnaryClientInterceptor()), ...)
+//
+// (gRPC calls stats handlers inside the interceptors, so an interceptor never sees otelgrpc's
+// span: the annotation has to happen here.)
+func ClientStatsHandler(h stats.Handler) stats.Handler { return statsHandler{h} }
+
+type statsHandler struct{ stats.Handler }
+
+// TagRPC lets the wrapped handler start the call's span, then claims the attempt for it.
+func (s statsHandler) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	ctx = s.Handler.TagRPC(ctx, info)
+	AnnotateSpan(ctx)
+	return ctx
+}

@@ -1,9 +1,12 @@
 package aware
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -30,9 +33,10 @@ func (deadlinePassed) Timeout() bool { return true }
 type HandlerOption func(*handlerConfig)
 
 type handlerConfig struct {
-	record bool
-	reject bool
-	now    func() time.Time
+	record   bool
+	reject   bool
+	readBody int64
+	now      func() time.Time
 }
 
 // WithDeadlineAttribute makes [Handler] record the deadline it applied on the request's span
@@ -47,18 +51,51 @@ func WithDeadlineAttribute() HandlerOption { return func(c *handlerConfig) { c.r
 // span) records the stop.
 func WithRejectPassed() HandlerOption { return func(c *handlerConfig) { c.reject = true } }
 
+// WithReadBody makes [Handler] read the request body (at most maxBytes of it, and one byte
+// more to see whether that is all) into memory
+// before calling the next handler, which reads it from there: with the body read to EOF, Go's
+// HTTP/1.x server watches the connection from the start, and r.Context() is cancelled as soon
+// as the client disconnects (see Handler's body-read rule). A body longer than maxBytes is not
+// read beyond it (the next handler reads the rest from the connection, and the rule applies as
+// without this option). An error reading the body is returned by the next handler's reads.
+func WithReadBody(maxBytes int64) HandlerOption {
+	return func(c *handlerConfig) { c.readBody = maxBytes }
+}
+
 // Handler reads the deadline a request carries as data into its context: X-Deadline (unix
 // seconds), grpc-timeout (gRPC spec format, relative to arrival) and
 // x-envoy-expected-rq-timeout-ms (Envoy, relative to arrival); see [DeadlineFromHeader]. The
 // earliest wins, and so does a deadline the request's context already had. A deadline that
 // has already passed gives a context that is done at once. Header values that do not parse are
 // ignored. Requests without any of the headers pass through unchanged.
+//
+// The body-read rule. The context only tells a handler that the caller has gone if the server
+// notices it, and Go's net/http server (HTTP/1.x) notices a client disconnect, and cancels
+// r.Context(), only once the handler has read the request body to EOF: until then the server
+// does not read from the connection (the bytes there belong to the body), so a handler that
+// starts long work without reading the body waits on r.Context() in vain while the client is
+// gone. Requests without a body (a GET) are watched from the start. EnableFullDuplex of
+// [http.ResponseController] does not change this. What does:
+//
+//   - read (or decode) the body to EOF before the long work, then drain what is left:
+//     io.Copy(io.Discard, r.Body) after json.NewDecoder(r.Body).Decode(&v); or
+//     [WithReadBody], which does it for the handler;
+//   - or, for a handler that streams its answer, write and flush progress
+//     (http.NewResponseController(w).Flush()): a write that fails because the client is gone
+//     cancels r.Context() too.
+//
+// HTTP/2 servers cancel the context when the client resets the stream, body read or not.
+// (Measured on loopback servers in TestHandlerBodyReadRule and
+// TestHandlerHTTP2NoticesWithoutBodyRead; see ExampleHandler_bodyReadRule.)
 func Handler(next http.Handler, opts ...HandlerOption) http.Handler {
 	c := handlerConfig{now: time.Now}
 	for _, o := range opts {
 		o(&c)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.readBody > 0 && r.Body != nil && r.Body != http.NoBody {
+			r = readBody(r, c.readBody)
+		}
 		now := c.now()
 		dl, _, ok, _ := DeadlineFromHeader(r.Header, now)
 		if !ok {
@@ -84,8 +121,9 @@ func Handler(next http.Handler, opts ...HandlerOption) http.Handler {
 // deadline and an X-Deadline the request already has), and it refuses to send a request
 // whose context is done ([context.Canceled]) or whose deadline has passed
 // ([ErrDeadlinePassed]). When the request's context carries an [Attempt] it sets the
-// Idempotency-Key header (unless present) and, for loops with [WithExistingAttemptSpans],
-// annotates the span in the request's context ([AnnotateSpan]). A transport error caused by
+// Idempotency-Key header (unless present) and claims the attempt for the span in the
+// request's context, otelhttp's, which it annotates ([AnnotateSpan]): the loop then makes no
+// span of its own for the attempt. A transport error caused by
 // the context ending unwraps to the context's error and has it as its error.type, so that
 // otelhttp records "context canceled" or "context deadline exceeded" on its span.
 //
@@ -188,3 +226,29 @@ type stoppedError struct {
 func (e *stoppedError) Error() string     { return e.ctxErr.Error() + ": " + e.err.Error() }
 func (e *stoppedError) Unwrap() []error   { return []error{e.ctxErr, e.err} }
 func (e *stoppedError) ErrorType() string { return e.ctxErr.Error() }
+
+// readBody reads at most limit bytes of r's body into memory and returns r with a body that
+// reads them back (then the rest, if any, or the read error).
+func readBody(r *http.Request, limit int64) *http.Request {
+	var buf bytes.Buffer
+	_, err := io.Copy(&buf, io.LimitReader(r.Body, limit+1)) // one more byte: is that the end?
+	var rest io.Reader
+	switch {
+	case err != nil:
+		rest = errReader{err}
+	case int64(buf.Len()) > limit:
+		rest = r.Body // maybe more: read on from the connection
+	default:
+		rest = strings.NewReader("") // EOF reached: the server now watches the connection
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(&buf, rest), r.Body}
+	return r2
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

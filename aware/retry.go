@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	backoff "github.com/cenkalti/backoff/v5"
@@ -143,9 +144,19 @@ func RetryableHTTPStatus(code int) bool {
 	return code == 408 || code == 425 || code == 429 || (code >= 500 && code <= 599 && code != 501)
 }
 
-// StatusError is an HTTP answer that is not a success, for attempt functions to return.
-// It is retryable when [RetryableHTTPStatus] says so.
-type StatusError struct{ Code int }
+// StatusError is an HTTP answer that is not a success, for attempt functions to return
+// ([CheckResponse] returns one for a retryable status). It is retryable when
+// [RetryableHTTPStatus] says so. With HasRetryAfter, the loop waits RetryAfter before the next
+// attempt instead of asking its backoff policy (and resets the policy), as for a
+// [backoff.RetryAfterError].
+type StatusError struct {
+	// Code is the HTTP status code.
+	Code int
+	// RetryAfter is the wait the server asked for (Retry-After), when HasRetryAfter.
+	RetryAfter time.Duration
+	// HasRetryAfter tells that RetryAfter is set (a Retry-After of 0 means "retry now").
+	HasRetryAfter bool
+}
 
 // Error reads "HTTP status 503".
 func (e *StatusError) Error() string { return fmt.Sprintf("HTTP status %d", e.Code) }
@@ -168,7 +179,7 @@ type config struct {
 	attemptName string
 	attemptKind trace.SpanKind
 	loopSpan    bool
-	existing    bool
+	spans       spanMode
 	attemptAttr attribute.Key
 	key         string
 	noKey       bool
@@ -184,8 +195,12 @@ type config struct {
 // long instead (and resets the policy), as backoff.Retry does.
 func WithBackOff(b backoff.BackOff) Option { return func(c *config) { c.policy = b } }
 
-// WithMaxAttempts bounds the attempts, the first try included (default 5, the article's
-// max_attempts; 0 or less: only the policy bounds them).
+// DefaultMaxAttempts is the attempt bound of [Retry] and [Do] without [WithMaxAttempts]: 5, the
+// first try included (the article's max_attempts, and go-retryablehttp's default of 4 retries).
+const DefaultMaxAttempts = 5
+
+// WithMaxAttempts bounds the attempts, the first try included (default [DefaultMaxAttempts], 5;
+// 0 or less: only the policy bounds them).
 func WithMaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n } }
 
 // WithRetryable sets the classifier of attempt errors (default [Retryable]). Whatever it says,
@@ -213,13 +228,46 @@ func WithAttemptSpanKind(k trace.SpanKind) Option { return func(c *config) { c.a
 // caller's span, and the cancellation is recorded on that span instead (when it is recording).
 func WithoutLoopSpan() Option { return func(c *config) { c.loopSpan = false } }
 
-// WithExistingAttemptSpans makes the loop start no span per attempt: the attempt function's
-// own instrumentation makes it (an otelhttp client makes a CLIENT span per request). The
-// attempt travels in the context ([AttemptFromContext]); [Transport] placed inside
-// otelhttp.NewTransport, or a call to [AnnotateSpan] from other instrumentation, writes
-// http.request.resend_count (and the optional attributes) on that span. The loop's span is
-// kept (it records the cancellation) unless [WithoutLoopSpan] is given too.
-func WithExistingAttemptSpans() Option { return func(c *config) { c.existing = true } }
+// spanMode is who makes the one span per attempt.
+type spanMode int
+
+const (
+	// spansAuto (the default): the client's instrumentation when this package sees it (an
+	// attempt claimed by [AnnotateSpan]), else the loop, once the attempt has returned.
+	spansAuto spanMode = iota
+	// spansClient: always the client's instrumentation; the loop makes none.
+	spansClient
+	// spansLoop: always the loop, started before the attempt.
+	spansLoop
+)
+
+// WithInstrumentedClient says "my client is already instrumented": every attempt makes its own
+// span (an otelhttp or otelgrpc client makes a CLIENT span per call, and so does any other
+// instrumentation), so the loop never makes one, even for an attempt that nothing claimed. Use
+// it when the client's instrumentation is one this package cannot see (for example otelhttp
+// given its own WithTracerProvider, without [Transport] inside it): by default the loop makes a
+// span for every attempt that nothing claimed, that is neither [Transport] (inside
+// otelhttp.NewTransport), [ClientStatsHandler] (around otelgrpc.NewClientHandler), a call to
+// [AnnotateSpan], nor a CLIENT span started with the tracer provider of the attempt context's
+// span. The loop's span is kept (it records the cancellation) unless [WithoutLoopSpan] is
+// given too.
+func WithInstrumentedClient() Option { return func(c *config) { c.spans = spansClient } }
+
+// WithUninstrumentedClient says "my client makes no spans, and my attempt function starts spans
+// or propagates trace context itself": the loop starts each attempt's span before calling the
+// attempt function, so that what the attempt does nests under it. By default (no mode option)
+// the loop makes the span of an attempt that nothing claimed only once the attempt has
+// returned, with the attempt's start and end times, as a child of the loop's span; spans the
+// attempt function starts meanwhile are then the loop span's children, not the attempt's.
+// Do not combine it with an instrumented client: each attempt would have two spans.
+func WithUninstrumentedClient() Option { return func(c *config) { c.spans = spansLoop } }
+
+// WithExistingAttemptSpans is the old name of [WithInstrumentedClient].
+//
+// Deprecated: use [WithInstrumentedClient], or nothing: by default an otelhttp client with
+// [Transport] inside it, or an otelgrpc client with [ClientStatsHandler], already gets one span
+// per attempt.
+func WithExistingAttemptSpans() Option { return WithInstrumentedClient() }
 
 // WithAttemptAttribute also writes the 1-based attempt number, on every attempt including the
 // first, as an int attribute key (configure the same key as the processor's attempt
@@ -267,17 +315,21 @@ type Attempt struct {
 	// Loop is the span context of the loop's span (or the caller's with [WithoutLoopSpan]).
 	Loop trace.SpanContext
 
-	annotate    bool // existing attempt spans: the transport writes the attempt attributes
+	annotate    bool         // the client's instrumentation may make the attempt's span
+	claimed     *atomic.Bool // set by AnnotateSpan: the client's instrumentation made it
 	recordKey   bool
 	attemptAttr attribute.Key
 }
+
+// Claimed reports whether the client's instrumentation made (and [AnnotateSpan] annotated) a
+// span for this attempt.
+func (a Attempt) Claimed() bool { return a.claimed != nil && a.claimed.Load() }
 
 type attemptKey struct{}
 
 // ContextWithAttempt returns ctx carrying a. Retry does this for every attempt; a hand-written
 // loop may do it so that [Transport] and the gRPC client interceptors send a.IdempotencyKey.
-// (Span annotation by [AnnotateSpan] is reserved to Retry loops with
-// [WithExistingAttemptSpans].)
+// (Span annotation by [AnnotateSpan] is reserved to the attempts of Retry loops.)
 func ContextWithAttempt(ctx context.Context, a Attempt) context.Context {
 	return context.WithValue(ctx, attemptKey{}, a)
 }
@@ -305,10 +357,13 @@ func (a Attempt) Attributes() []attribute.KeyValue {
 	return out
 }
 
-// AnnotateSpan writes the attempt's attributes on the span in ctx when ctx carries an attempt
-// of a loop with [WithExistingAttemptSpans] and that span is another than the loop's own (the
-// per-attempt span of an instrumentation library). It reports whether it wrote. [Transport]
-// calls it; call it from instrumentation of other protocols.
+// AnnotateSpan claims the attempt in ctx for the span in ctx and writes the attempt's
+// attributes on it, when that span is another than the loop's own: the per-attempt span of
+// the client's instrumentation (otelhttp's, otelgrpc's). A claimed attempt gets no span from
+// the loop, so that each attempt is traced once. It does nothing for loops with
+// [WithUninstrumentedClient] (their attempt span is the loop's) and reports whether it claimed.
+// [Transport] and [ClientStatsHandler] call it; call it from instrumentation of other
+// protocols, where the per-attempt span is in the context.
 func AnnotateSpan(ctx context.Context) bool {
 	a, ok := AttemptFromContext(ctx)
 	if !ok || !a.annotate {
@@ -316,17 +371,22 @@ func AnnotateSpan(ctx context.Context) bool {
 	}
 	span := trace.SpanFromContext(ctx)
 	sc := span.SpanContext()
-	if !span.IsRecording() || !sc.IsValid() || sc.SpanID() == a.Loop.SpanID() {
+	if !sc.IsValid() || sc.SpanID() == a.Loop.SpanID() {
 		return false
 	}
-	span.SetAttributes(a.Attributes()...)
+	if a.claimed != nil {
+		a.claimed.Store(true)
+	}
+	if span.IsRecording() {
+		span.SetAttributes(a.Attributes()...)
+	}
 	return true
 }
 
 const tracerName = "github.com/orphanwatch/orphanwatch/aware"
 
 func newConfig(opts []Option) config {
-	c := config{maxAttempts: 5, name: "retry", attemptKind: trace.SpanKindClient, loopSpan: true}
+	c := config{maxAttempts: DefaultMaxAttempts, name: "retry", attemptKind: trace.SpanKindClient, loopSpan: true}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -360,15 +420,30 @@ func Do(ctx context.Context, op func(ctx context.Context) error, opts ...Option)
 
 // Retry runs op until it succeeds, fails with an error the classifier says is not retryable
 // (that error is returned as is), or the policy or the attempt bound says stop (an
-// [*ExhaustedError]). Before every attempt it checks ctx and refuses to dispatch when ctx is
-// done or its deadline has passed; it waits each backoff in a select on ctx.Done(); when the
-// caller has gone it returns a [*CancelError] (Attempts made, Stage) and records error.type
-// "context canceled" or "context deadline exceeded" with status Error on the loop's span.
+// [*ExhaustedError]); the bound is [DefaultMaxAttempts] (5 attempts, the first included) unless
+// [WithMaxAttempts] sets another. Before every attempt it checks ctx and refuses to dispatch
+// when ctx is done or its deadline has passed; it waits each backoff in a select on
+// ctx.Done(); when the caller has gone it returns a [*CancelError] (Attempts made, Stage) and
+// records error.type "context canceled" or "context deadline exceeded" with status Error on the
+// loop's span (an INTERNAL span named [WithName]).
 //
-// op gets a context derived from ctx carrying the [Attempt] and, unless
-// [WithExistingAttemptSpans], the attempt's own span (kind CLIENT, named [WithAttemptName],
-// with http.request.resend_count on retries). An attempt that returns an error has it recorded
-// on its span (error.type, status Error).
+// Every attempt is traced by exactly one span, with http.request.resend_count on retries:
+//   - an HTTP client with otelhttp.NewTransport(aware.NewTransport(...)), or a gRPC client
+//     with [ClientStatsHandler](otelgrpc.NewClientHandler()): the client's span, which this
+//     package annotates and which keeps the loop from making one. No option is needed. The
+//     same holds for any instrumentation that takes its tracer from the span in the context
+//     (otelhttp given no WithTracerProvider does, even without [Transport] inside it) and
+//     starts a CLIENT or PRODUCER span for the attempt.
+//   - any other attempt: a CLIENT span the loop makes once the attempt has returned (named
+//     [WithAttemptName], kind [WithAttemptSpanKind]), with the attempt's start time and its
+//     error (error.type, status Error).
+//
+// [WithInstrumentedClient] ("my client is already instrumented", by instrumentation this package
+// does not see) and [WithUninstrumentedClient] ("my attempt function starts spans of its own")
+// change that; see them.
+//
+// op gets a context derived from ctx carrying the [Attempt] (and, with
+// [WithUninstrumentedClient], the attempt's span).
 func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), opts ...Option) (T, error) {
 	c := newConfig(opts)
 	tracer := c.tp.Tracer(tracerName)
@@ -402,14 +477,27 @@ func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), 
 			return stop(n-1, BeforeDispatch, last)
 		}
 		a := Attempt{Number: n, IdempotencyKey: c.key, Loop: loop.SpanContext(),
-			annotate: c.existing, recordKey: c.recordKey, attemptAttr: c.attemptAttr}
+			annotate: c.spans != spansLoop, claimed: new(atomic.Bool), recordKey: c.recordKey,
+			attemptAttr: c.attemptAttr}
 		actx := ContextWithAttempt(loopCtx, a)
 		var span trace.Span
-		if !c.existing {
+		switch c.spans {
+		case spansLoop:
 			actx, span = tracer.Start(actx, c.attemptName, trace.WithSpanKind(c.attemptKind),
 				trace.WithAttributes(a.Attributes()...))
+		case spansAuto:
+			if loop.SpanContext().IsValid() {
+				actx = trace.ContextWithSpan(actx, probe{Span: loop})
+			}
 		}
+		started := time.Now()
 		v, err := op(actx)
+		if c.spans == spansAuto && !a.Claimed() {
+			// Nothing made a span for this attempt: the loop records it now, with the
+			// attempt's own start time.
+			_, span = tracer.Start(loopCtx, c.attemptName, trace.WithSpanKind(c.attemptKind),
+				trace.WithAttributes(a.Attributes()...), trace.WithTimestamp(started))
+		}
 		if span != nil {
 			if err != nil && span.IsRecording() {
 				span.SetAttributes(attribute.String(AttrErrorType, ErrorType(err)))
@@ -435,8 +523,12 @@ func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), 
 		if c.maxAttempts <= 0 || n < c.maxAttempts {
 			wait = c.policy.NextBackOff()
 			var ra *backoff.RetryAfterError
+			var se *StatusError
 			if errors.As(err, &ra) {
 				wait = ra.Duration
+				c.policy.Reset()
+			} else if errors.As(err, &se) && se.HasRetryAfter {
+				wait = se.RetryAfter
 				c.policy.Reset()
 			}
 		}
@@ -496,4 +588,37 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// probe is the span an attempt's context carries by default: the loop's span itself (the same
+// span context and recording; it delegates every method) except for TracerProvider, which
+// returns a provider whose tracers claim the attempt for the CLIENT or PRODUCER span they start
+// in it ([AnnotateSpan]). Instrumentation that takes its tracer from the span in the context,
+// as otelhttp's transport does when it was given no WithTracerProvider, is thereby seen even
+// without [Transport] inside it, or with Transport outside it.
+type probe struct{ trace.Span }
+
+// TracerProvider returns the loop span's provider, watching the spans started through it.
+func (p probe) TracerProvider() trace.TracerProvider {
+	return probeProvider{TracerProvider: p.Span.TracerProvider()}
+}
+
+type probeProvider struct{ trace.TracerProvider }
+
+func (p probeProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return probeTracer{Tracer: p.TracerProvider.Tracer(name, opts...)}
+}
+
+type probeTracer struct{ trace.Tracer }
+
+// Start starts the span and, for a CLIENT or PRODUCER span in an attempt's context, claims the
+// attempt for it.
+func (t probeTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	ctx, span := t.Tracer.Start(ctx, name, opts...)
+	cfg := trace.NewSpanStartConfig(opts...)
+	switch cfg.SpanKind() {
+	case trace.SpanKindClient, trace.SpanKindProducer:
+		AnnotateSpan(ctx)
+	}
+	return ctx, span
 }

@@ -295,7 +295,7 @@ func TestRetryWithOtelhttpAnnotatesExistingSpans(t *testing.T) {
 			return "", &StatusError{Code: resp.StatusCode}
 		}
 		return string(b), nil
-	}, WithExistingAttemptSpans(), WithTracerProvider(tp), WithName("retry search"),
+	}, WithTracerProvider(tp), WithName("retry search"),
 		WithBackOff(backoff.NewConstantBackOff(time.Millisecond)), WithIdempotencyKey("key-7"), WithRecordedIdempotencyKey())
 	require.NoError(t, err)
 	assert.Equal(t, "ok", body)
@@ -354,7 +354,7 @@ func TestRetryWithOtelhttpCancelledInFlight(t *testing.T) {
 			resp.Body.Close()
 		}
 		return err
-	}, WithExistingAttemptSpans(), WithTracerProvider(tp))
+	}, WithTracerProvider(tp))
 	var ce *CancelError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, DuringAttempt, ce.Stage)

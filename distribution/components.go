@@ -4,10 +4,12 @@ package distribution
 
 import (
 	kafkaexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
+	prometheusremotewriteexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusremotewriteexporter"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	jaegerreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/jaegerreceiver"
 	kafkareceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
 	zipkinreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/zipkinreceiver"
+	orphanmetricsconnector "github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
 	orphanmetricsexporter "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	orphanprocessor "github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 	"go.opentelemetry.io/collector/component"
@@ -81,16 +83,18 @@ func Components() (otelcol.Factories, error) {
 		otlphttpexporter.NewFactory(),
 		debugexporter.NewFactory(),
 		kafkaexporter.NewFactory(),
+		prometheusremotewriteexporter.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
 	factories.ExporterModules = makeModulesMap(factories.Exporters, map[component.Type]string{
-		orphanmetricsexporter.NewFactory().Type(): "github.com/orphanwatch/orphanwatch v0.0.0-00010101000000-000000000000",
-		otlpexporter.NewFactory().Type():          "go.opentelemetry.io/collector/exporter/otlpexporter v0.165.0",
-		otlphttpexporter.NewFactory().Type():      "go.opentelemetry.io/collector/exporter/otlphttpexporter v0.165.0",
-		debugexporter.NewFactory().Type():         "go.opentelemetry.io/collector/exporter/debugexporter v0.165.0",
-		kafkaexporter.NewFactory().Type():         "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter v0.165.1",
+		orphanmetricsexporter.NewFactory().Type():         "github.com/orphanwatch/orphanwatch v0.0.0-00010101000000-000000000000",
+		otlpexporter.NewFactory().Type():                  "go.opentelemetry.io/collector/exporter/otlpexporter v0.165.0",
+		otlphttpexporter.NewFactory().Type():              "go.opentelemetry.io/collector/exporter/otlphttpexporter v0.165.0",
+		debugexporter.NewFactory().Type():                 "go.opentelemetry.io/collector/exporter/debugexporter v0.165.0",
+		kafkaexporter.NewFactory().Type():                 "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter v0.165.1",
+		prometheusremotewriteexporter.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusremotewriteexporter v0.165.1",
 	})
 
 	factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
@@ -107,11 +111,15 @@ func Components() (otelcol.Factories, error) {
 		orphanprocessor.NewFactory().Type():        "github.com/orphanwatch/orphanwatch v0.0.0-00010101000000-000000000000",
 	})
 
-	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory]()
+	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
+		orphanmetricsconnector.NewFactory(),
+	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
-	factories.ConnectorModules = makeModulesMap(factories.Connectors, map[component.Type]string{})
+	factories.ConnectorModules = makeModulesMap(factories.Connectors, map[component.Type]string{
+		orphanmetricsconnector.NewFactory().Type(): "github.com/orphanwatch/orphanwatch v0.0.0-00010101000000-000000000000",
+	})
 
 	return factories, nil
 }

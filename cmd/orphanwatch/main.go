@@ -88,7 +88,7 @@ func newFlags(out io.Writer) *flags {
 	f.fs.StringVar(&f.format, "format", "text", "output `format`: text (tables) or json")
 	f.fs.BoolVar(&f.metrics, "metrics", false, "print, instead of the report, the Prometheus text exposition the orphanmetrics exporter would serve for these spans")
 	f.fs.StringVar(&f.prices, "prices", "", "price table `file` (YAML or JSON): model: {input_per_million: USD, output_per_million: USD};\nreplaces the default table (gpt-4o 2.50/10.00, gpt-4o-mini 0.15/0.60 USD per million input/output tokens)")
-	f.fs.StringVar(&f.config, "config", "", "orphan processor settings `file` (YAML): the processor's own keys, or a collector configuration\nwhose processors.orphan (and exporters.orphanmetrics) sections are used; decision_wait is ignored")
+	f.fs.StringVar(&f.config, "config", "", "orphan processor settings `file` (YAML): the processor's own keys, or a collector configuration\nwhose processors.orphan (and exporters.orphanmetrics) sections are used, waits and limits included")
 	f.fs.BoolVar(&f.spans, "spans", false, "also list every span with the verdict the processor wrote on it")
 	f.fs.BoolVar(&f.failOnOrphaned, "fail-on-orphaned", false, "exit with status 3 when any span is orphaned (for CI)")
 	return f

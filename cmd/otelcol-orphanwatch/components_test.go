@@ -36,6 +36,32 @@ func TestComponentsScaleOut(t *testing.T) {
 	}
 }
 
+// TestComponentsPush: the distribution carries what README "Push the metrics" uses: the
+// orphanmetrics connector, and otlp_http and prometheusremotewrite to push its metrics.
+func TestComponentsPush(t *testing.T) {
+	f, err := components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := f.Connectors[component.MustNewType("orphanmetrics")]
+	if !ok {
+		t.Fatal("connector orphanmetrics missing")
+	}
+	if got := c.TracesToMetricsStability(); got == component.StabilityLevelUndefined {
+		t.Error("connector orphanmetrics does not connect traces to metrics")
+	}
+	for _, e := range []string{"otlp_http", "prometheusremotewrite"} {
+		fac, ok := f.Exporters[component.MustNewType(e)]
+		if !ok {
+			t.Errorf("exporter %q missing", e)
+			continue
+		}
+		if fac.MetricsStability() == component.StabilityLevelUndefined {
+			t.Errorf("exporter %q does not export metrics", e)
+		}
+	}
+}
+
 // TestListenersDefaultToLocalhost: no receiver of the distribution listens on every interface
 // unless configured to: every endpoint in a receiver's default config names localhost.
 func TestListenersDefaultToLocalhost(t *testing.T) {

@@ -125,6 +125,12 @@ func (c *Config) Validate() error {
 	return errors.Join(append(errs, c.validateMetrics())...)
 }
 
+// ValidateMetrics checks the fields that shape the metrics: namespace, label_limits,
+// outlive_buckets, hop_buckets and const_labels, each error naming its field. It is what
+// [NewRecorder] checks, without the HTTP settings; the orphanmetrics connector validates its
+// configuration with it.
+func (c *Config) ValidateMetrics() error { return c.validateMetrics() }
+
 // validateMetrics checks the fields that shape the metrics (everything but
 // the HTTP server); it is all that [NewRecorder] needs.
 func (c *Config) validateMetrics() error {

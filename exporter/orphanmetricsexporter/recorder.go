@@ -266,6 +266,11 @@ func (r *Recorder) Record(td ptrace.Traces) {
 	}
 }
 
+// LabelValues returns how many distinct values label (one of [LimitedLabels]) has admitted so
+// far; once it reaches its limit, later new values are exported as "other". It is what the
+// collector components report as their label_values gauge.
+func (r *Recorder) LabelValues(label string) int { return r.limiter.Len(label) }
+
 // Gatherer returns the registry holding the metrics, for use with
 // client_golang (promhttp, testutil) or to merge into another registry via
 // prometheus.Gatherers.

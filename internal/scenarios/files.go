@@ -23,7 +23,7 @@ type Scenario struct {
 	Build func() (ptrace.Traces, Expected)
 }
 
-// All returns S1..S19 in order. S8 has no files (it is S2 shuffled: use S8Batches).
+// All returns S1..S24 in order. S8 has no files (it is S2 shuffled: use S8Batches).
 func All() []Scenario {
 	return []Scenario{
 		{"S1", "s01_happy_fanout", "happy fan-out", S1},
@@ -45,6 +45,11 @@ func All() []Scenario {
 		{"S17", "s17_late_entry", "late entry is not detachment", S17},
 		{"S18", "s18_several_roots", "every parentless span is a root", S18},
 		{"S19", "s19_languages_tool_calls", "cancellations of more languages, and an agent framework's tool call", S19},
+		{"S20", "s20_queue_redelivery", "queue redelivery is one run", S20},
+		{"S21", "s21_hedged_tries", "hedged tries are one run; parallel work is not", S21},
+		{"S22", "s22_server_not_attempt_arrays", "a SERVER span is never an attempt; arrays of one value", S22},
+		{"S23", "s23_proxy_client_left", "a proxy that saw its client leave", S23},
+		{"S24", "s24_request_reply_queue", "request-reply over a queue", S24},
 	}
 }
 

@@ -84,6 +84,8 @@ func (c *Correlator) DecideInto(dst []Verdict, spans []Span) ([]Verdict, Stats) 
 
 // decide is Decide within a release (memo.go) when rel is set: runs may stay open, continue
 // runs left open before, and carry outcomes; with rel nil every run is over.
+//
+// The steps, in order, are those of docs/verdicts.md; each is a method of its own.
 func (c *Correlator) decide(dst []Verdict, spans []Span, rel *release) ([]Verdict, Stats) {
 	out := grown(dst, len(spans))
 	var st Stats
@@ -92,78 +94,105 @@ func (c *Correlator) decide(dst []Verdict, spans []Span, rel *release) ([]Verdic
 	}
 	sc := scratchPool.Get().(*scratch)
 	sc.rel = rel
-	defer func() {
-		sc.rel = nil
-		// Drop what the scratch points into (span strings, records) before it is reused.
-		clear(sc.nodes)
-		if len(sc.byID) > 1<<14 {
-			sc.byID = map[SpanID]idChain{} // do not keep a huge trace's table
-		} else {
-			clear(sc.byID)
-		}
-		scratchPool.Put(sc)
-	}()
+	defer sc.put()
 	sc.nodes = grown(sc.nodes, len(spans))
-	nodes := sc.nodes
 
-	// 1. Validity and the span-ID index. Zipkin's shared client/server halves have the same
-	// span ID and different kinds: both are kept; a second span with the same ID and kind is a
-	// duplicate (an upstream exporter that retried) and gets no verdict.
-	// Spans are indexed in a canonical order (span ID, kind, start, end, name) so that which of
-	// two duplicates is kept does not depend on arrival order. The order matters only where
-	// span IDs repeat: spans are indexed in the order given until a span ID repeats, and then
-	// all again in the canonical order.
+	// 1. Validity and the span-ID index.
+	if !indexSpans(sc, spans, out, false) {
+		indexSpans(sc, spans, out, true)
+	}
+	// 2. Parent links. 3. Cycles broken, children grouped.
+	linkParents(sc, spans, out)
+	breakCycles(sc, spans, out)
+	groupChildren(sc, spans, out)
+	// 4. Roots, what is known of the trace, key bindings.
+	known, bindings := c.findRoots(sc, spans)
+	st.RootMissing = known.n == 0
+	// 5. Context inherited top-down: detachment, root, deadline, hop.
+	c.inheritContext(sc, spans, out, bindings, &st)
+	// 6. Liveness of every span (liveness.go).
+	c.judgeSpans(sc, spans, out, &st)
+	// 7. The edges that did not carry the cancellation (reach.go).
+	c.decideEdges(sc, spans, sc.nodes, out)
+	markProvisional(sc, sc.nodes, out)
+	// 8. Spend, 9. runs, then 10. how far the cancellation reached (reach.go).
+	c.decideSpend(sc, spans, sc.nodes, out, &st)
+	c.decideRuns(sc, spans, sc.nodes, out, &st)
+	decideNested(sc, spans, sc.nodes, out)
+	c.decideReach(spans, sc.nodes, out, sc.roots)
+	// 11. What later decisions of this trace need: which root each span had, when the trace
+	// has several.
+	if known.n >= 2 {
+		c.mu.Lock()
+		c.indexRootsLocked(spans, sc.nodes, sc.roots, sc.recs)
+		c.mu.Unlock()
+	}
+	return out, st
+}
+
+// put returns the scratch to the pool, dropping what it points into (span strings, records).
+func (sc *scratch) put() {
+	sc.rel = nil
+	clear(sc.nodes)
+	if len(sc.byID) > 1<<14 {
+		sc.byID = map[SpanID]idChain{} // do not keep a huge trace's table
+	} else {
+		clear(sc.byID)
+	}
+	scratchPool.Put(sc)
+}
+
+// indexSpans is step 1: each span's validity and the span-ID index. Zipkin's shared
+// client/server halves have the same span ID and different kinds: both are kept; a second span
+// with the same ID and kind is a duplicate (an upstream exporter that retried) and gets no
+// verdict.
+//
+// Spans are indexed in the order given unless a span ID repeats; then which of two duplicates
+// is kept must not depend on arrival order, so indexSpans stops, reporting false, and the
+// caller indexes again with canonical set: in a canonical order (span ID, kind, start, end,
+// name).
+func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool) bool {
 	sc.canon = grown(sc.canon, len(spans))
 	canon := sc.canon
 	for i := range canon {
 		canon[i] = int32(i)
 	}
 	byID := sc.byID
+	clear(byID)
+	for j := range out {
+		out[j].Invalid = Valid
+	}
+	if canonical {
+		// slices.SortFunc runs the same pdqsort as sort.Slice did: equal spans keep their order.
+		slices.SortFunc(canon, func(a, b int32) int {
+			sa, sb := &spans[a], &spans[b]
+			if sa.SpanID != sb.SpanID {
+				return cmp.Compare(string(sa.SpanID[:]), string(sb.SpanID[:]))
+			}
+			if sa.Kind != sb.Kind {
+				return cmp.Compare(sa.Kind, sb.Kind)
+			}
+			if sa.Start != sb.Start {
+				return cmp.Compare(sa.Start, sb.Start)
+			}
+			if sa.End != sb.End {
+				return cmp.Compare(sa.End, sb.End)
+			}
+			return cmp.Compare(sa.Name, sb.Name)
+		})
+	}
 	sc.next = grown(sc.next, len(spans))
 	next := sc.next
-	canonical := false
-index:
+	nodes := sc.nodes
 	for _, ci := range canon {
 		i := int(ci)
 		s := &spans[i]
 		n := &nodes[i]
 		if _, repeated := byID[s.SpanID]; repeated && !canonical && !s.SpanID.IsZero() {
-			clear(byID)
-			for j := range out {
-				out[j].Invalid = Valid
-			}
-			// slices.SortFunc runs the same pdqsort as sort.Slice did: equal spans keep their
-			// order.
-			slices.SortFunc(canon, func(a, b int32) int {
-				sa, sb := &spans[a], &spans[b]
-				if sa.SpanID != sb.SpanID {
-					return cmp.Compare(string(sa.SpanID[:]), string(sb.SpanID[:]))
-				}
-				if sa.Kind != sb.Kind {
-					return cmp.Compare(sa.Kind, sb.Kind)
-				}
-				if sa.Start != sb.Start {
-					return cmp.Compare(sa.Start, sb.Start)
-				}
-				if sa.End != sb.End {
-					return cmp.Compare(sa.End, sb.End)
-				}
-				return cmp.Compare(sa.Name, sb.Name)
-			})
-			canonical = true
-			goto index // start again, in the canonical order
+			return false
 		}
 		n.parent = -1
-		switch {
-		case s.TraceID.IsZero():
-			out[i].Invalid = InvalidTraceID
-		case s.SpanID.IsZero():
-			out[i].Invalid = InvalidSpanID
-		case s.Start <= 0 || s.End <= 0:
-			out[i].Invalid = InvalidTimes
-		case s.End < s.Start:
-			out[i].Invalid = InvalidEndBeforeStart
-		}
+		out[i].Invalid = validity(s)
 		if s.SpanID.IsZero() {
 			continue
 		}
@@ -193,9 +222,30 @@ index:
 			byID[s.SpanID] = idChain{int32(i), int32(i)}
 		}
 	}
+	return true
+}
 
-	// 2. Parent links. Among spans sharing the parent's ID, prefer the one in the child's own
-	// service (the server half that made the child), else a CLIENT/PRODUCER half.
+// validity is what makes a span unusable on its own: no trace or span ID, no times, an end
+// before its start (DESIGN.md "Bounds and bad input").
+func validity(s *Span) Invalid {
+	switch {
+	case s.TraceID.IsZero():
+		return InvalidTraceID
+	case s.SpanID.IsZero():
+		return InvalidSpanID
+	case s.Start <= 0 || s.End <= 0:
+		return InvalidTimes
+	case s.End < s.Start:
+		return InvalidEndBeforeStart
+	}
+	return Valid
+}
+
+// linkParents is step 2: each span's parent among the spans present. Among spans sharing the
+// parent's ID, prefer the one in the child's own service (the server half that made the child),
+// else a CLIENT/PRODUCER half.
+func linkParents(sc *scratch, spans []Span, out []Verdict) {
+	byID, next, nodes := sc.byID, sc.next, sc.nodes
 	for i := range spans {
 		s := &spans[i]
 		if s.ParentID.IsZero() || s.SpanID.IsZero() {
@@ -220,9 +270,12 @@ index:
 		}
 		nodes[i].parent = best
 	}
+}
 
-	// 3. Cycles: a parent chain that comes back to a span it passed. Every span on the cycle
-	// is malformed; spans hanging below a cycle are judged as if their parent were missing.
+// breakCycles is step 3: a parent chain that comes back to a span it passed. Every span on the
+// cycle is malformed; spans hanging below a cycle are judged as if their parent were missing.
+func breakCycles(sc *scratch, spans []Span, out []Verdict) {
+	nodes := sc.nodes
 	sc.state = grown(sc.state, len(spans)) // 0 new, 1 on stack, 2 done
 	state := sc.state
 	stack := sc.stack[:0]
@@ -257,7 +310,12 @@ index:
 		}
 	}
 	sc.stack = stack
-	// Children, grouped by parent in index order: count, place each group, fill.
+}
+
+// groupChildren lists each span's children, grouped by parent in index order (count, place each
+// group, fill), and notes which spans are valid and which have usable times.
+func groupChildren(sc *scratch, spans []Span, out []Verdict) {
+	nodes := sc.nodes
 	for i := range spans {
 		if p := nodes[i].parent; p >= 0 {
 			nodes[p].kidsEnd++
@@ -279,10 +337,15 @@ index:
 		nodes[i].valid = out[i].Invalid == Valid
 		nodes[i].timed = out[i].Invalid == Valid || out[i].Invalid == InvalidDuplicate || out[i].Invalid == InvalidParentCycle
 	}
+}
 
-	// 4. Roots: every valid span without a parent (DESIGN.md "Words": a trace may hold several;
-	// each span is judged against the root at the top of its own subtree). Then what is known
-	// of the trace from earlier decisions, and the key bindings, under the lock.
+// findRoots is step 4: every valid span without a parent is a root (DESIGN.md "Words": a trace
+// may hold several; each span is judged against the root at the top of its own subtree). Then,
+// under the lock, what is known of the trace from earlier decisions (the root above each span
+// whose parent is absent: rootOfAbsentParent) and the roots that idempotency keys bind to, once
+// per key.
+func (c *Correlator) findRoots(sc *scratch, spans []Span) (knownRoots, map[uint64]rootRecord) {
+	nodes := sc.nodes
 	roots := sc.roots[:0]
 	for i := range spans {
 		if nodes[i].valid && spans[i].ParentID.IsZero() {
@@ -297,9 +360,8 @@ index:
 		recs[k] = c.rootRecordOf(&spans[r])
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	known := c.knownRootsLocked(spans[0].TraceID, spans, roots, recs)
-	// A span whose parent is not here (it came in an earlier decision, or never came) is judged
-	// against the root its parent had, when the trace's index says so (rootOfAbsentParent).
 	sc.above = grown(sc.above, len(spans))
 	above := sc.above
 	for i := range spans {
@@ -307,7 +369,6 @@ index:
 			above[i] = c.rootOfAbsentParentLocked(&spans[i], &known)
 		}
 	}
-	// Key bindings are resolved under the lock, once per key.
 	var bindings map[uint64]rootRecord // made when a key binds
 	for i := range spans {
 		if h := spans[i].KeyHash; h != 0 {
@@ -321,11 +382,14 @@ index:
 			}
 		}
 	}
-	c.mu.Unlock()
-	st.RootMissing = known.n == 0
+	return known, bindings
+}
 
-	// 5. Context, top-down from every root and every span whose parent is absent: detached or
-	// not, the root it is judged against, the earliest deadline above it, its service hop.
+// inheritContext is step 5: context, top-down from every root and every span whose parent is
+// absent: detached or not, the root it is judged against, the earliest deadline above it, its
+// service hop.
+func (c *Correlator) inheritContext(sc *scratch, spans []Span, out []Verdict, bindings map[uint64]rootRecord, st *Stats) {
+	nodes, kids := sc.nodes, sc.kids
 	var visit func(i int32, ctx spanContext)
 	visit = func(i int32, ctx spanContext) {
 		s := &spans[i]
@@ -362,30 +426,32 @@ index:
 		}
 	}
 	sc.order = sc.order[:0]
-	for k, r := range roots {
-		det := recs[k].detached
-		visit(r, spanContext{detached: det, rec: recs[k], hasRoot: !det, root: int32(k), rootID: spans[r].SpanID})
+	for k, r := range sc.roots {
+		det := sc.recs[k].detached
+		visit(r, spanContext{detached: det, rec: sc.recs[k], hasRoot: !det, root: int32(k), rootID: spans[r].SpanID})
 	}
 	for i := range spans {
 		if nodes[i].parent < 0 && !nodes[i].done {
-			if above[i].ambiguous {
+			a := &sc.above[i]
+			if a.ambiguous {
 				st.AmbiguousRoot++
 				out[i].Ambiguous = true
 			}
-			a := &above[i]
 			visit(int32(i), spanContext{detached: a.detached, rec: a.rec, hasRoot: a.ok && !a.detached, root: -1, rootID: a.id})
 		}
 	}
+}
 
-	// 6. Liveness of every span (liveness.go).
+// judgeSpans is step 6: the liveness of every span (liveness.go).
+func (c *Correlator) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *Stats) {
 	for i := range spans {
-		s, n, v := &spans[i], &nodes[i], &out[i]
+		s, n, v := &spans[i], &sc.nodes[i], &out[i]
 		switch {
 		case !n.valid:
 			// Seen but not judged: liveness unknown (never live or orphaned), so that nothing
 			// downstream mistakes the span for one the processor never saw.
 			v.Liveness = LivenessUnknown
-			st.Invalid[out[i].Invalid]++
+			st.Invalid[v.Invalid]++
 		case n.isRoot && !n.detached:
 			v.EndReason = n.rec.reason
 			v.Liveness = LivenessLive
@@ -400,25 +466,6 @@ index:
 			c.judgeLiveness(s, n, v)
 		}
 	}
-
-	// 7. The edges that did not carry the cancellation (reach.go).
-	c.decideEdges(sc, spans, nodes, out)
-	markProvisional(sc, nodes, out)
-
-	// 8. Spend, 9. runs, then 10. how far the cancellation reached (reach.go).
-	c.decideSpend(sc, spans, nodes, out, &st)
-	c.decideRuns(sc, spans, nodes, out, &st)
-	decideNested(sc, spans, nodes, out)
-	c.decideReach(spans, nodes, out, roots)
-
-	// 11. What later decisions of this trace need: which root each span had, when the trace
-	// has several.
-	if known.n >= 2 {
-		c.mu.Lock()
-		c.indexRootsLocked(spans, nodes, roots, recs)
-		c.mu.Unlock()
-	}
-	return out, st
 }
 
 // spanContext is what a span inherits from the spans above it (step 5 of Decide).

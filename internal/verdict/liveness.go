@@ -4,14 +4,47 @@ package verdict
 // span; docs/verdicts.md "Detached work", "Liveness").
 
 // startsDetachedWork reports whether span i begins work meant to outlive the request, given
-// what it inherits (ctx): it is a messaging CONSUMER span, or it is a follow-up (see
-// isFollowUp).
+// what it inherits (ctx): it is a messaging CONSUMER span that its producing request does not
+// wait for (see requestAwaits), or it is a follow-up (see isFollowUp).
 func (c *Correlator) startsDetachedWork(spans []Span, nodes []node, i int32, ctx *spanContext) bool {
 	s := &spans[i]
 	if c.cfg.DetachConsumers && s.Kind == KindConsumer {
-		return true
+		return !c.requestAwaits(spans, nodes, i)
 	}
 	return c.cfg.DetachLateEntries && c.isFollowUp(spans, nodes, i, ctx)
+}
+
+// requestAwaits reports whether the request that produced CONSUMER span i waits for its work:
+// the queue is a request-reply hop (DESIGN.md "Words": detached work). The producing request is
+// the entry span of the producer's service (the SERVER or CONSUMER span above the PRODUCER, or
+// the root of that service's part of the trace); it waits when it is still open when the
+// consumer's work ends, within the clock-skew tolerance between services (it ends after the
+// consumer, or less than the tolerance before). An API handler awaiting a task queue's result
+// and a durable workflow's activities are the common case; fire-and-forget work (the request
+// finished first) stays detached. Only a producer in the consumer's own trace (its parent) is
+// looked at: work reached through a span link is detached as before.
+func (c *Correlator) requestAwaits(spans []Span, nodes []node, i int32) bool {
+	pi := nodes[i].parent
+	if pi < 0 {
+		return false
+	}
+	svc := spans[pi].Service
+	entry := int32(-1)
+	for j := pi; j >= 0 && spans[j].Service == svc; j = nodes[j].parent {
+		entry = j
+		if k := spans[j].Kind; k == KindServer || k == KindConsumer {
+			break
+		}
+	}
+	if entry < 0 || !nodes[entry].timed {
+		return false
+	}
+	e, s := &spans[entry], &spans[i]
+	tol := int64(0)
+	if e.Service != s.Service {
+		tol = int64(c.cfg.ClockSkew)
+	}
+	return e.End+tol >= s.End
 }
 
 // isFollowUp reports whether a SERVER span that started after its parent ended is a follow-up

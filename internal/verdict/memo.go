@@ -125,6 +125,9 @@ type openRun struct {
 	outcome  Outcome
 	ok       bool
 	seq      uint64
+	// stopsAt: unix ns after which the run is over because its loop recorded the cancellation
+	// (loopStopsAt); 0 when that rule does not apply.
+	stopsAt int64
 }
 
 // continuation is the open run an attempt group continues.
@@ -136,7 +139,7 @@ type continuation struct {
 }
 
 func runIDOf(t TraceID, s *Span) runID {
-	if s.KeyHash == 0 {
+	if s.KeyHash == 0 && !isDelivery(s) {
 		return runID{t: t, parent: s.ParentID, op: opKey(s)}
 	}
 	const offset64, prime64 = 14695981039346656037, 1099511628211
@@ -148,7 +151,7 @@ func runIDOf(t TraceID, s *Span) runID {
 		h = (h ^ 0xff) * prime64
 	}
 	h = (h ^ uint64(s.Kind)) * prime64
-	return runID{op: s.KeyHash, kind: h}
+	return runID{op: opKey(s), kind: h}
 }
 
 // continuedRun finds the open run the attempt group refs continues (nil rel: none).
@@ -185,7 +188,7 @@ func (c *Correlator) priorClosed(rel *release, prior *openRun) {
 }
 
 // runStaysOpen records the run whose final attempt so far is spans[last] as open.
-func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool) {
+func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool, stopsAt int64) {
 	s := &spans[last]
 	id := runIDOf(rel.t, s)
 	r := c.open[id]
@@ -203,7 +206,7 @@ func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total 
 	}
 	keep := r.last.Extra
 	sameLast := r.last.SpanID == s.SpanID && r.last.Kind == s.Kind
-	r.trace, r.last, r.attempts, r.base, r.split, r.outcome, r.ok = rel.t, *s, total, cont.offset, split, outcome, ok
+	r.trace, r.last, r.attempts, r.base, r.split, r.outcome, r.ok, r.stopsAt = rel.t, *s, total, cont.offset, split, outcome, ok, stopsAt
 	switch {
 	case r.last.Extra != nil:
 	case sameLast:
@@ -566,12 +569,11 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 			c.giveUpLocked(t)
 		}
 	}
-	if c.cfg.RunTimeout > 0 {
-		for id, r := range c.open {
-			if now-r.last.End > int64(c.cfg.RunTimeout+c.cfg.ClockSkew) {
-				delete(c.open, id)
-				c.sweptRun(r)
-			}
+	for id, r := range c.open {
+		timedOut := c.cfg.RunTimeout > 0 && now-r.last.End > int64(c.cfg.RunTimeout+c.cfg.ClockSkew)
+		if timedOut || r.stopsAt != 0 && now > r.stopsAt {
+			delete(c.open, id)
+			c.sweptRun(r)
 		}
 	}
 	out, st := c.swept, c.sweptStats
@@ -636,11 +638,24 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 		}
 	}
 	st.Invalid[Valid] = 0
-	st.RootMissing = rootMissing && st.Spans > 0
-	if st.RootMissing {
-		st.RootMissingSpans = st.Spans - st.InvalidTotal()
+	if rootMissing {
+		for i := range vs {
+			if withoutRoot(&spans[i], &vs[i]) {
+				st.RootMissingSpans++
+			}
+		}
 	}
+	st.RootMissing = st.RootMissingSpans > 0
 	return st
+}
+
+// withoutRoot reports whether a span's verdict is "unknown" for want of a root: a valid span,
+// not detached work, not a root, with a duration, its liveness unknown. Spans that an
+// idempotency key or a deadline binds to a root elsewhere have a verdict and are not counted;
+// detached work (a consumer's trace, a linked trace) needs no root of its own.
+func withoutRoot(s *Span, v *Verdict) bool {
+	return v.Invalid == Valid && !v.Provisional && !v.Detached && !v.Ambiguous && v.EndReason == EndReasonNone &&
+		s.End != s.Start && v.Liveness == LivenessUnknown
 }
 
 // add adds o's counts to s.
@@ -655,3 +670,7 @@ func (s *Stats) add(o Stats) {
 	s.RootMissing = s.RootMissing || o.RootMissing
 	s.Spans += o.Spans
 }
+
+// WithoutRoot reports whether a span's verdict is "unknown" for want of a root (withoutRoot),
+// for a reader that counts the spans decided with [Correlator.DecideInto].
+func WithoutRoot(s *Span, v *Verdict) bool { return withoutRoot(s, v) }

@@ -37,9 +37,9 @@ func (c *Correlator) rootRecordOf(s *Span) rootRecord {
 		rec.gone = s.Deadline
 	}
 	switch {
-	case c.rules.cancelSignal(s) && !(s.Kind == KindClient && s.IsHTTP && s.HTTPStatus == 0 && s.Status == StatusUnset && s.ErrorType == "" && s.Deadline > 0 && s.Deadline <= s.End):
+	case c.rules.cancelSignal(s) && !cutByOwnDeadline(s):
 		rec.reason = EndReasonCancelled
-	case c.rules.deadlineSignal(s) || (s.Deadline > 0 && s.Deadline <= s.End):
+	case c.rules.deadlineSignal(s) || deadlineBeforeEnd(s):
 		rec.reason = EndReasonDeadlineExceeded
 	case s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > grpcOK || s.ErrorType != "":
 		rec.reason = EndReasonError
@@ -58,4 +58,24 @@ func (c *Correlator) rootRecordOf(s *Span) rootRecord {
 // only through a span link, is detached work (DESIGN.md "Words": detached work).
 func (c *Correlator) rootIsDetached(s *Span) bool {
 	return (c.cfg.DetachConsumers && s.Kind == KindConsumer) || (c.cfg.DetachLinkedRoots && len(s.Links) > 0)
+}
+
+// deadlineBeforeEnd reports whether the span's deadline came at or before its end: whatever it
+// recorded, it ran out of time (DESIGN.md "Words": deadline_exceeded, "the deadline came before
+// the end").
+func deadlineBeforeEnd(s *Span) bool { return s.Deadline > 0 && s.Deadline <= s.End }
+
+// cutByOwnDeadline is the condition that tells deadline_exceeded from cancelled for an HTTP
+// CLIENT span left the way the HTTP conventions leave a deliberately cancelled call (unset
+// status, no response status code, no error.type): when its deadline had passed by its end,
+// what cancelled it was that deadline, so the root ended deadline_exceeded, not cancelled.
+func cutByOwnDeadline(s *Span) bool {
+	return silentlyCancelledCall(s) && deadlineBeforeEnd(s)
+}
+
+// silentlyCancelledCall reports whether s is an HTTP CLIENT span with unset status, no response
+// status code and no error.type: recent HTTP conventions leave a deliberately cancelled client
+// call that way (DESIGN.md "Words": end reason).
+func silentlyCancelledCall(s *Span) bool {
+	return s.Kind == KindClient && s.IsHTTP && s.HTTPStatus == 0 && s.Status == StatusUnset && s.ErrorType == ""
 }

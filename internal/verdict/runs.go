@@ -11,10 +11,14 @@ type runKey struct {
 	op     uint64
 }
 
-// opKey is the hashed idempotency key where there is one, otherwise name, kind and target.
+// opKey is the hashed idempotency key where there is one, else a delivery's message identity,
+// otherwise name, kind and target.
 func opKey(s *Span) uint64 {
 	if s.KeyHash != 0 {
 		return s.KeyHash
+	}
+	if s.Kind == KindConsumer && s.MessageHash != 0 {
+		return s.MessageHash
 	}
 	// FNV-1a (hash/fnv's New64a) over name, {0, kind, 0} and target, without allocating.
 	const offset64, prime64 = 14695981039346656037, 1099511628211
@@ -46,8 +50,8 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 	refs := sc.attempts[:0]
 	for i := range spans {
 		s := &spans[i]
-		if !nodes[i].valid || nodes[i].isRoot || !c.rules.isAttempt(s) {
-			continue
+		if !nodes[i].valid || nodes[i].isRoot && !isDelivery(s) || !c.rules.isAttempt(s) {
+			continue // roots are never attempts, but for a delivery that begins a trace
 		}
 		refs = append(refs, attemptRef{runKey{parent: s.ParentID, op: opKey(s)}, int32(i)})
 	}
@@ -96,11 +100,13 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 }
 
 // startsNewRun decides whether attempt cur begins a new run after a run of runLen attempts whose
-// final attempt so far is prev. A run is
+// latest attempt so far (by start) is prev. A run is
 // over (DESIGN.md "Run outcomes") when max_attempts is reached or the next attempt starts more
 // than run_timeout after the previous one ended, even if that attempt says it is a retry;
-// otherwise a span that says it retries joins the run; an overlapping sibling (parallel work)
-// and an attempt after a success, a hard failure or a cancellation begin a new one.
+// otherwise a span that says it retries joins the run (a hedged try says so too: gRPC's
+// grpc-previous-rpc-attempts, Envoy's x-envoy-attempt-count), and so does a try that raced
+// prev as a hedge (hedgedPair); another overlapping sibling (parallel work) and an attempt
+// after a success, a hard failure or a cancellation begin a new one.
 func (c *Correlator) startsNewRun(prev *Span, runLen int, cur *Span) bool {
 	switch {
 	case c.cfg.MaxAttempts > 0 && runLen >= c.cfg.MaxAttempts:
@@ -109,12 +115,66 @@ func (c *Correlator) startsNewRun(prev *Span, runLen int, cur *Span) bool {
 		return true
 	case explicitRetry(cur):
 		return false
+	case isDelivery(cur):
+		// Another delivery of the same message (opKey: its identity or key): redelivered,
+		// whatever the earlier delivery did.
+		return false
 	case cur.Start < prev.End:
-		return true // overlapping same-name siblings are parallel work, not retries
+		// Overlapping same-name siblings are parallel work, not retries, unless they raced as
+		// hedges of one call.
+		return !c.hedgedPair(prev, cur)
 	case c.rules.attemptResult(prev) != resultRetryable:
 		return true // after a success, a hard failure or a cancellation nothing is retried
 	}
 	return false
+}
+
+// hedgedPair reports whether two overlapping tries of one operation (same parent, name and
+// target, or key) raced as hedges: one succeeded and its own client cancelled the other within
+// cancellation.grace of that success (DESIGN.md "Words": attempt). Without that cancellation,
+// overlapping siblings are genuinely parallel work.
+func (c *Correlator) hedgedPair(a, b *Span) bool {
+	won := func(w, l *Span) bool {
+		if c.rules.attemptResult(w) != resultOK || !c.rules.cancelSignal(l) {
+			return false
+		}
+		d := l.End - w.End
+		return d >= -int64(c.cfg.CancellationGrace) && d <= int64(c.cfg.CancellationGrace)
+	}
+	return won(a, b) || won(b, a)
+}
+
+// finalAttempt is the attempt whose ending is the run's (DESIGN.md "Run outcomes": decided from
+// the run's final attempt): the latest to start, unless tries of the run raced each other
+// (hedged: one started before another ended); then the winner, the try that succeeded first,
+// else the try that ended last. The others were cancelled by their own client, or lost.
+func (c *Correlator) finalAttempt(spans []Span, run []int32) int32 {
+	last := run[len(run)-1]
+	raced := false
+	end := spans[run[0]].End
+	for _, i := range run[1:] {
+		if spans[i].Start < end {
+			raced = true
+		}
+		end = max(end, spans[i].End)
+	}
+	if !raced {
+		return last
+	}
+	winner, latest := int32(-1), last
+	for _, i := range run {
+		s := &spans[i]
+		if c.rules.attemptResult(s) == resultOK && (winner < 0 || s.End < spans[winner].End) {
+			winner = i
+		}
+		if s.End > spans[latest].End {
+			latest = i
+		}
+	}
+	if winner >= 0 {
+		return winner
+	}
+	return latest
 }
 
 // closeRun numbers the attempts of one run and, when the run is over, writes its outcome on the
@@ -136,10 +196,10 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 			out[i].Attempt = pos + 1
 		}
 	}
-	last := run[len(run)-1]
+	last := c.finalAttempt(spans, run)
 	total := cont.offset + len(run)
 	if !c.runOver(sc.rel, spans, nodes, last, total) {
-		c.runStaysOpen(sc.rel, spans, last, total, cont, split || cont.split, c.runOutcome(spans, nodes, out, last), c.rules.attemptResult(&spans[last]) == resultOK)
+		c.runStaysOpen(sc.rel, spans, last, total, cont, split || cont.split, c.runOutcome(spans, nodes, out, last), c.rules.attemptResult(&spans[last]) == resultOK, c.loopStopsAt(spans, nodes, last))
 		return
 	}
 	v := &out[last]
@@ -162,8 +222,19 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 func (c *Correlator) runOver(rel *release, spans []Span, nodes []node, last int32, total int) bool {
 	s := &spans[last]
 	switch {
-	case rel == nil || rel.final:
+	case rel == nil:
 		return true
+	case rel.final:
+		// The trace is given up or decided last (shutdown): every run is over, but a delivery's,
+		// which another trace given up with it may continue (Finish closes it).
+		return !isDelivery(s)
+	case c.loopStopsAt(spans, nodes, last) != 0 && rel.now > c.loopStopsAt(spans, nodes, last):
+		return true
+	case isDelivery(s):
+		// A message may be delivered again (its ack or commit lost) in another trace, whatever
+		// this delivery did: the run waits for run_timeout or max_attempts.
+		return c.cfg.MaxAttempts > 0 && total >= c.cfg.MaxAttempts ||
+			c.cfg.RunTimeout > 0 && rel.now-s.End > int64(c.cfg.RunTimeout)
 	case c.rules.attemptResult(s) != resultRetryable:
 		return true
 	case c.cfg.MaxAttempts > 0 && total >= c.cfg.MaxAttempts:
@@ -176,6 +247,30 @@ func (c *Correlator) runOver(rel *release, spans []Span, nodes []node, last int3
 		return true
 	}
 	return false
+}
+
+// loopStopsAt is when a run whose final attempt so far is last is over because its loop
+// recorded the cancellation and stopped (DESIGN.md "Run outcomes": a keyed run is over "at once
+// when its loop recorded the cancellation"), 0 when that rule does not apply: the final
+// attempt's parent span is present and recorded the cancellation or a passed deadline, and the
+// final attempt began while that span was still open. The run is over when no further attempt
+// came within ChainWait (decision_wait) of the parent's end: the wait tells a loop that stopped
+// from a parent that recorded the cancellation while its attempts went on (S14), whose next
+// attempts come seconds later; run_timeout (minutes) stays for runs whose loop said nothing.
+func (c *Correlator) loopStopsAt(spans []Span, nodes []node, last int32) int64 {
+	pi := nodes[last].parent
+	if pi < 0 {
+		return 0
+	}
+	p, s := &spans[pi], &spans[last]
+	tol := int64(0)
+	if p.Service != s.Service {
+		tol = int64(c.cfg.ClockSkew)
+	}
+	if !c.rules.noticeSignal(p) || s.Start > p.End+tol {
+		return 0
+	}
+	return p.End + int64(c.cfg.ChainWait)
 }
 
 // runOutcome is where a run's outcome is decided (DESIGN.md "Run outcomes"; docs/verdicts.md

@@ -194,7 +194,35 @@ func (r *rules) cancelSignal(s *Span) bool {
 	if s.HTTPStatus == 499 || s.GRPCStatus == grpcCancelled || r.recordsType(s, typeCancel) {
 		return true
 	}
-	return s.Kind == KindClient && s.IsHTTP && s.HTTPStatus == 0 && s.Status == StatusUnset && s.ErrorType == ""
+	return silentlyCancelledCall(s) || proxySawClientLeave(s)
+}
+
+// proxySawClientLeave reports whether a proxy recorded that its client disconnected (DESIGN.md
+// "Words": end reason): Envoy's response_flags containing DC (downstream connection
+// termination), or an HTTP status code of 0 recorded with an error (Envoy's span for a request
+// whose client left before any response, and the proxy's upstream request reset with it).
+// nginx's 499 is cancelSignal's HTTP 499.
+func proxySawClientLeave(s *Span) bool {
+	if hasFlag(s.ResponseFlags, "DC") {
+		return true
+	}
+	return s.HTTPStatusZero && (s.Status == StatusError || s.ErrorTag || s.ErrorType != "")
+}
+
+// hasFlag reports whether Envoy's comma-separated response flags include flag.
+func hasFlag(flags, flag string) bool {
+	for flags != "" {
+		f := flags
+		if i := strings.IndexByte(flags, ','); i >= 0 {
+			f, flags = flags[:i], flags[i+1:]
+		} else {
+			flags = ""
+		}
+		if strings.TrimSpace(f) == flag {
+			return true
+		}
+	}
+	return false
 }
 
 // deadlineSignal reports whether the span recorded a passed deadline: gRPC DEADLINE_EXCEEDED
@@ -208,7 +236,7 @@ func (r *rules) noticeSignal(s *Span) bool { return r.cancelSignal(s) || r.deadl
 
 // failed reports whether the span records an error of any kind.
 func failed(s *Span) bool {
-	return s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > grpcOK || s.ErrorType != ""
+	return s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > grpcOK || s.ErrorType != "" || s.ErrorTag
 }
 
 // attemptResult classifies how one attempt ended.
@@ -256,13 +284,26 @@ func (r *rules) isModelCall(s *Span) bool {
 }
 
 // isAttempt reports whether a span is one try of an operation (docs/verdicts.md "Which spans
-// are attempts"): CLIENT and PRODUCER spans, model calls and other GenAI operations, tool calls
-// (an agent framework's INTERNAL tool-call span is work like any call), and spans that carry
-// an attempt number.
+// are attempts"): CLIENT and PRODUCER spans, deliveries of a known message (isDelivery), model
+// calls and other GenAI operations, tool calls (an agent framework's INTERNAL tool-call span
+// is work like any call), and spans that carry an attempt number. A SERVER span is never an
+// attempt, whatever it carries (gen_ai.tool.name on a tool server's span included): it is the
+// callee's side of one (DESIGN.md "Words": attempt).
 func (r *rules) isAttempt(s *Span) bool {
 	switch s.Kind {
+	case KindServer:
+		return false
 	case KindClient, KindProducer:
 		return true
+	case KindConsumer:
+		return isDelivery(s)
 	}
 	return s.Operation != "" || s.ToolCall || s.ResendCount >= 0 || s.Attempt > 0 || r.isModelCall(s)
+}
+
+// isDelivery reports whether s delivers a known message to a CONSUMER: its message identity
+// (MessageHash) or a configured idempotency key names it, so that a redelivery of the same
+// message (its ack or commit lost) is another attempt of the same run (DESIGN.md "Words": run).
+func isDelivery(s *Span) bool {
+	return s.Kind == KindConsumer && (s.MessageHash != 0 || s.KeyHash != 0)
 }

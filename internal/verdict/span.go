@@ -89,12 +89,27 @@ type Span struct {
 	// only there: Go's span.RecordError(ctx.Err()) records type *errors.errorString with
 	// message "context canceled"; grpc-java "CANCELLED: ..."; tokio "task 42 was cancelled".
 	Messages []string
-	// ResendCount is http.request.resend_count; -1 when absent.
+	// ResendCount is http.request.resend_count, or gRPC's grpc-previous-rpc-attempts (gRFC A6:
+	// the number of earlier tries of a retried or hedged call); -1 when absent.
 	ResendCount int
 	// Attempt is the 1-based attempt number from a configured attempt attribute; 0 when absent.
 	Attempt int
 	// KeyHash is a 64-bit hash of the idempotency key (never the key itself); 0 when absent.
 	KeyHash uint64
+	// MessageHash is a 64-bit hash of the identity of the message a CONSUMER span delivers:
+	// messaging.message.id, else Kafka's destination, partition and offset; 0 when unknown (a
+	// Kafka message key alone is a partitioning key shared by many messages: not an identity).
+	// Deliveries of one message are attempts of one run (queue redelivery).
+	MessageHash uint64
+	// HTTPStatusZero is set when an HTTP status code attribute is present with the value 0: a
+	// proxy (Envoy) records that for a request whose client left before any response.
+	HTTPStatusZero bool
+	// ErrorTag is set when the span carries the `error` tag of the Zipkin and OpenTracing
+	// conventions (true, or the string "true"), as Envoy writes it.
+	ErrorTag bool
+	// ResponseFlags is Envoy's response_flags ("DC" for a downstream connection termination,
+	// "UC,URX" and so on); empty when absent.
+	ResponseFlags string
 	// Target names what the span calls: server.address[:port], rpc.service/rpc.method,
 	// messaging.destination.name, or the requested model; empty when unknown.
 	Target string

@@ -24,7 +24,7 @@ func TestExtraAttributesKeepDefaults(t *testing.T) {
 	require.NoError(t, confmap.Validate(cfg))
 	eff := cfg.Attributes.Effective()
 	assert.Equal(t, append(append([]string{}, defaultIdempotencyKeys...), "messaging.kafka.message.key"), eff.IdempotencyKey)
-	assert.Equal(t, []string{"retry.attempt"}, eff.Attempt)
+	assert.Equal(t, append(append([]string{}, defaultAttempts...), "retry.attempt"), eff.Attempt)
 	assert.Equal(t, append(append([]DeadlineConfig{}, defaultDeadlines...), DeadlineConfig{Attribute: "app.deadline", Format: spanread.FormatRFC3339}), eff.Deadlines)
 	assert.Equal(t, defaultInputTokens, eff.InputTokens)
 	// The defaults themselves are untouched (Effective copies).
@@ -101,7 +101,7 @@ func TestEffectiveAttributesLogged(t *testing.T) {
 	fields := entries[0].ContextMap()
 	assert.Equal(t, []any{"http.request.header.idempotency-key", "http.request.header.x-idempotency-key",
 		"rpc.grpc.request.metadata.idempotency-key", "messaging.kafka.message.key"}, fields["idempotency_key"])
-	assert.Equal(t, []any{"http.request.resend_count", "retry.attempt"}, fields["attempt"])
+	assert.Equal(t, []any{"http.request.resend_count", "http.request.header.x-envoy-attempt-count", "retry.attempt"}, fields["attempt"])
 	assert.Contains(t, fields["deadlines"], "app.deadline (rfc3339)")
 	assert.Contains(t, fields["deadlines"], "http.request.header.x-deadline (unix_seconds)")
 	assert.NotContains(t, fields["deadlines"], "http.request.header.x-deadline (milliseconds)")

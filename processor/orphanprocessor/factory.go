@@ -34,6 +34,9 @@ var (
 		"http.request.header.idempotency-key", "http.request.header.x-idempotency-key",
 		"rpc.grpc.request.metadata.idempotency-key",
 	}
+	// defaultAttempts: Envoy's x-envoy-attempt-count request header (retries and hedged tries
+	// of one upstream request, 1-based), as the HTTP conventions capture it.
+	defaultAttempts  = []string{"http.request.header.x-envoy-attempt-count"}
 	defaultDeadlines = []DeadlineConfig{
 		{Attribute: "http.request.header.x-deadline", Format: spanread.FormatUnixSeconds},
 		{Attribute: "http.request.header.x-deadline-ms", Format: spanread.FormatUnixMilliseconds},
@@ -64,6 +67,7 @@ func createDefaultConfig() component.Config {
 		RunTimeout:            vc.RunTimeout,
 		MaxAttempts:           vc.MaxAttempts,
 		Attributes: AttributesConfig{
+			Attempt:        defaultAttempts,
 			IdempotencyKey: defaultIdempotencyKeys,
 			Deadlines:      defaultDeadlines,
 			InputTokens:    defaultInputTokens,

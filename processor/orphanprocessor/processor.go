@@ -1,6 +1,7 @@
 package orphanprocessor
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/binary"
@@ -253,6 +254,9 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	p.queue = nil
 	p.dues = nil
 	p.mu.Unlock()
+	// In the order their spans ended, as they would have been released: a message's
+	// deliveries in several traces are numbered as they happened.
+	slices.SortStableFunc(ready, func(a, b *heldTrace) int { return cmp.Compare(firstEnd(a), firstEnd(b)) })
 	err := p.dropped(ctx, p.release(ctx, ready))
 	err = errors.Join(err, p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(time.Time{}, -1))))
 	// What still waits for a root or a further attempt is given up now: carried on carrier
@@ -262,6 +266,17 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	err = errors.Join(err, p.keyShareShutdown(ctx)) // key sharing (keysharing.go)
 	p.tel.Shutdown()
 	return err
+}
+
+// firstEnd is the earliest end time of a held trace's spans.
+func firstEnd(h *heldTrace) pcommon.Timestamp {
+	var m pcommon.Timestamp
+	for i, r := range h.refs {
+		if e := r.sp.EndTimestamp(); i == 0 || e < m {
+			m = e
+		}
+	}
+	return m
 }
 
 func (p *orphanProcessor) loop() {
@@ -706,7 +721,13 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		d.Verdicts, d.Stats = p.corr.DecideInto(*vbuf, spans)
 		d.Stats.Spans = len(spans)
 		if d.Stats.RootMissing {
-			d.Stats.RootMissingSpans = len(spans) - d.Stats.InvalidTotal()
+			d.Stats.RootMissingSpans = 0
+			for i := range spans {
+				if verdict.WithoutRoot(&spans[i], &d.Verdicts[i]) {
+					d.Stats.RootMissingSpans++
+				}
+			}
+			d.Stats.RootMissing = d.Stats.RootMissingSpans > 0
 		}
 	} else if h.last {
 		d = p.corr.ReleaseLast(*vbuf, spans, p.clock.Now().UnixNano())

@@ -169,7 +169,7 @@ func checkScenario(t require.TestingT, sc scenarioCase, out []ptrace.Traces) {
 func TestScenarios(t *testing.T) {
 	for _, sc := range loadScenarios(t) {
 		t.Run(sc.dir, func(t *testing.T) {
-			checkScenario(t, sc, runBatches(t, []ptrace.Traces{sc.traces}))
+			checkScenario(t, sc, effective(t, runBatches(t, []ptrace.Traces{sc.traces})))
 		})
 	}
 }
@@ -199,7 +199,7 @@ func TestScenariosAnyArrivalOrder(t *testing.T) {
 			spans[pi].appendTo(cur)
 		}
 		batches = append(batches, cur)
-		checkScenario(rt, sc, runBatches(rt, batches))
+		checkScenario(rt, sc, effective(rt, runBatches(rt, batches)))
 	})
 }
 

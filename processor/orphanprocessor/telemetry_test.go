@@ -162,3 +162,48 @@ func TestRefusalReturnedToTheCallerIsNotDropped(t *testing.T) {
 	assert.Error(t, err, "no series: nothing dropped")
 	assert.Equal(t, map[string]int64{"processor=orphan": 1}, points(t, tel, "otelcol_processor_orphan_downstream_errors"))
 }
+
+// TestBoundWorkIsNotRootMissing: spans that an idempotency key binds to a root in another trace
+// (S7's trace B) or that are detached work (S11, S20's deliveries) have verdicts: no trace is
+// counted root-missing and no span "without verdict" for want of a root. S9 (the root never
+// arrives) is.
+func TestBoundWorkIsNotRootMissing(t *testing.T) {
+	for _, c := range []struct {
+		dir     string
+		missing bool
+	}{{"s07_queue_idempotency_key", false}, {"s11_detached", false}, {"s20_queue_redelivery", false}, {"s09_root_missing", true}} {
+		var sc scenarioCase
+		for _, x := range loadScenarios(t) {
+			if x.dir == c.dir {
+				sc = x
+			}
+		}
+		require.NotEmpty(t, sc.dir, c.dir)
+		tel := componenttest.NewTelemetry()
+		p, err := newOrphanProcessor(settingsFor(tel, component.NewID(metadata.Type)), scenarioConfig(), new(consumertest.TracesSink))
+		require.NoError(t, err)
+		require.NoError(t, p.ConsumeTraces(context.Background(), sc.traces))
+		require.NoError(t, p.Shutdown(context.Background()))
+		missing, without := 0, 0
+		if m, err := tel.GetMetric("otelcol_processor_orphan_traces_root_missing"); err == nil {
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				missing += int(dp.Value)
+			}
+		}
+		if m, err := tel.GetMetric("otelcol_processor_orphan_spans_without_verdict"); err == nil {
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				if v, _ := dp.Attributes.Value("reason"); v.AsString() == "root_missing" {
+					without += int(dp.Value)
+				}
+			}
+		}
+		if c.missing {
+			assert.Positive(t, missing, c.dir)
+			assert.Positive(t, without, c.dir)
+		} else {
+			assert.Zero(t, missing, "%s: traces root-missing", c.dir)
+			assert.Zero(t, without, "%s: spans without verdict for want of a root", c.dir)
+		}
+		require.NoError(t, tel.Shutdown(context.Background()))
+	}
+}

@@ -257,3 +257,60 @@ func TestCarriedUsageCountedOnce(t *testing.T) {
 	got := recordedSeries(t, runDecisions(t, []ptrace.Traces{e2, l2}))
 	assert.Equal(t, want, got)
 }
+
+// TestKeyedRunOverWhenItsLoopStopped: a keyed run whose loop (the attempts' parent) recorded
+// the cancellation is over decision_wait after the loop ended, not run_timeout later (DESIGN.md
+// "Run outcomes": "at once when its loop recorded the cancellation"). The same run with a loop
+// that recorded nothing stays open until run_timeout.
+func TestKeyedRunOverWhenItsLoopStopped(t *testing.T) {
+	for _, loopNoticed := range []bool{true, false} {
+		cfg := testConfig(10 * time.Second)
+		cfg.DecisionWaitAfterRoot = time.Second
+		cfg.RunTimeout = 5 * time.Minute
+		p, clk := newTestProcessor(t, cfg, nil)
+		sink := sinkOf(p)
+		ctx := context.Background()
+		clk.Advance(at(4).AsTime().Sub(clk.Now()))
+		td := ptrace.NewTraces()
+		root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
+		root.Attributes().PutInt("http.response.status_code", 499)
+		loop := addSpan(td, "researcher", 1, 2, 1, ptrace.SpanKindServer, 0.01, 3.01)
+		if loopNoticed {
+			loop.Attributes().PutStr("error.type", "context canceled")
+			loop.Status().SetCode(ptrace.StatusCodeError)
+		}
+		for i, tm := range [2][2]float64{{0.1, 0.3}, {0.8, 1.0}} {
+			call := addSpan(td, "researcher", 1, byte(3+i), 2, ptrace.SpanKindClient, tm[0], tm[1])
+			call.Attributes().PutStr("http.request.header.idempotency-key", "search-1")
+			call.Attributes().PutInt("http.response.status_code", 503)
+		}
+		require.NoError(t, p.ConsumeTraces(ctx, td))
+		clk.Advance(2 * time.Second)
+		require.NoError(t, p.release(ctx, p.due(clk.Now())))
+		require.GreaterOrEqual(t, sink.SpanCount(), 3, "the attempts and the loop left (the abandoned root may be held)")
+		_, _, open := p.corr.Kept()
+		require.Equal(t, 1, open, "the keyed run is open at first (loop noticed: %v)", loopNoticed)
+
+		clk.Advance(10 * time.Second) // past decision_wait after the loop's end
+		p.sweep(ctx, clk.Now())
+		_, _, open = p.corr.Kept()
+		if !loopNoticed {
+			assert.Equal(t, 1, open, "a loop that recorded nothing: open until run_timeout")
+			clk.Advance(5 * time.Minute)
+			p.sweep(ctx, clk.Now())
+			_, _, open = p.corr.Kept()
+			assert.Zero(t, open)
+			ev := carriedEvents(sink.AllTraces())[pcommon.SpanID{4, 1}.String()]
+			require.Len(t, ev, 1)
+			assert.Equal(t, "retryable_failure", str(ev[0], verdict.AttrRunOutcome), "no notice: rule 5, the final attempt failed retryably while the root was live")
+			require.NoError(t, p.Shutdown(ctx))
+			continue
+		}
+		assert.Zero(t, open, "closed decision_wait after its loop recorded the cancellation")
+		ev := carriedEvents(sink.AllTraces())[pcommon.SpanID{4, 1}.String()]
+		require.Len(t, ev, 1)
+		assert.Equal(t, "cancelled", str(ev[0], verdict.AttrRunOutcome))
+		assert.Equal(t, "2", str(ev[0], verdict.AttrRunAttempts))
+		require.NoError(t, p.Shutdown(ctx))
+	}
+}

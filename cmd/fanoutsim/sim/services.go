@@ -361,7 +361,7 @@ func (s *sim) searchBlind(ctx context.Context, a *agent, agentKey string) (int, 
 // attempt, waits its backoff in a select on the context, and stops with an error that unwraps
 // to the context's. The loop's span is the simulator's "retry search" (so that the book knows
 // its ID); aware.Retry records error.type and an Error status on it when it stops. Each attempt
-// is one otelhttp CLIENT span (WithExistingAttemptSpans), which the client's aware.Transport
+// is one otelhttp CLIENT span (WithInstrumentedClient), which the client's aware.Transport
 // annotates with http.request.resend_count and stamps with X-Deadline. It returns an error only
 // when the loop stopped for the caller.
 func (s *sim) searchAware(ctx context.Context, a *agent, agentKey string) (int, error) {
@@ -385,7 +385,7 @@ func (s *sim) searchAware(ctx context.Context, a *agent, agentKey string) (int, 
 		}
 	},
 		aware.WithoutLoopSpan(),
-		aware.WithExistingAttemptSpans(),
+		aware.WithInstrumentedClient(),
 		aware.WithTracerProvider(s.tel.tp(a.name)),
 		aware.WithIdempotencyKey(key),
 		aware.WithMaxAttempts(s.o.MaxAttempts),

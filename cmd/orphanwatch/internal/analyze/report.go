@@ -74,6 +74,10 @@ type RootReport struct {
 	// messaging CONSUMER span, or a span reached through a link): nothing in it is judged
 	// against a gone time unless bound.
 	Detached bool `json:"detached,omitempty"`
+	// Bound is true when the root is detached work (a delivery, a linked trace) that an
+	// idempotency key or a propagated deadline binds to a request elsewhere: it has no end
+	// reason of its own and is judged, by its liveness, against that request's gone time.
+	Bound bool `json:"bound,omitempty"`
 	// Gone is the root's gone time, the earliest of its end and its deadline, as the
 	// processor decided it; GoneAfterStart is it in seconds after the root's start.
 	Gone           *time.Time `json:"gone,omitempty"`
@@ -189,6 +193,10 @@ type SpanVerdict struct {
 	Start    int64          `json:"start_unix_nano"`
 	End      int64          `json:"end_unix_nano"`
 	Verdict  map[string]any `json:"verdict"`
+	// Carried is set when the verdict, or a part of it (a run's outcome, an edge), was carried
+	// later as an orphanwatch.verdict event on another span (the span left before it was final);
+	// Verdict is then the final one, without orphanwatch.verdict.deferred.
+	Carried bool `json:"carried,omitempty"`
 }
 
 // Summary adds up every trace.
@@ -219,6 +227,11 @@ type ProcessorCounts struct {
 	AttributesIgnored map[string]int64 `json:"attributes_ignored"`
 	TracesRootMissing int64            `json:"traces_root_missing"`
 	RunsUnknownRoot   int64            `json:"runs_unknown_root"`
+	// SpansDeferred counts spans that left before their verdict was final (root not yet
+	// arrived, chain incomplete); their verdicts were carried later and are in the report.
+	SpansDeferred int64 `json:"spans_deferred"`
+	// CarrierSpans counts the spans the processor made to carry verdicts (not in the report).
+	CarrierSpans int64 `json:"carrier_spans"`
 }
 
 // span is one output span with what is read of it.
@@ -231,7 +244,8 @@ type span struct {
 	kind     ptrace.SpanKind
 	start    int64
 	end      int64
-	attrs    pcommon.Map
+	attrs    pcommon.Map // its final verdict: carried verdicts read as its own (carried.go)
+	carried  bool        // its verdict, or a part of it, came later as an event
 }
 
 func (s *span) str(k string) string {
@@ -309,14 +323,19 @@ func buildReport(out []ptrace.Traces, files []FileReport, traceFiles map[pcommon
 	byTrace := map[pcommon.TraceID][]*span{}
 	var order []pcommon.TraceID
 	zeroTrace := 0
+	carried := carriedVerdicts(out)
 	for _, td := range out {
 		forEachSpan(td, func(res pcommon.Resource, sp ptrace.Span) {
+			if isCarrier(sp) {
+				return // made by the processor to carry verdicts: not a span of the input
+			}
 			s := &span{
 				traceID: sp.TraceID(), spanID: sp.SpanID(), parentID: sp.ParentSpanID(),
 				name: sp.Name(), kind: sp.Kind(),
 				start: int64(sp.StartTimestamp()), end: int64(sp.EndTimestamp()),
 				attrs: sp.Attributes(),
 			}
+			s.attrs, s.carried = carried.final(sp)
 			if v, ok := res.Attributes().Get("service.name"); ok {
 				s.service = v.AsString()
 			}
@@ -435,7 +454,7 @@ func buildTrace(id pcommon.TraceID, spans []*span, files []string, gone map[gone
 		}
 		t.all = append(t.all, SpanVerdict{
 			SpanID: s.spanID.String(), Service: s.service, Name: s.name, Kind: kindName(s.kind),
-			Start: s.start, End: s.end, Verdict: s.verdictMap(),
+			Start: s.start, End: s.end, Verdict: s.verdictMap(), Carried: s.carried,
 		})
 		if !s.parentID.IsEmpty() {
 			t.all[len(t.all)-1].ParentID = s.parentID.String()
@@ -492,6 +511,9 @@ func rootReport(root *span, gone map[goneKey]int64) *RootReport {
 		SpanID: root.spanID.String(), Service: root.service, Name: root.name, Kind: kindName(root.kind),
 		Start: time.Unix(0, root.start).UTC(), Duration: float64(root.end-root.start) / 1e9,
 		EndReason: root.str(verdict.AttrRootEndReason), Detached: root.flag(verdict.AttrDetached),
+	}
+	if l := root.str(verdict.AttrLiveness); r.EndReason == "" && (l == verdict.LivenessLive.String() || l == verdict.LivenessOrphaned.String()) {
+		r.Bound = true
 	}
 	if g, ok := gone[goneKey{root.traceID, root.spanID}]; ok && r.EndReason != "" {
 		gt := time.Unix(0, g).UTC()
@@ -619,6 +641,8 @@ func summarize(r *Report, zeroTrace int) Summary {
 			}
 		case t.Root.Detached:
 			s.Roots["detached"]++
+		case t.Root.Bound:
+			s.Roots["bound"]++
 		default:
 			s.Roots["unjudged"]++
 		}

@@ -1,15 +1,20 @@
-// Package analyze runs trace dumps through the orphan processor in-process (the same factory,
-// configuration and code the collector runs, with decision_wait 0 so that each batch is decided
-// at once) and reads the verdicts it writes on the spans into a report. The orphanmetrics
-// exporter's Recorder turns the same spans into the Prometheus metrics the exporter would serve.
+// Package analyze runs trace dumps through the orphan processor in-process, on the files' own
+// clock: the same factory configuration, code and time model the collector runs
+// (orphanprocessor.Replay), the spans handed over in the order they end, as a collector
+// receives them, the processor's waits, sweeps and run timeouts passing as the span times do.
+// It reads the verdicts it writes on the spans, and those it carries later as
+// orphanwatch.verdict events, into a report. The orphanmetrics exporter's Recorder turns the
+// same output into the Prometheus metrics the exporter would serve.
 package analyze
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"sync"
+	"slices"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -36,11 +41,10 @@ func DefaultPrices() map[string]orphanprocessor.PriceConfig {
 	}
 }
 
-// DefaultConfig is the orphan processor's default configuration with decision_wait 0 and the
-// default price table.
+// DefaultConfig is the orphan processor's default configuration (the collector's: decision_wait
+// 30s, decision_wait_after_root 2s, run_timeout 5m, ...) with the default price table.
 func DefaultConfig() *orphanprocessor.Config {
 	cfg := orphanprocessor.NewFactory().CreateDefaultConfig().(*orphanprocessor.Config)
-	cfg.DecisionWait = 0
 	cfg.Prices = DefaultPrices()
 	return cfg
 }
@@ -59,46 +63,45 @@ type Output struct {
 	Report *Report
 }
 
-// Run analyses the inputs together, as one batch, so that traces that refer to each other
-// (an idempotency key, a span link, a trace split over two files) find each other. cfg is the
-// processor configuration (nil: DefaultConfig); its decision_wait is forced to 0 and its
-// state limits are raised to hold every trace of the inputs. The inputs' traces are consumed.
+// Run analyses the inputs together, as one collector receiving all their spans, so that traces
+// that refer to each other (an idempotency key, a span link, a trace split over two files)
+// find each other. cfg is the processor configuration (nil: DefaultConfig), used as it is:
+// limits and waits as on the collector (with decision_wait 0, which decides each batch whole,
+// the input is one batch and the limits are raised to hold it). Every span is handed over at its end time (a span
+// without one with the latest span of its trace); when all are in, time runs on until nothing
+// is held or owed, so every verdict is final. The inputs' traces are consumed.
 func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Output, error) {
 	if cfg == nil {
 		cfg = DefaultConfig()
 	}
-	c := *cfg
-	c.DecisionWait = 0
-
-	batch := ptrace.NewTraces()
 	files := make([]FileReport, len(inputs))
 	traceFiles := map[pcommon.TraceID][]int{}
-	spansPerTrace := map[pcommon.TraceID]int{}
+	var arrivals []arrival
 	for i, in := range inputs {
 		files[i] = FileReport{Name: in.Name, Format: in.Result.Format, Spans: in.Result.Spans,
 			Malformed: in.Result.Malformed, Warnings: in.Result.Warnings}
 		seen := map[pcommon.TraceID]bool{}
-		forEachSpan(in.Result.Traces, func(_ pcommon.Resource, sp ptrace.Span) {
-			id := sp.TraceID()
-			spansPerTrace[id]++
+		arrivals = appendArrivals(arrivals, in.Result.Traces, func(id pcommon.TraceID) {
 			if !seen[id] {
 				seen[id] = true
 				traceFiles[id] = append(traceFiles[id], i)
 			}
 		})
 		files[i].Traces = len(seen)
-		in.Result.Traces.ResourceSpans().MoveAndAppendTo(batch.ResourceSpans())
 	}
-	// Offline, every trace of the input is held at once: no limit should decide a trace early.
-	maxSpans := 0
-	for _, n := range spansPerTrace {
-		maxSpans = max(maxSpans, n)
-	}
-	c.Limits.MaxTraces = max(c.Limits.MaxTraces, len(spansPerTrace)+1)
-	c.Limits.MaxSpansPerTrace = max(c.Limits.MaxSpansPerTrace, maxSpans+1)
-	c.Limits.MaxRootRecords = max(c.Limits.MaxRootRecords, len(spansPerTrace)+1)
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("processor configuration: %w", err)
+	orderArrivals(arrivals)
+	if cfg.DecisionWait == 0 && len(arrivals) > 0 {
+		// decision_wait 0 decides each batch whole as it arrives, which is sound where a batch
+		// holds whole traces (behind groupbytrace): the input is handed over as one batch.
+		last := arrivals[len(arrivals)-1].at
+		for i := range arrivals {
+			arrivals[i].at = last
+		}
+		c := *cfg
+		n, most := traceSizes(arrivals)
+		c.Limits.MaxTraces = max(c.Limits.MaxTraces, n+1)
+		c.Limits.MaxSpansPerTrace = max(c.Limits.MaxSpansPerTrace, most+1)
+		cfg = &c
 	}
 
 	reader := sdkmetric.NewManualReader()
@@ -110,43 +113,50 @@ func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Out
 	set := processor.Settings{ID: component.NewID(factory.Type()), TelemetrySettings: tel, BuildInfo: component.NewDefaultBuildInfo()}
 
 	var (
-		mu     sync.Mutex
 		target *[]ptrace.Traces
 		out    []ptrace.Traces
 		probes []ptrace.Traces
 	)
 	sink, err := consumer.NewTraces(func(_ context.Context, td ptrace.Traces) error {
-		mu.Lock()
-		defer mu.Unlock()
 		*target = append(*target, td)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	proc, err := factory.CreateTraces(ctx, set, &c, sink)
+	rp, err := orphanprocessor.NewReplay(set, cfg, sink)
 	if err != nil {
-		return nil, fmt.Errorf("creating the orphan processor: %w", err)
-	}
-	if err := proc.Start(ctx, componenttest.NewNopHost()); err != nil {
-		return nil, fmt.Errorf("starting the orphan processor: %w", err)
+		return nil, fmt.Errorf("processor configuration: %w", err)
 	}
 	target = &out
-	errConsume := proc.ConsumeTraces(ctx, batch)
+	var errs []error
+	for i := 0; i < len(arrivals); {
+		at := arrivals[i].at
+		j := i
+		for j < len(arrivals) && arrivals[j].at == at {
+			j++
+		}
+		errs = append(errs, rp.ConsumeTraces(ctx, time.Unix(0, at), batchOf(arrivals[i:j])))
+		i = j
+	}
+	_, err = rp.Drain(ctx)
+	errs = append(errs, err)
 	var rm metricdata.ResourceMetrics
 	errCollect := reader.Collect(ctx, &rm)
 	// Ask the same processor for each root's gone time (see goneProbes).
 	var probeSpans map[goneKey]probe
-	if errConsume == nil {
+	if err := errors.Join(errs...); err == nil {
 		var probeBatch ptrace.Traces
 		probeBatch, probeSpans = goneProbes(out)
 		if probeBatch.SpanCount() > 0 {
 			target = &probes
-			errConsume = proc.ConsumeTraces(ctx, probeBatch)
+			errs = append(errs, rp.ConsumeTraces(ctx, rp.Now(), probeBatch))
+			_, err = rp.Drain(ctx)
+			errs = append(errs, err)
 		}
 	}
-	errShutdown := proc.Shutdown(ctx)
-	if err := errors.Join(errConsume, errShutdown); err != nil {
+	errs = append(errs, rp.Shutdown(ctx))
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("orphan processor: %w", err)
 	}
 
@@ -155,6 +165,97 @@ func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Out
 		rep.Summary.Processor = processorTelemetry(&rm)
 	}
 	return &Output{Traces: out, Report: rep}, nil
+}
+
+// arrival is one span of the input with the moment a collector would receive it.
+type arrival struct {
+	at int64 // unix ns
+	rs ptrace.ResourceSpans
+	ss ptrace.ScopeSpans
+	sp ptrace.Span
+}
+
+// appendArrivals lists td's spans with their arrival: their end time (an SDK exports a span
+// when it ends). A span without an end time arrives at its start, and without either with the
+// last span of its trace, so that it is decided with its trace. seen is called with each span's
+// trace ID.
+func appendArrivals(dst []arrival, td ptrace.Traces, seen func(pcommon.TraceID)) []arrival {
+	first := len(dst)
+	rss := td.ResourceSpans()
+	for i := range rss.Len() {
+		rs := rss.At(i)
+		sss := rs.ScopeSpans()
+		for j := range sss.Len() {
+			ss := sss.At(j)
+			spans := ss.Spans()
+			for k := range spans.Len() {
+				sp := spans.At(k)
+				seen(sp.TraceID())
+				at := int64(sp.EndTimestamp())
+				if at == 0 {
+					at = int64(sp.StartTimestamp())
+				}
+				dst = append(dst, arrival{at: at, rs: rs, ss: ss, sp: sp})
+			}
+		}
+	}
+	var timeless map[pcommon.TraceID]int64
+	for i := first; i < len(dst); i++ {
+		if dst[i].at != 0 {
+			continue
+		}
+		if timeless == nil {
+			timeless = map[pcommon.TraceID]int64{}
+			for _, a := range dst[first:] {
+				id := a.sp.TraceID()
+				timeless[id] = max(timeless[id], a.at)
+			}
+		}
+		dst[i].at = timeless[dst[i].sp.TraceID()]
+	}
+	return dst
+}
+
+// traceSizes returns the number of traces of the arrivals and the spans of the largest.
+func traceSizes(a []arrival) (traces, most int) {
+	n := map[pcommon.TraceID]int{}
+	for _, x := range a {
+		n[x.sp.TraceID()]++
+	}
+	for _, c := range n {
+		most = max(most, c)
+	}
+	return len(n), most
+}
+
+// orderArrivals sorts the spans by arrival; spans that arrive together stay in input order.
+func orderArrivals(a []arrival) {
+	slices.SortStableFunc(a, func(x, y arrival) int { return cmp.Compare(x.at, y.at) })
+}
+
+// batchOf moves the spans into one batch, each run of spans of one resource and scope into one
+// ScopeSpans with a copy of them.
+func batchOf(a []arrival) ptrace.Traces {
+	td := ptrace.NewTraces()
+	var (
+		lastRS ptrace.ResourceSpans
+		lastSS ptrace.ScopeSpans
+		dst    ptrace.SpanSlice
+		has    bool
+	)
+	for _, x := range a {
+		if !has || x.rs != lastRS || x.ss != lastSS {
+			drs := td.ResourceSpans().AppendEmpty()
+			x.rs.Resource().CopyTo(drs.Resource())
+			drs.SetSchemaUrl(x.rs.SchemaUrl())
+			dss := drs.ScopeSpans().AppendEmpty()
+			x.ss.Scope().CopyTo(dss.Scope())
+			dss.SetSchemaUrl(x.ss.SchemaUrl())
+			dst, lastRS, lastSS, has = dss.Spans(), x.rs, x.ss, true
+		}
+		x.sp.MoveTo(dst.AppendEmpty())
+	}
+	return td
 }
 
 // probe is a synthetic span sent to learn a root's gone time.
@@ -235,7 +336,8 @@ func readProbes(out []ptrace.Traces, probes map[goneKey]probe) map[goneKey]int64
 	return gone
 }
 
-// processorTelemetry reads the processor's own counters of spans it could not judge.
+// processorTelemetry reads the processor's own counters of spans it could not judge, and of
+// verdicts it carried.
 func processorTelemetry(rm *metricdata.ResourceMetrics) ProcessorCounts {
 	pc := ProcessorCounts{WithoutVerdict: map[string]int64{}, AttributesIgnored: map[string]int64{}}
 	for _, sm := range rm.ScopeMetrics {
@@ -257,6 +359,10 @@ func processorTelemetry(rm *metricdata.ResourceMetrics) ProcessorCounts {
 					pc.TracesRootMissing += dp.Value
 				case "otelcol_processor_orphan_runs_unknown_root":
 					pc.RunsUnknownRoot += dp.Value
+				case "otelcol_processor_orphan_spans_deferred":
+					pc.SpansDeferred += dp.Value
+				case "otelcol_processor_orphan_carrier_spans":
+					pc.CarrierSpans += dp.Value
 				}
 			}
 		}

@@ -104,6 +104,8 @@ func (p *printer) trace(t *analyze.TraceReport, spans bool) {
 			kv = append(kv, [2]string{"end", end})
 		case r.Detached:
 			kv = append(kv, [2]string{"end", "root is detached work (consumer or linked): not judged against a gone time"})
+		case r.Bound:
+			kv = append(kv, [2]string{"end", "root is work bound to a request elsewhere (idempotency key or deadline): judged against its gone time"})
 		default:
 			kv = append(kv, [2]string{"end", "not judged (malformed root)"})
 		}

@@ -25,8 +25,8 @@ type Settings struct {
 	Exporter  *orphanmetricsexporter.Config
 }
 
-// Default returns the processor defaults with decision_wait 0 and the default price table, and
-// the exporter defaults.
+// Default returns the processor defaults (the collector's, waits and limits included) with the
+// default price table, and the exporter defaults.
 func Default() *Settings {
 	return &Settings{Processor: analyze.DefaultConfig(), Exporter: orphanmetricsexporter.NewDefaultConfig()}
 }
@@ -53,7 +53,6 @@ func Load(configPath, pricesPath string) (*Settings, error) {
 		if _, ok := procSection["prices"]; !ok {
 			cfg.Prices = analyze.DefaultPrices()
 		}
-		cfg.DecisionWait = 0
 		s.Processor = cfg
 		if expSection != nil {
 			if err := confmap.NewFromStringMap(expSection).Unmarshal(s.Exporter); err != nil {

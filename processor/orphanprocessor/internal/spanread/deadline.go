@@ -3,11 +3,12 @@ package spanread
 import (
 	"errors"
 	"fmt"
-	"github.com/orphanwatch/orphanwatch/internal/deadline"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orphanwatch/orphanwatch/aware/deadline"
 )
 
 // DeadlineFormat names how a deadline attribute is written.
@@ -52,7 +53,7 @@ const maxUnixSeconds = math.MaxInt64 / 1_000_000_000
 // ParseDeadline converts a deadline value to absolute unix nanoseconds. start is the span's start
 // (unix ns) for relative formats. It returns an error for malformed or out-of-range values, and
 // 0 with no error for a value that sets no deadline (Envoy's timeout of 0 disables the timeout).
-// unix_seconds, grpc_timeout and Envoy's integer milliseconds are read by internal/deadline, the
+// unix_seconds, grpc_timeout and Envoy's integer milliseconds are read by aware/deadline, the
 // same reader the aware package uses on the wire.
 func ParseDeadline(f DeadlineFormat, v string, start int64) (int64, error) {
 	v = strings.TrimSpace(v)

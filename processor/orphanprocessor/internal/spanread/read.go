@@ -85,6 +85,7 @@ type Reader struct {
 	resend, operation                                                          int
 	rpcMethod, rpcService, msgDest, serverAddr, serverPort, urlFull            int
 	peerService, requestModel                                                  int
+	responseFlags, errorTag, grpcPrevAttempts, messageID                       int
 	toolName, toolCallID, aiToolName, aiToolCallID                             int
 	attempt, keys, deadlines, models, inputTokens, outputTokens, costs         []int
 
@@ -142,6 +143,10 @@ func New(o Options) *Reader {
 	r.toolCallID = slot("gen_ai.tool.call.id")
 	r.aiToolName = slot("ai.toolCall.name")
 	r.aiToolCallID = slot("ai.toolCall.id")
+	r.responseFlags = slot("response_flags") // Envoy's tag, in its Zipkin and OpenTelemetry spans
+	r.errorTag = slot("error")               // Zipkin's and OpenTracing's error tag
+	r.grpcPrevAttempts = slot("rpc.grpc.request.metadata.grpc-previous-rpc-attempts")
+	r.messageID = slot("messaging.message.id")
 	r.attempt = slots(o.AttemptAttributes)
 	r.keys = slots(o.IdempotencyKeys)
 	dl := make([]string, len(o.Deadlines))
@@ -290,8 +295,14 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 	// http.status_code on every 2xx response, so http.method alone does not qualify.
 	_, s.IsHTTP = a.get(r.method)
 	s.HTTPStatus = int(intAttr(&a, st, r.status, r.statusOld))
+	s.HTTPStatusZero = s.HTTPStatus == 0
 	if s.HTTPStatus < 0 || s.HTTPStatus > 999 {
 		s.HTTPStatus = 0
+	}
+	s.ResponseFlags = strValue(a.get(r.responseFlags))
+	if v, ok := a.get(r.errorTag); ok {
+		v = one(v)
+		s.ErrorTag = v.Type() == pcommon.ValueTypeBool && v.Bool() || v.Type() == pcommon.ValueTypeStr && strings.EqualFold(v.Str(), "true")
 	}
 	s.GRPCStatus = grpcStatus(&a, st)
 	s.ErrorType = strValue(a.get(r.errorType))
@@ -318,10 +329,15 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 		}
 	}
 	// A resend count beyond maxResend is no retry count any client keeps: ignored, counted.
-	if n := intAttr(&a, st, r.resend); n > maxResend {
+	// gRPC's grpc-previous-rpc-attempts (gRFC A6) counts the earlier tries of a retried or
+	// hedged call, as resend_count does.
+	if n := intAttr(&a, st, r.resend, r.grpcPrevAttempts); n > maxResend {
 		st[BadOutOfRange]++
 	} else if n >= 0 {
 		s.ResendCount = int(n)
+	}
+	if s.Kind == verdict.KindConsumer {
+		s.MessageHash = r.messageHash(&a)
 	}
 	for _, slot := range r.attempt {
 		if !a.any(r.attemptMask) {
@@ -379,7 +395,7 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 		if !ok {
 			continue
 		}
-		if v.Type() != pcommon.ValueTypeStr {
+		if v = one(v); v.Type() != pcommon.ValueTypeStr {
 			st[BadAttributeType]++ // a model is a name: a number here is a mistake, not a model
 			continue
 		}
@@ -399,7 +415,7 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 			break
 		}
 		if v, ok := a.get(slot); ok {
-			if f, ok := number(v); ok && f >= 0 && !math.IsInf(f, 0) {
+			if f, ok := number(one(v)); ok && f >= 0 && !math.IsInf(f, 0) {
 				s.Cost, s.HasCost = f, true
 				break
 			}
@@ -419,6 +435,34 @@ func (r *Reader) KeyHash(sp ptrace.Span) uint64 {
 		}
 	}
 	return 0
+}
+
+// messageHash is the hash of the identity of the message a CONSUMER span delivers:
+// messaging.message.id, else Kafka's destination, partition and offset (the current names,
+// then the older messaging.kafka.* ones); 0 when neither is there. A Kafka message key is not
+// an identity (many messages share one): configure it as an idempotency key to use it.
+func (r *Reader) messageHash(a *view) uint64 {
+	if id := strValue(a.get(r.messageID)); id != "" {
+		return r.hashKey("messaging.message.id\x00" + id)
+	}
+	dest := strValue(a.get(r.msgDest))
+	if dest == "" {
+		return 0
+	}
+	first := func(names ...string) string {
+		for _, n := range names {
+			if v := strValue(a.a.Get(n)); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	part := first("messaging.destination.partition.id", "messaging.kafka.destination.partition")
+	off := first("messaging.kafka.offset", "messaging.kafka.message.offset")
+	if part == "" || off == "" {
+		return 0
+	}
+	return r.hashKey("kafka\x00" + dest + "\x00" + part + "\x00" + off)
 }
 
 // hostPort is a "server.address:server.port" target made once and reused while the spans read
@@ -467,6 +511,17 @@ func strValue(v pcommon.Value, ok bool) string {
 	return ""
 }
 
+// one returns v itself, or the single element of an array of one value: the conventions write
+// captured headers as string arrays (http.request.header.x-retry-attempt = ["3"]), and every
+// configured attribute reads such an array as its value (DESIGN.md "Words": attempt). An array
+// of any other length stays an array, which no scalar reader accepts (counted where read).
+func one(v pcommon.Value) pcommon.Value {
+	if v.Type() == pcommon.ValueTypeSlice && v.Slice().Len() == 1 {
+		return v.Slice().At(0)
+	}
+	return v
+}
+
 // number reads an int, a finite double, or a numeric string.
 func number(v pcommon.Value) (float64, bool) {
 	switch v.Type() {
@@ -491,6 +546,7 @@ func intAttr(a *view, st *Stats, slots ...int) int64 {
 		if !ok {
 			continue
 		}
+		v = one(v)
 		switch v.Type() {
 		case pcommon.ValueTypeInt:
 			return v.Int()
@@ -516,7 +572,7 @@ func tokens(a *view, st *Stats, slots []int) int64 {
 		if !ok {
 			continue
 		}
-		f, ok := number(v)
+		f, ok := number(one(v))
 		if !ok || f != math.Trunc(f) {
 			st[BadAttributeType]++
 			continue
@@ -562,6 +618,7 @@ func grpcStatus(a *view, st *Stats) int {
 		if !ok {
 			continue
 		}
+		v = one(v)
 		switch v.Type() {
 		case pcommon.ValueTypeInt:
 			if c := v.Int(); c >= 0 && c <= 16 {
@@ -580,14 +637,8 @@ func grpcStatus(a *view, st *Stats) int {
 	}
 	// The current RPC conventions: rpc.response.status_code, a string; for gRPC the code's
 	// name ("UNAVAILABLE"). Values of other RPC systems are not gRPC codes: passed over.
-	if v, ok := a.get(a.r.rpcResponseStatus); ok && v.Type() == pcommon.ValueTypeStr {
-		if c, ok := grpcCodeNames[strings.ToUpper(strings.TrimSpace(v.Str()))]; ok {
-			return c
-		}
-	}
-	// The current RPC conventions: rpc.response.status_code, a string; for gRPC the code's
-	// name ("UNAVAILABLE"). Values of other RPC systems are not gRPC codes: passed over.
-	if v, ok := a.get(a.r.rpcResponseStatus); ok && v.Type() == pcommon.ValueTypeStr {
+	if v, ok := a.get(a.r.rpcResponseStatus); ok && one(v).Type() == pcommon.ValueTypeStr {
+		v = one(v)
 		if c, ok := grpcCodeNames[strings.ToUpper(strings.TrimSpace(v.Str()))]; ok {
 			return c
 		}

@@ -254,3 +254,44 @@ func TestReadNewerConventionsAndMessages(t *testing.T) {
 	assert.Equal(t, Stats{}, st, "another RPC system's status code is not a malformed gRPC code")
 	assert.Equal(t, "embeddings", s.Operation)
 }
+
+// TestReadArraysOfOneValue: every configured attribute reads an array of one value as that
+// value (captured headers are string arrays: http.request.header.x-retry-attempt = ["3"]); an
+// array of two values is not a value and is counted.
+func TestReadArraysOfOneValue(t *testing.T) {
+	sp := ptrace.NewSpan()
+	sp.SetStartTimestamp(pcommon.Timestamp(1767225600e9))
+	sp.SetEndTimestamp(pcommon.Timestamp(1767225601e9))
+	a := sp.Attributes()
+	one := func(k, v string) { a.PutEmptySlice(k).AppendEmpty().SetStr(v) }
+	one("retry.attempt", "3")
+	one("http.response.status_code", "503")
+	one("rpc.grpc.status_code", "14")
+	one("gen_ai.usage.input_tokens", "1200")
+	a.PutEmptySlice("gen_ai.usage.output_tokens").AppendEmpty().SetInt(300)
+	one("gen_ai.request.model", "gpt-4o")
+	one("gen_ai.usage.cost", "0.25")
+	one("rpc.grpc.request.metadata.grpc-timeout", "2S")
+	var s verdict.Span
+	var st Stats
+	testReader().Read(pcommon.NewResource(), sp, &s, &st)
+	assert.Equal(t, 3, s.Attempt)
+	assert.Equal(t, 503, s.HTTPStatus)
+	assert.Equal(t, 14, s.GRPCStatus)
+	assert.Equal(t, int64(1200), s.InputTokens)
+	assert.Equal(t, int64(300), s.OutputTokens)
+	assert.Equal(t, "gpt-4o", s.Model)
+	assert.True(t, s.HasCost)
+	assert.InDelta(t, 0.25, s.Cost, 1e-12)
+	assert.Equal(t, int64(1767225602e9), s.Deadline)
+	assert.Equal(t, Stats{}, st)
+
+	two := ptrace.NewSpan()
+	sl := two.Attributes().PutEmptySlice("retry.attempt")
+	sl.AppendEmpty().SetStr("2")
+	sl.AppendEmpty().SetStr("3")
+	s, st = verdict.Span{}, Stats{}
+	testReader().Read(pcommon.NewResource(), two, &s, &st)
+	assert.Zero(t, s.Attempt)
+	assert.Equal(t, 1, st[BadAttributeType])
+}

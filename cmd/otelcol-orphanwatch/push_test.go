@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+	"go.opentelemetry.io/collector/otelcol"
+)
+
+// TestPushConfigs: the pipelines README "Push the metrics" shows (config/push: the
+// orphanmetrics connector into otlp_http, and into prometheusremotewrite) are valid for this
+// distribution as shipped (`otelcol-orphanwatch validate`), and the READMEs show them as they
+// are in config/push, so what is validated is what users copy.
+func TestPushConfigs(t *testing.T) {
+	t.Setenv("HOSTNAME", "collector-1")
+	readmes := map[string]string{}
+	for _, r := range []string{"README.md", "connector/orphanmetricsconnector/README.md"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readmes[r] = string(b)
+	}
+	for _, f := range []string{"otlp_http.yaml", "prometheusremotewrite.yaml"} {
+		path := filepath.Join("..", "..", "config", "push", f)
+		col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+			BuildInfo: component.NewDefaultBuildInfo(),
+			Factories: components,
+			ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+				URIs:              []string{"file:" + path},
+				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
+			}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := col.DryRun(context.Background()); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, text := range readmes {
+			if !strings.Contains(text, "```yaml\n"+string(b)+"```\n") {
+				t.Errorf("%s does not show config/push/%s as it is", r, f)
+			}
+		}
+	}
+}
+
+// TestPushConfigMistake: a connector mistake fails validation with a message naming the field.
+func TestPushConfigMistake(t *testing.T) {
+	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+		BuildInfo: component.NewDefaultBuildInfo(),
+		Factories: components,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+			URIs: []string{"yaml:" + `
+receivers: {otlp: {protocols: {http: {endpoint: localhost:0}}}}
+connectors: {orphanmetrics: {metrics_flush_interval: 0s, outlive_buckets: [1, 0.5]}}
+exporters: {debug: {}}
+service:
+  pipelines:
+    traces: {receivers: [otlp], exporters: [orphanmetrics]}
+    metrics: {receivers: [orphanmetrics], exporters: [debug]}
+`},
+			ProviderFactories: []confmap.ProviderFactory{yamlprovider.NewFactory()},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = col.DryRun(context.Background())
+	if err == nil {
+		t.Fatal("invalid connector config accepted")
+	}
+	for _, want := range []string{"metrics_flush_interval: must be positive", "outlive_buckets[1]"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}

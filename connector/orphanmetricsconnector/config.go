@@ -1,0 +1,82 @@
+package orphanmetricsconnector // import "github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+)
+
+// DefaultMetricsFlushInterval is how often the accumulated metrics are sent down the metrics
+// pipeline unless configured otherwise: spanmetrics' default.
+const DefaultMetricsFlushInterval = 60 * time.Second
+
+// Config is the configuration of the orphanmetrics connector. The metric settings are the
+// orphanmetrics exporter's (same keys, same defaults, same validation): one recorder feeds
+// both, so the series are the same.
+type Config struct {
+	// Namespace prefixes every metric name: OTLP "<namespace>.runs", which Prometheus
+	// translation turns into "<namespace>_runs_total". It must be a valid Prometheus metric
+	// name without colons. Default orphanwatch.
+	Namespace string `mapstructure:"namespace"`
+
+	// LabelLimits bounds the number of distinct values of the attributes that come from span
+	// data (service_name, operation, model, caller_service, callee_service); later new values
+	// become "other", counted in <namespace>.label_overflow{label}.
+	LabelLimits orphanmetricsexporter.LabelLimitsConfig `mapstructure:"label_limits"`
+
+	// OutliveBuckets are the explicit bounds, in seconds, of the <namespace>.outlive
+	// histogram: positive, finite and strictly increasing.
+	OutliveBuckets []float64 `mapstructure:"outlive_buckets"`
+
+	// HopBuckets are the explicit bounds, in service hops, of the cancel.reach_hops and
+	// orphaned.depth_hops histograms: non-negative, finite and strictly increasing.
+	HopBuckets []float64 `mapstructure:"hop_buckets"`
+
+	// ConstLabels are added as attributes to every data point, as the exporter adds them as
+	// labels to every series. Names must be valid Prometheus label names not used by the
+	// connector's own attributes.
+	ConstLabels map[string]string `mapstructure:"const_labels"`
+
+	// MetricsFlushInterval is how often the accumulated (cumulative) metrics are sent to the
+	// metrics pipeline. Default [DefaultMetricsFlushInterval]. Must be positive.
+	MetricsFlushInterval time.Duration `mapstructure:"metrics_flush_interval"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// NewDefaultConfig returns the default configuration: the exporter's metric defaults and a
+// flush every [DefaultMetricsFlushInterval].
+func NewDefaultConfig() *Config {
+	e := orphanmetricsexporter.NewDefaultConfig()
+	return &Config{
+		Namespace:            e.Namespace,
+		LabelLimits:          e.LabelLimits,
+		OutliveBuckets:       e.OutliveBuckets,
+		HopBuckets:           e.HopBuckets,
+		MetricsFlushInterval: DefaultMetricsFlushInterval,
+	}
+}
+
+// Validate checks the configuration, each error naming its field.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.MetricsFlushInterval <= 0 {
+		errs = append(errs, fmt.Errorf("metrics_flush_interval: must be positive, got %v", c.MetricsFlushInterval))
+	}
+	return errors.Join(append(errs, c.recorderConfig().ValidateMetrics())...)
+}
+
+// recorderConfig is the exporter configuration with the connector's metric settings: what
+// the shared recorder is made from (its HTTP settings are not used).
+func (c *Config) recorderConfig() *orphanmetricsexporter.Config {
+	e := orphanmetricsexporter.NewDefaultConfig()
+	e.Namespace = c.Namespace
+	e.LabelLimits = c.LabelLimits
+	e.OutliveBuckets = c.OutliveBuckets
+	e.HopBuckets = c.HopBuckets
+	e.ConstLabels = c.ConstLabels
+	return e
+}

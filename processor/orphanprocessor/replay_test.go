@@ -1,0 +1,199 @@
+package orphanprocessor
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+)
+
+// replay feeds td's spans to a Replay in the order they end, each group of spans that end
+// together as one batch handed over at that moment, drains it and shuts it down. It returns
+// the output and the moment the replay reached.
+func replay(t *testing.T, cfg *Config, td ptrace.Traces) ([]ptrace.Traces, time.Time) {
+	t.Helper()
+	sink := new(consumertest.TracesSink)
+	r, err := NewReplay(nopSettings(), cfg, sink)
+	require.NoError(t, err)
+	ctx := context.Background()
+	spans := flatten(td)
+	sort.SliceStable(spans, func(i, j int) bool { return spans[i].sp.EndTimestamp() < spans[j].sp.EndTimestamp() })
+	for i := 0; i < len(spans); {
+		end := spans[i].sp.EndTimestamp()
+		batch := ptrace.NewTraces()
+		for ; i < len(spans) && spans[i].sp.EndTimestamp() == end; i++ {
+			spans[i].appendTo(batch)
+		}
+		require.NoError(t, r.ConsumeTraces(ctx, end.AsTime(), batch))
+		require.True(t, r.Now().Equal(end.AsTime()), "the clock is where the batch was handed over")
+	}
+	reached, err := r.Drain(ctx)
+	require.NoError(t, err)
+	require.NoError(t, r.Shutdown(ctx))
+	return sink.AllTraces(), reached
+}
+
+// TestReplayScenarios: every scenario replayed on its own clock, with the default waits (30 s,
+// 2 s after the root, run_timeout 5 min), gives the verdicts of expected.json once the
+// carried ones are read as the spans' own, and the exporter's series of one decision.
+func TestReplayScenarios(t *testing.T) {
+	for _, sc := range loadScenarios(t) {
+		t.Run(sc.dir, func(t *testing.T) {
+			cfg := scenarioConfig()
+			cfg.DecisionWait = 30 * time.Second
+			in := ptrace.NewTraces()
+			sc.traces.CopyTo(in)
+			out, _ := replay(t, cfg, in)
+			checkScenario(t, sc, effective(t, out))
+			one := ptrace.NewTraces()
+			sc.traces.CopyTo(one)
+			assert.Equal(t, recordedSeries(t, runBatches(t, []ptrace.Traces{one})), recordedSeries(t, out))
+		})
+	}
+}
+
+// keyedResends is a client re-sending one Idempotency-Key in three traces, 10 s apart: the
+// first two tries fail retryably (504, 503), the last gets the given status.
+func keyedResends(last int64) ptrace.Traces {
+	td := ptrace.NewTraces()
+	for i, status := range []int64{504, 503, last} {
+		tr := byte(i + 1)
+		start := float64(i) * 10
+		addSpan(td, "shop", tr, 1, 0, ptrace.SpanKindServer, start, start+2)
+		call := addSpan(td, "shop", tr, 2, 1, ptrace.SpanKindClient, start+0.1, start+1.9)
+		call.SetName("POST")
+		call.Attributes().PutStr("http.request.method", "POST")
+		call.Attributes().PutStr("server.address", "payments")
+		call.Attributes().PutStr("http.request.header.idempotency-key", "order-42")
+		call.Attributes().PutInt("http.response.status_code", status)
+	}
+	return td
+}
+
+// TestReplayJoinsKeyedRunAcrossTraces: the re-sends are one run, as on a collector
+// (TestKeyJoinsRunAcrossTraces): attempts 1, 2, 3, the outcome on the third only; nothing is
+// carried. Deciding each batch at once (decision_wait 0) closes each trace's run by itself.
+func TestReplayJoinsKeyedRunAcrossTraces(t *testing.T) {
+	attempts := func(out []ptrace.Traces) []pcommon.Map {
+		var as []pcommon.Map
+		for _, td := range out {
+			for _, f := range flatten(td) {
+				if f.sp.Name() == "POST" {
+					as = append(as, f.sp.Attributes())
+				}
+			}
+		}
+		sort.Slice(as, func(i, j int) bool {
+			a, _ := as[i].Get("http.response.status_code")
+			b, _ := as[j].Get("http.response.status_code")
+			return a.Int() > b.Int() // 504, 503, 200
+		})
+		return as
+	}
+	out, _ := replay(t, testConfig(30*time.Second), keyedResends(200))
+	as := attempts(out)
+	require.Len(t, as, 3)
+	for i, a := range as {
+		n, _ := a.Get(verdict.AttrAttempt)
+		assert.Equal(t, int64(i+1), n.Int(), "attempt %d", i+1)
+		_, hasOutcome := a.Get(verdict.AttrRunOutcome)
+		assert.Equal(t, i == 2, hasOutcome, "only the closing attempt carries the outcome (attempt %d)", i+1)
+	}
+	assert.Equal(t, "success", str(as[2], verdict.AttrRunOutcome))
+	assert.Equal(t, "3", str(as[2], verdict.AttrRunAttempts))
+	assert.Empty(t, carriedEvents(out))
+
+	out, _ = replay(t, testConfig(0), keyedResends(200))
+	outcomes := 0
+	for _, a := range attempts(out) {
+		if _, ok := a.Get(verdict.AttrRunOutcome); ok {
+			outcomes++
+		}
+	}
+	assert.Equal(t, 3, outcomes, "decision_wait 0: three runs of one attempt")
+}
+
+// TestReplayDrainsPastRunTimeout: a keyed run whose last attempt failed retryably stays open
+// for a re-send; Drain lets the replay's clock run past its run_timeout (plus the clock-skew
+// tolerance), and the run's outcome leaves on a carrier span, once.
+func TestReplayDrainsPastRunTimeout(t *testing.T) {
+	cfg := testConfig(30 * time.Second)
+	out, reached := replay(t, cfg, keyedResends(503))
+	lastEnd := at(21.9).AsTime()
+	assert.True(t, reached.After(lastEnd.Add(cfg.RunTimeout+cfg.ClockSkewTolerance)), "reached %s", reached)
+	assert.True(t, reached.Before(lastEnd.Add(cfg.RunTimeout+cfg.ClockSkewTolerance+2*sweepInterval)), "reached %s: no later than the sweep after run_timeout", reached)
+	ev := carriedEvents(out)[pcommon.SpanID{2, 1}.String()]
+	require.Len(t, ev, 1, "the run's outcome carried once, for its last attempt")
+	assert.Equal(t, "retryable_failure", str(ev[0], verdict.AttrRunOutcome))
+	assert.Equal(t, "3", str(ev[0], verdict.AttrRunAttempts))
+	carriers := 0
+	for _, td := range out {
+		for _, f := range flatten(td) {
+			if v, ok := f.sp.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
+				carriers++
+				assert.True(t, f.sp.StartTimestamp().AsTime().Equal(reached), "made when the sweep closed the run, the last moment of the replay")
+			}
+		}
+	}
+	assert.Equal(t, 1, carriers)
+}
+
+// TestReplayHoldsAsACollector: a trace's spans leave decision_wait_after_root after its root
+// arrived on the replay's clock, not before; an abandoned root stays until decision_wait
+// after its arrival.
+func TestReplayHoldsAsACollector(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	r, err := NewReplay(nopSettings(), testConfig(30*time.Second), sink)
+	require.NoError(t, err)
+	ctx := context.Background()
+	td := ptrace.NewTraces()
+	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
+	root.Attributes().PutInt("http.response.status_code", 499)
+	addSpan(td, "gateway", 1, 2, 1, ptrace.SpanKindClient, 0.1, 2.9)
+	require.NoError(t, r.ConsumeTraces(ctx, at(3).AsTime(), td))
+	require.NoError(t, r.AdvanceTo(ctx, at(4.9).AsTime()))
+	assert.Zero(t, sink.SpanCount(), "held for the wait after the root")
+	require.NoError(t, r.AdvanceTo(ctx, at(5).AsTime()))
+	assert.Equal(t, 1, sink.SpanCount(), "the child leaves 2 s after the root arrived; the cancelled root stays")
+	require.NoError(t, r.AdvanceTo(ctx, at(32.9).AsTime()))
+	assert.Equal(t, 1, sink.SpanCount())
+	require.NoError(t, r.AdvanceTo(ctx, at(33).AsTime()))
+	require.Equal(t, 2, sink.SpanCount(), "the root leaves decision_wait after its arrival")
+	reason, _ := spanAttrs(sink.AllTraces())[pcommon.SpanID{1, 1}].Get(verdict.AttrRootEndReason)
+	assert.Equal(t, "cancelled", reason.Str())
+	reached, err := r.Drain(ctx)
+	require.NoError(t, err)
+	assert.True(t, reached.Equal(at(33).AsTime()), "nothing owed: the clock stays at %s", reached)
+	require.NoError(t, r.Shutdown(ctx))
+}
+
+// TestNewReplayValidates: a bad configuration is refused with the field's name.
+func TestNewReplayValidates(t *testing.T) {
+	cfg := testConfig(30 * time.Second)
+	cfg.Limits.MaxTraces = 0
+	_, err := NewReplay(nopSettings(), cfg, new(consumertest.TracesSink))
+	require.ErrorContains(t, err, "limits.max_traces")
+}
+
+// TestReplayDrainEndsWithoutRunTimeout: with run_timeout 0 (no timeout) a keyed run whose last
+// attempt failed retryably stays open for good; Drain still ends, and Shutdown carries the run's
+// outcome, as at a collector's shutdown.
+func TestReplayDrainEndsWithoutRunTimeout(t *testing.T) {
+	cfg := testConfig(30 * time.Second)
+	cfg.RunTimeout = 0
+	out, reached := replay(t, cfg, keyedResends(503))
+	lastEnd := at(21.9).AsTime()
+	assert.False(t, reached.After(lastEnd.Add(cfg.DecisionWait+cfg.MaxRequestDuration+cfg.ClockSkewTolerance+2*sweepInterval)), "reached %s", reached)
+	ev := carriedEvents(out)[pcommon.SpanID{2, 1}.String()]
+	require.Len(t, ev, 1, "the run's outcome carried once, at shutdown")
+	assert.Equal(t, "retryable_failure", str(ev[0], verdict.AttrRunOutcome))
+	assert.Equal(t, "3", str(ev[0], verdict.AttrRunAttempts))
+}
