@@ -31,7 +31,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/otelcol"
 
-	"github.com/orphanwatch/orphanwatch/internal/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 )
 
 // validate runs the distribution's `validate` command in-process on the config files, as

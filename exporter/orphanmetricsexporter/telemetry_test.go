@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/telemetrydoc"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
 // TestTwoInstancesReadApart runs `orphanmetrics` and `orphanmetrics/other` on one collector's

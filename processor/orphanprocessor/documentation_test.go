@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 
-	"github.com/orphanwatch/orphanwatch/internal/telemetrydoc"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
 )
 
