@@ -18,7 +18,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/cmd/fanoutsim/sim"
 	"github.com/orphanwatch/orphanwatch/cmd/fanoutsim/truth"
-	"github.com/orphanwatch/orphanwatch/internal/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 )
 
 // TestMetricsEqualGroundTruth starts the orphanwatch distribution, runs the simulator blind and

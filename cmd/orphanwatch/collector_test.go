@@ -33,7 +33,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/analyze"
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
-	"github.com/orphanwatch/orphanwatch/internal/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )

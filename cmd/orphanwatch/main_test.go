@@ -18,8 +18,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/analyze"
-	"github.com/orphanwatch/orphanwatch/internal/e2e"
-	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
 const scenarioDir = "../../testdata/scenarios"

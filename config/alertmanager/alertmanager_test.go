@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/orphanwatch/orphanwatch/internal/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 )
 
 func amtool(t *testing.T, args ...string) string {

@@ -18,7 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/orphanwatch/orphanwatch/dashboards"
-	"github.com/orphanwatch/orphanwatch/internal/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 )
 
 const (

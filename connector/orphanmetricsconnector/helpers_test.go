@@ -26,7 +26,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
-// judge passes batches through the orphan processor, as internal/scenarios' pipeline test
+// judge passes batches through the orphan processor, as internal/testsupport/scenarios' pipeline test
 // does (every batch within decision_wait, Shutdown releases them), and returns what it sends on.
 func judge(t testing.TB, batches ...ptrace.Traces) []ptrace.Traces {
 	t.Helper()

@@ -32,7 +32,7 @@ import (
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
-	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -144,7 +144,7 @@ service:
 }
 
 // received flattens pushed metrics into non-zero series keyed `prometheus_name{labels}` (as
-// expected.json writes them), leaving out the health counters as internal/scenarios does, and
+// expected.json writes them), leaving out the health counters as internal/testsupport/scenarios does, and
 // checks that each series sits under the resource of its service. It also returns the trace
 // IDs of the exemplars.
 func received(t *testing.T, md pmetric.Metrics) (map[string]float64, map[string]bool) {

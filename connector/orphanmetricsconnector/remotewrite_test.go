@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
-	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
 // remoteWriteSink is a Prometheus remote-write endpoint on 127.0.0.1 keeping the last sample

@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 )
 
 var (

@@ -25,7 +25,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
-	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
 // exporterText records the batches with the orphanmetrics exporter's recorder and returns its

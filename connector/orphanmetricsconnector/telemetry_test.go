@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/telemetrydoc"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
 // orphanSpan is a span of svc judged orphaned, with a run delivered to nobody (series with

@@ -33,7 +33,7 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 	if err != nil {
 		return nil, err
 	}
-	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func(report func(string, int64)) {
+	tel, err := newTelemetry(set, func(report func(string, int64)) {
 		for _, l := range LimitedLabels {
 			report(l, int64(rec.limiter.Len(l)))
 		}

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/telemetrydoc"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
 // TestTwoInstancesReadApart runs `orphanmetrics` and `orphanmetrics/other` on one collector's
@@ -49,7 +49,7 @@ func TestTwoInstancesReadApart(t *testing.T) {
 	for _, p := range m.Data.(metricdata.Gauge[int64]).DataPoints {
 		label, _ := p.Attributes.Value(attribute.Key("label"))
 		if label.AsString() == labelServiceName {
-			exp, _ := p.Attributes.Value(metadata.ExporterAttribute)
+			exp, _ := p.Attributes.Value(exporterAttribute)
 			got[exp.AsString()] = p.Value
 		}
 	}
@@ -62,7 +62,7 @@ func TestDocumentationMatchesTelemetry(t *testing.T) {
 	prov := &telemetrydoc.Provider{}
 	set := componenttest.NewNopTelemetrySettings()
 	set.MeterProvider = prov
-	tb, err := metadata.NewTelemetryBuilder(set, component.NewID(metadata.Type), nil)
+	tb, err := metadata.NewTelemetryBuilder(set)
 	require.NoError(t, err)
 	tb.Shutdown()
 	insts := prov.Instruments()
@@ -70,4 +70,8 @@ func TestDocumentationMatchesTelemetry(t *testing.T) {
 	for _, p := range telemetrydoc.Check("documentation.md", insts) {
 		t.Error(p)
 	}
+	// Every metric of metadata.yaml, as mdatagen would generate it, and no other.
+	want, err := telemetrydoc.FromMetadata("metadata.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, want, insts)
 }

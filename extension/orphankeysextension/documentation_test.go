@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/telemetrydoc"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
 // TestDocumentationMatchesTelemetry keeps documentation.md in step with the instruments the

@@ -68,6 +68,70 @@ type AttributesConfig struct {
 	Model []string `mapstructure:"model"`
 	// Cost lists attributes holding a call's cost in USD; they win over the price table.
 	Cost []string `mapstructure:"cost"`
+
+	// The extra_ lists add to the list of the same name instead of replacing it: their
+	// attributes are tried after it (after the defaults, unless the list itself is set too).
+	// Naming an attribute in `idempotency_key` replaces the default keys; naming it in
+	// `extra_idempotency_key` keeps them. A name already in the list is not read twice.
+
+	// ExtraAttempt adds to Attempt.
+	ExtraAttempt []string `mapstructure:"extra_attempt"`
+	// ExtraIdempotencyKey adds to IdempotencyKey.
+	ExtraIdempotencyKey []string `mapstructure:"extra_idempotency_key"`
+	// ExtraDeadlines adds to Deadlines.
+	ExtraDeadlines []DeadlineConfig `mapstructure:"extra_deadlines"`
+	// ExtraInputTokens adds to InputTokens.
+	ExtraInputTokens []string `mapstructure:"extra_input_tokens"`
+	// ExtraOutputTokens adds to OutputTokens.
+	ExtraOutputTokens []string `mapstructure:"extra_output_tokens"`
+	// ExtraModel adds to Model.
+	ExtraModel []string `mapstructure:"extra_model"`
+	// ExtraCost adds to Cost.
+	ExtraCost []string `mapstructure:"extra_cost"`
+}
+
+// Effective returns the lists the processor reads: each list followed by its extra_ list,
+// names that appear twice kept at their first place. Its Extra fields are empty.
+func (a AttributesConfig) Effective() AttributesConfig {
+	return AttributesConfig{
+		Attempt:        appendNew(a.Attempt, a.ExtraAttempt),
+		IdempotencyKey: appendNew(a.IdempotencyKey, a.ExtraIdempotencyKey),
+		Deadlines:      appendNewDeadlines(a.Deadlines, a.ExtraDeadlines),
+		InputTokens:    appendNew(a.InputTokens, a.ExtraInputTokens),
+		OutputTokens:   appendNew(a.OutputTokens, a.ExtraOutputTokens),
+		Model:          appendNew(a.Model, a.ExtraModel),
+		Cost:           appendNew(a.Cost, a.ExtraCost),
+	}
+}
+
+// appendNew returns a new slice: list, then the names of extra not in it yet.
+func appendNew(list, extra []string) []string {
+	out := make([]string, 0, len(list)+len(extra))
+	seen := make(map[string]bool, len(list)+len(extra))
+	for _, l := range [][]string{list, extra} {
+		for _, n := range l {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// appendNewDeadlines is appendNew for deadlines: an attribute is read with its first format.
+func appendNewDeadlines(list, extra []DeadlineConfig) []DeadlineConfig {
+	out := make([]DeadlineConfig, 0, len(list)+len(extra))
+	seen := make(map[string]bool, len(list)+len(extra))
+	for _, l := range [][]DeadlineConfig{list, extra} {
+		for _, d := range l {
+			if !seen[d.Attribute] {
+				seen[d.Attribute] = true
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }
 
 // DeadlineConfig is one deadline attribute.
@@ -156,18 +220,26 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxSpansPerTrace <= 0 {
 		errs = append(errs, fmt.Errorf("limits.max_spans_per_trace: must be positive, got %d", c.Limits.MaxSpansPerTrace))
 	}
-	for i, d := range c.Attributes.Deadlines {
-		if strings.TrimSpace(d.Attribute) == "" {
-			errs = append(errs, fmt.Errorf("attributes.deadlines[%d].attribute: must not be empty", i))
-		}
-		if err := d.Format.Check(); err != nil {
-			errs = append(errs, fmt.Errorf("attributes.deadlines[%d].format: %w", i, err))
+	for name, list := range map[string][]DeadlineConfig{
+		"attributes.deadlines": c.Attributes.Deadlines, "attributes.extra_deadlines": c.Attributes.ExtraDeadlines,
+	} {
+		for i, d := range list {
+			if strings.TrimSpace(d.Attribute) == "" {
+				errs = append(errs, fmt.Errorf("%s[%d].attribute: must not be empty", name, i))
+			}
+			if err := d.Format.Check(); err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d].format: %w", name, i, err))
+			}
 		}
 	}
+	a := c.Attributes
 	for name, list := range map[string][]string{
-		"attributes.attempt": c.Attributes.Attempt, "attributes.idempotency_key": c.Attributes.IdempotencyKey,
-		"attributes.input_tokens": c.Attributes.InputTokens, "attributes.output_tokens": c.Attributes.OutputTokens,
-		"attributes.model": c.Attributes.Model, "attributes.cost": c.Attributes.Cost,
+		"attributes.attempt": a.Attempt, "attributes.idempotency_key": a.IdempotencyKey,
+		"attributes.input_tokens": a.InputTokens, "attributes.output_tokens": a.OutputTokens,
+		"attributes.model": a.Model, "attributes.cost": a.Cost,
+		"attributes.extra_attempt": a.ExtraAttempt, "attributes.extra_idempotency_key": a.ExtraIdempotencyKey,
+		"attributes.extra_input_tokens": a.ExtraInputTokens, "attributes.extra_output_tokens": a.ExtraOutputTokens,
+		"attributes.extra_model": a.ExtraModel, "attributes.extra_cost": a.ExtraCost,
 	} {
 		for i, a := range list {
 			if strings.TrimSpace(a) == "" {
@@ -216,17 +288,19 @@ func (c *Config) verdictConfig() verdict.Config {
 	return vc
 }
 
-// readerOptions maps the configuration onto the span reader's attribute names.
+// readerOptions maps the configuration onto the span reader's attribute names: the effective
+// lists (each list, then its extra_ list).
 func (c *Config) readerOptions() spanread.Options {
+	a := c.Attributes.Effective()
 	o := spanread.Options{
-		AttemptAttributes: c.Attributes.Attempt,
-		IdempotencyKeys:   c.Attributes.IdempotencyKey,
-		InputTokens:       c.Attributes.InputTokens,
-		OutputTokens:      c.Attributes.OutputTokens,
-		Models:            c.Attributes.Model,
-		CostAttributes:    c.Attributes.Cost,
+		AttemptAttributes: a.Attempt,
+		IdempotencyKeys:   a.IdempotencyKey,
+		InputTokens:       a.InputTokens,
+		OutputTokens:      a.OutputTokens,
+		Models:            a.Model,
+		CostAttributes:    a.Cost,
 	}
-	for _, d := range c.Attributes.Deadlines {
+	for _, d := range a.Deadlines {
 		o.Deadlines = append(o.Deadlines, spanread.DeadlineAttribute{Attribute: d.Attribute, Format: d.Format})
 	}
 	return o

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
@@ -96,5 +97,29 @@ func createDefaultConfig() component.Config {
 }
 
 func createTracesProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	return newOrphanProcessor(set, cfg.(*Config), next)
+	c := cfg.(*Config)
+	p, err := newOrphanProcessor(set, c, next)
+	if err != nil {
+		return nil, err
+	}
+	logAttributes(set.Logger, c.Attributes.Effective())
+	return p, nil
+}
+
+// logAttributes logs, once as the processor is created, the span attributes it reads: the
+// defaults, replaced or extended by the configuration (attributes.*, attributes.extra_*).
+func logAttributes(logger *zap.Logger, a AttributesConfig) {
+	deadlines := make([]string, len(a.Deadlines))
+	for i, d := range a.Deadlines {
+		deadlines[i] = d.Attribute + " (" + string(d.Format) + ")"
+	}
+	logger.Info("Span attributes read (attributes.* and attributes.extra_*)",
+		zap.Strings("attempt", append([]string{"http.request.resend_count"}, a.Attempt...)),
+		zap.Strings("idempotency_key", a.IdempotencyKey),
+		zap.Strings("deadlines", deadlines),
+		zap.Strings("input_tokens", a.InputTokens),
+		zap.Strings("output_tokens", a.OutputTokens),
+		zap.Strings("model", a.Model),
+		zap.Strings("cost", a.Cost),
+	)
 }

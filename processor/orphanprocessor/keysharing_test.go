@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
-	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
 func TestKeySharingOffByDefault(t *testing.T) {

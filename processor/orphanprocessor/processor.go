@@ -16,7 +16,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
 )
 
@@ -42,7 +41,7 @@ type orphanProcessor struct {
 	next   consumer.Traces
 	corr   *verdict.Correlator
 	reader *spanread.Reader
-	tel    *metadata.TelemetryBuilder
+	tel    *telemetry
 	clock  clock
 	// afterRoot is how long a trace is held after its root arrived: decision_wait_after_root,
 	// at most decision_wait (resolved once).
@@ -100,12 +99,12 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
-	p.tel, err = metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func() metadata.Kept {
+	p.tel, err = newTelemetry(set, func() kept {
 		p.sweepMu.Lock()
 		defer p.sweepMu.Unlock()
 		r, k := corr.Held()
 		memo, pending, open := corr.Kept()
-		return metadata.Kept{Roots: int64(r), Keys: int64(k), Pending: int64(pending), OpenRuns: int64(open), Context: int64(memo - pending)}
+		return kept{Roots: int64(r), Keys: int64(k), Pending: int64(pending), OpenRuns: int64(open), Context: int64(memo - pending)}
 	})
 	if err != nil {
 		return nil, err

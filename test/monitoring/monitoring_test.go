@@ -41,8 +41,8 @@ import (
 	"github.com/orphanwatch/orphanwatch/cmd/fanoutsim/sim"
 	"github.com/orphanwatch/orphanwatch/cmd/fanoutsim/truth"
 	"github.com/orphanwatch/orphanwatch/dashboards"
-	"github.com/orphanwatch/orphanwatch/internal/e2e"
-	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
 const (

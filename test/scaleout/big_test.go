@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orphanwatch/orphanwatch/internal/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
 // TestHugeTraceThroughTheTier: S13's huge trace (more spans than fit one Kafka message at the

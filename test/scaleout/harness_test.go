@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/orphanwatch/orphanwatch/internal/distribution"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -34,10 +33,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 
+	"github.com/orphanwatch/orphanwatch/distribution"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 )
 
-// factories are the distribution's own (internal/distribution), so the tier runs exactly the
+// factories are the distribution's own (package distribution: OCB's components for
+// cmd/otelcol-orphanwatch/builder-config.yaml), so the tier runs exactly the
 // components cmd/otelcol-orphanwatch ships.
 func factories() (otelcol.Factories, error) { return distribution.Components() }
 

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.yaml.in/yaml/v3"
 )
 
 // Instrument is what documentation.md says of one instrument.
@@ -118,4 +119,73 @@ func Check(path string, insts []Instrument) []string {
 		}
 	}
 	return problems
+}
+
+// stabilitySuffix is what mdatagen appends to a telemetry metric's description for its
+// stability level.
+var stabilitySuffix = map[string]string{
+	"development": " [Development]", "alpha": " [Alpha]", "beta": " [Beta]", "deprecated": " [Deprecated]", "stable": "",
+}
+
+// FromMetadata reads the telemetry metrics of an mdatagen metadata.yaml as the instruments
+// mdatagen would generate from it: name otelcol_<key>, the description with its stability
+// suffix, unit, type, value type and monotonicity. Sorted by name.
+func FromMetadata(path string) ([]Instrument, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	type data struct {
+		ValueType string `yaml:"value_type"`
+		Monotonic *bool  `yaml:"monotonic"`
+	}
+	var md struct {
+		Telemetry struct {
+			Metrics map[string]struct {
+				Enabled     bool   `yaml:"enabled"`
+				Stability   string `yaml:"stability"`
+				Description string `yaml:"description"`
+				Unit        string `yaml:"unit"`
+				Sum         *data  `yaml:"sum"`
+				Gauge       *data  `yaml:"gauge"`
+				Histogram   *data  `yaml:"histogram"`
+			} `yaml:"metrics"`
+		} `yaml:"telemetry"`
+	}
+	if err := yaml.Unmarshal(raw, &md); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	valueType := map[string]string{"int": "Int", "double": "Double"}
+	var out []Instrument
+	for key, m := range md.Telemetry.Metrics {
+		suffix, ok := stabilitySuffix[m.Stability]
+		if !ok {
+			return nil, fmt.Errorf("%s: %s: unknown stability %q", path, key, m.Stability)
+		}
+		i := Instrument{Name: "otelcol_" + key, Description: m.Description + suffix, Unit: m.Unit}
+		var d *data
+		switch {
+		case m.Sum != nil:
+			i.Type, d = "Sum", m.Sum
+			i.Monotonic = "false"
+			if d.Monotonic != nil && *d.Monotonic {
+				i.Monotonic = "true"
+			}
+		case m.Gauge != nil:
+			i.Type, d = "Gauge", m.Gauge
+		case m.Histogram != nil:
+			i.Type, d = "Histogram", m.Histogram
+		default:
+			return nil, fmt.Errorf("%s: %s: no sum, gauge or histogram", path, key)
+		}
+		if i.ValueType = valueType[d.ValueType]; i.ValueType == "" {
+			return nil, fmt.Errorf("%s: %s: value_type %q", path, key, d.ValueType)
+		}
+		if !m.Enabled {
+			return nil, fmt.Errorf("%s: %s: not enabled (the builder creates every instrument)", path, key)
+		}
+		out = append(out, i)
+	}
+	slices.SortFunc(out, func(a, b Instrument) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }

@@ -29,7 +29,7 @@ import (
 // RepoRoot returns the repository root (the folder holding go.mod).
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // RealTestdata returns the folder of real trace files (../shared/testdata-real beside the

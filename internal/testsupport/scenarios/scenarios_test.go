@@ -20,10 +20,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/scenarios from the code")
 
-const testdataDir = "../../testdata/scenarios"
+const testdataDir = "../../../testdata/scenarios"
 
 // TestGolden fails when the committed files differ from what the code generates.
-// Regenerate with: go test ./internal/scenarios -update
+// Regenerate with: go test ./internal/testsupport/scenarios -update
 func TestGolden(t *testing.T) {
 	files, err := Files()
 	if err != nil {
@@ -42,11 +42,11 @@ func TestGolden(t *testing.T) {
 	for _, n := range names {
 		got, err := os.ReadFile(filepath.Join(testdataDir, n))
 		if err != nil {
-			t.Errorf("%s: %v (run go test ./internal/scenarios -update)", n, err)
+			t.Errorf("%s: %v (run go test ./internal/testsupport/scenarios -update)", n, err)
 			continue
 		}
 		if !bytes.Equal(got, files[n]) {
-			t.Errorf("%s differs from the generated content (run go test ./internal/scenarios -update)", n)
+			t.Errorf("%s differs from the generated content (run go test ./internal/testsupport/scenarios -update)", n)
 		}
 	}
 	// No stale scenario directories.

@@ -34,7 +34,7 @@ const T0Unix = 1767225600
 var T0 = time.Unix(T0Unix, 0).UTC()
 
 // ScopeName is the instrumentation scope the builder puts the spans under.
-const ScopeName = "github.com/orphanwatch/orphanwatch/internal/scenarios"
+const ScopeName = "github.com/orphanwatch/orphanwatch/internal/scenarios" // the files' scope since S1; kept when the package moved under testsupport
 
 // Span kinds, re-exported for brevity.
 const (

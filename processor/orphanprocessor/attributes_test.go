@@ -1,0 +1,112 @@
+package orphanprocessor
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+)
+
+// TestExtraAttributesKeepDefaults: an extra_ list adds after the defaults; the list itself
+// still replaces them; a name in both is read once, at its first place.
+func TestExtraAttributesKeepDefaults(t *testing.T) {
+	cfg := loadConfig(t, "extra")
+	require.NoError(t, confmap.Validate(cfg))
+	eff := cfg.Attributes.Effective()
+	assert.Equal(t, append(append([]string{}, defaultIdempotencyKeys...), "messaging.kafka.message.key"), eff.IdempotencyKey)
+	assert.Equal(t, append(append([]string{}, defaultAttempts...), "retry.attempt"), eff.Attempt)
+	assert.Equal(t, append(append([]DeadlineConfig{}, defaultDeadlines...), DeadlineConfig{Attribute: "app.deadline", Format: spanread.FormatRFC3339}), eff.Deadlines)
+	assert.Equal(t, defaultInputTokens, eff.InputTokens)
+	// The defaults themselves are untouched (Effective copies).
+	assert.Len(t, defaultIdempotencyKeys, 3)
+	assert.Equal(t, eff.IdempotencyKey, cfg.readerOptions().IdempotencyKeys)
+
+	cfg = loadConfig(t, "replace")
+	assert.Equal(t, []string{"messaging.kafka.message.key"}, cfg.Attributes.Effective().IdempotencyKey)
+
+	cfg = loadConfig(t, "replace_and_extra")
+	assert.Equal(t, []string{"app.key", "messaging.kafka.message.key"}, cfg.Attributes.Effective().IdempotencyKey)
+}
+
+func TestExtraAttributesValidated(t *testing.T) {
+	err := confmap.Validate(loadConfig(t, "bad_extra"))
+	require.Error(t, err)
+	for _, w := range []string{"attributes.extra_idempotency_key[0]: must not be empty", "attributes.extra_deadlines[0].format", "fortnights"} {
+		assert.Equal(t, 1, strings.Count(err.Error(), w), "%q in %q", w, err.Error())
+	}
+}
+
+// runScenarioWith feeds a scenario to a processor configured by edit (on scenarioConfig).
+func runScenarioWith(t *testing.T, sc scenarioCase, edit func(*Config)) []ptrace.Traces {
+	t.Helper()
+	cfg := scenarioConfig()
+	edit(cfg)
+	require.NoError(t, confmap.Validate(cfg))
+	sink := new(consumertest.TracesSink)
+	p, err := newOrphanProcessor(nopSettings(), cfg, sink)
+	require.NoError(t, err)
+	// The processor owns what it is given (MutatesData) and may pass that very batch on with
+	// its verdicts: each run gets a copy of the scenario.
+	td := ptrace.NewTraces()
+	sc.traces.CopyTo(td)
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	require.NoError(t, p.Shutdown(context.Background()))
+	return sink.AllTraces()
+}
+
+// TestExtraKeyKeepsDefaultBinding: S7 binds trace B to trace A's root through the default key
+// attribute http.request.header.idempotency-key. Naming one more key attribute with
+// extra_idempotency_key keeps that binding (every verdict as expected.json); naming it with
+// idempotency_key, which replaces the defaults, loses it.
+func TestExtraKeyKeepsDefaultBinding(t *testing.T) {
+	var s7 scenarioCase
+	for _, sc := range loadScenarios(t) {
+		if strings.HasPrefix(sc.dir, "s07") {
+			s7 = sc
+		}
+	}
+	require.NotEmpty(t, s7.dir, "scenario s07 missing")
+
+	out := runScenarioWith(t, s7, func(c *Config) {
+		c.Attributes.ExtraIdempotencyKey = []string{"messaging.kafka.message.key"}
+	})
+	checkScenario(t, s7, out)
+
+	replaced := runScenarioWith(t, s7, func(c *Config) {
+		c.Attributes.IdempotencyKey = []string{"messaging.kafka.message.key"}
+	})
+	got, _ := verdictsOf(out)
+	lost, _ := verdictsOf(replaced)
+	assert.NotEqual(t, got, lost, "replacing the key list should lose S7's binding (else this test proves nothing)")
+}
+
+// TestEffectiveAttributesLogged: the factory logs the lists read, once per processor, at Info.
+func TestEffectiveAttributesLogged(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	set := nopSettings()
+	set.Logger = zap.New(core)
+	cfg := loadConfig(t, "extra")
+	p, err := NewFactory().CreateTraces(context.Background(), set, cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
+
+	entries := logs.FilterMessageSnippet("Span attributes read").All()
+	require.Len(t, entries, 1)
+	fields := entries[0].ContextMap()
+	assert.Equal(t, []any{"http.request.header.idempotency-key", "http.request.header.x-idempotency-key",
+		"rpc.grpc.request.metadata.idempotency-key", "messaging.kafka.message.key"}, fields["idempotency_key"])
+	assert.Equal(t, []any{"http.request.resend_count", "http.request.header.x-envoy-attempt-count", "retry.attempt"}, fields["attempt"])
+	assert.Contains(t, fields["deadlines"], "app.deadline (rfc3339)")
+	assert.Contains(t, fields["deadlines"], "http.request.header.x-deadline (unix_seconds)")
+	assert.NotContains(t, fields["deadlines"], "http.request.header.x-deadline (milliseconds)")
+}
