@@ -37,3 +37,11 @@ func (q *Queue[T]) Pop() (v T, ok bool) {
 
 // Len returns the number of values queued.
 func (q *Queue[T]) Len() int { return q.size }
+
+// Peek returns the front value without removing it; ok is false when the queue is empty.
+func (q *Queue[T]) Peek() (v T, ok bool) {
+	if q.size == 0 {
+		return v, false
+	}
+	return q.buf[q.head], true
+}

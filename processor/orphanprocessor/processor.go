@@ -43,6 +43,7 @@ type orphanProcessor struct {
 	reader *spanread.Reader
 	tel    *telemetry
 	clock  clock
+	lat    *verdictLatency // verdict latency per request (latency.go)
 	// afterRoot is how long a trace is held after its root arrived: decision_wait_after_root,
 	// at most decision_wait (resolved once).
 	afterRoot time.Duration
@@ -109,6 +110,10 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 	if err != nil {
 		return nil, err
 	}
+	horizon := max(cfg.RunTimeout, cfg.DecisionWait) + cfg.ClockSkewTolerance + 2*sweepInterval
+	p.lat = newVerdictLatency(horizon, cfg.Limits.MaxTraces, func(s float64) {
+		p.tel.ProcessorOrphanVerdictLatency.Record(context.Background(), s, p.tel.ID)
+	})
 	if err := p.keyShareNew(set); err != nil { // key sharing (keysharing.go)
 		p.tel.Shutdown()
 		return nil, err
@@ -166,6 +171,7 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	carried, st := p.corr.Finish(p.clock.Now().UnixNano())
 	err = errors.Join(err, p.dropped(ctx, p.passCarried(ctx, carried, st, p.clock.Now())))
 	err = errors.Join(err, p.keyShareShutdown(ctx)) // key sharing (keysharing.go)
+	p.lat.expire(time.Time{})                       // every request still tracked: nothing more comes
 	p.tel.Shutdown()
 	return err
 }
@@ -204,9 +210,13 @@ func (p *orphanProcessor) loop() {
 			_ = p.dropped(ctx, p.release(ctx, p.due(now)))
 			_ = p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(now, -1)))
 			p.sweep(ctx, now)
+			p.lat.expire(now)
 		}
 		if d, ok := p.untilNextDue(); ok {
 			t.Reset(d)
+		} else if at, ok := p.lat.nextExpiry(); ok {
+			// Nothing held or owed: wake once more when a request's verdict latency is due.
+			t.Reset(max(at.Sub(p.clock.Now()), 0))
 		} else {
 			t.Stop()
 		}
@@ -231,6 +241,7 @@ func (p *orphanProcessor) sweep(ctx context.Context, now time.Time) {
 	defer p.sweepMu.Unlock()
 	carried, st := p.corr.Sweep(now.UnixNano())
 	_ = p.dropped(ctx, p.passCarried(ctx, carried, st, now))
+	p.lat.expire(now)
 }
 
 // untilNextDue is the time until the first held trace is due, or until the next sweep when
@@ -366,6 +377,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 				}
 				if parentID.IsZero() && !h.hasRoot {
 					h.hasRoot = true
+					p.lat.rootArrived(traceID, now)
 					p.setDueLocked(h, now.Add(p.afterRoot))
 				}
 				lastH = h

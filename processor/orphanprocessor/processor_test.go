@@ -168,7 +168,7 @@ func TestLoopReleasesAfterTheWait(t *testing.T) {
 	clk.Advance(afterRoot - time.Nanosecond)
 	assert.Zero(t, sink.SpanCount())
 	clk.Advance(time.Nanosecond)
-	clk.waitStopped(t) // released, nothing left to wait for
+	clk.waitIdle(t, p) // released, nothing left to wait for
 	assert.Equal(t, 1, sink.SpanCount())
 
 	// A child whose root has not come: decision_wait, then it leaves deferred.
@@ -215,7 +215,7 @@ func TestArrivalWakesTheLoop(t *testing.T) {
 	require.Equal(t, second.Add(wait), clk.waitArmed(t), "armed for the second trace")
 	assert.Equal(t, 1, sink.SpanCount())
 	clk.Advance(4 * time.Second)
-	clk.waitStopped(t)
+	clk.waitIdle(t, p)
 	assert.Equal(t, 2, sink.SpanCount())
 	select {
 	case ev := <-clk.events:

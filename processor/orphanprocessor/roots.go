@@ -102,9 +102,11 @@ func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) e
 	}
 	lv := leavingPool.Get().(*leaving)
 	defer lv.recycle()
+	now := p.clock.Now()
 	for _, hr := range roots {
 		writeVerdict(hr.ref.sp.Attributes(), &hr.v)
 		lv.add(hr.ref)
+		p.lat.counted(hr.trace, now)
 	}
 	out := lv.assemble()
 	n := len(roots)

@@ -258,3 +258,18 @@ func (t *fakeTimer) fireLocked() {
 	default:
 	}
 }
+
+// waitIdle waits for the next timer event and requires the loop to have nothing to wait for
+// but the observation of a request's verdict latency (latency.go): its timer stopped, or armed
+// for that observation, minutes away.
+func (c *fakeClock) waitIdle(t *testing.T, p *orphanProcessor) {
+	t.Helper()
+	ev := c.next(t)
+	if ev.deadline.IsZero() {
+		return
+	}
+	at, ok := p.lat.nextExpiry()
+	require.True(t, ok, "the loop armed its timer for %v with nothing held, owed or tracked", ev.deadline)
+	require.Equal(t, at, ev.deadline, "the loop armed its timer for something else than a latency observation")
+	require.Greater(t, ev.deadline.Sub(c.Now()), time.Minute, "a latency observation is minutes away")
+}

@@ -118,7 +118,7 @@ func TestRefusedReleaseCountedAsDropped(t *testing.T) {
 		require.NoError(t, p.ConsumeTraces(context.Background(), td), "the caller is not told: its spans are held")
 		clk.waitArmed(t)
 		clk.Advance(wait)
-		clk.waitStopped(t) // released (and refused)
+		clk.waitIdle(t, p) // released (and refused)
 	}
 	send(1, 3)
 	send(2, 2)

@@ -82,6 +82,10 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		return
 	}
 	p.updateHeldRoots(h.id, d.Reach)
+	p.lat.counted(h.id, p.clock.Now())
+	if p.cfg.DecisionWait == 0 {
+		p.lat.expire(time.Time{}) // every decision is final
+	}
 	provisional := int64(0)
 	for i := range verdicts {
 		if verdicts[i].Provisional {
@@ -204,6 +208,9 @@ func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Car
 			byTrace[cv.Span.TraceID] = sp
 		}
 		writeCarried(sp, cv)
+	}
+	for t := range byTrace {
+		p.lat.counted(t, now)
 	}
 	n := len(byTrace)
 	p.tel.ProcessorOrphanCarrierSpans.Add(ctx, int64(n), p.tel.ID)

@@ -48,6 +48,7 @@ type TelemetryBuilder struct {
 	ProcessorOrphanSpansWithoutVerdict metric.Int64Counter
 	ProcessorOrphanTracesHeld          metric.Int64UpDownCounter
 	ProcessorOrphanTracesRootMissing   metric.Int64Counter
+	ProcessorOrphanVerdictLatency      metric.Float64Histogram
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -283,6 +284,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_orphan_traces_root_missing",
 		metric.WithDescription("Traces decided without their root span: their spans get liveness unknown and their runs unknown_root. [Alpha]"),
 		metric.WithUnit("{traces}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorOrphanVerdictLatency, err = builder.meter.Float64Histogram(
+		"otelcol_processor_orphan_verdict_latency",
+		metric.WithDescription("Time from a request's root span arriving to the last verdict counted for the request (written on its spans or carried), observed once nothing more can come for it. [Alpha]"),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries([]float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}...),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs
