@@ -205,7 +205,7 @@ func servedMetrics(t *testing.T) map[string]bool {
 
 	src, err := os.ReadFile("../processor/orphanprocessor/internal/metadata/generated_telemetry.go")
 	require.NoError(t, err)
-	re := regexp.MustCompile(`m\.(Int64Counter|Float64Counter|Int64UpDownCounter|Float64UpDownCounter|Float64Histogram|Int64Histogram|Int64ObservableGauge|Float64ObservableGauge|Int64Gauge|Float64Gauge)\("([a-z0-9_]+)"`)
+	re := regexp.MustCompile(`\b(?:m|meter)\.(Int64Counter|Float64Counter|Int64UpDownCounter|Float64UpDownCounter|Float64Histogram|Int64Histogram|Int64ObservableGauge|Float64ObservableGauge|Int64Gauge|Float64Gauge)\(\s*"([a-z0-9_]+)"`)
 	matches := re.FindAllStringSubmatch(string(src), -1)
 	require.NotEmpty(t, matches)
 	for _, m := range matches {
