@@ -213,8 +213,10 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 }
 
 // runOver reports whether a run whose final attempt so far is last, with total attempts, is
-// over (DESIGN.md "Run outcomes"): its final attempt is terminal (success, a non-retryable
-// error, a cancellation), max_attempts is reached, no attempt can join it any more (its loop,
+// over (DESIGN.md "Run outcomes"), one named step per rule: its loop recorded the cancellation
+// and stopped (loopStopped); a delivery waits for max_attempts or run_timeout (isDelivery); its
+// final attempt is terminal (success, a non-retryable error, a cancellation), max_attempts is
+// reached, no attempt can join it any more (its loop,
 // the attempts' parent span, has arrived, or run_timeout has passed since it ended), or the
 // decision is final (a decision of all of a trace's spans at once, a trace given up). Otherwise
 // it stays open (memo.go): a later attempt, in a later decision or (through the idempotency
@@ -228,7 +230,7 @@ func (c *Correlator) runOver(rel *release, spans []Span, nodes []node, last int3
 		// The trace is given up or decided last (shutdown): every run is over, but a delivery's,
 		// which another trace given up with it may continue (Finish closes it).
 		return !isDelivery(s)
-	case c.loopStopsAt(spans, nodes, last) != 0 && rel.now > c.loopStopsAt(spans, nodes, last):
+	case c.loopStopped(rel, spans, nodes, last):
 		return true
 	case isDelivery(s):
 		// A message may be delivered again (its ack or commit lost) in another trace, whatever
@@ -247,6 +249,13 @@ func (c *Correlator) runOver(rel *release, spans []Span, nodes []node, last int3
 		return true
 	}
 	return false
+}
+
+// loopStopped reports whether, by the release's time, the run's loop recorded the cancellation
+// and no attempt followed within decision_wait (loopStopsAt).
+func (c *Correlator) loopStopped(rel *release, spans []Span, nodes []node, last int32) bool {
+	at := c.loopStopsAt(spans, nodes, last)
+	return at != 0 && rel.now > at
 }
 
 // loopStopsAt is when a run whose final attempt so far is last is over because its loop
