@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -52,14 +52,11 @@ type nopHost struct{}
 
 func (nopHost) GetExtensions() map[component.ID]component.Component { return nil }
 
-// freeAddr returns a 127.0.0.1 address with a port free a moment ago.
+// freeAddr returns a 127.0.0.1 address with a port free a moment ago and not handed out before
+// in this process (e2e.FreePort).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	return fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t))
 }
 
 // sample is one Prometheus sample as a scrape shows it: name, its labels sorted, the type of

@@ -55,21 +55,35 @@ func repo(t testing.TB) string {
 // freePort returns a port on 127.0.0.1 that was free a moment ago, taken below Linux's
 // ephemeral range (32768-60999): the many outbound connections of the Kafka clients get their
 // local ports from that range, and one of them could take a port between this check and the
-// collector's listen.
+// collector's listen. A port is handed out once per test process: two calls made before either
+// port is listened on (a member's receivers, then its health check) would otherwise be able to
+// draw the same free port, and the second listen would fail with "address already in use".
 func freePort(t testing.TB) int {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	for range 200 {
 		p := 20000 + rand.IntN(12000)
+		if portsGiven[p] {
+			continue
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			continue
 		}
 		l.Close()
+		portsGiven[p] = true
 		return p
 	}
 	t.Fatal("no free port in 20000-31999 on 127.0.0.1")
 	return 0
 }
+
+// portsGiven holds every port freePort has handed out in this process.
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // broker starts kfake on 127.0.0.1 with the spans topic.
 func broker(t testing.TB, partitions int32) string {

@@ -57,16 +57,34 @@ func BuildCollector(t testing.TB, dir string) string {
 	return bin
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port that was free a moment ago and that no earlier call in
+// this process returned: a test picks several ports before anything listens on them, and the
+// kernel may hand the same just-closed port out twice.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven[p] {
+			portsGiven[p] = true
+			return p
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no loopback port that was not handed out before")
+	return 0
 }
+
+// portsGiven holds every port FreePort has handed out in this process.
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // Collector is a running collector process.
 type Collector struct {
