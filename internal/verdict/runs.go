@@ -20,7 +20,7 @@ func opKey(s *Span) uint64 {
 	if s.Kind == KindConsumer && s.MessageHash != 0 {
 		return s.MessageHash
 	}
-	// FNV-1a (hash/fnv's New64a) over name, {0, kind, 0} and target, without allocating.
+	// FNV-1a (hash/fnv's New64a) over name, {0, kind, 0} and the target's hash, without allocating.
 	const offset64, prime64 = 14695981039346656037, 1099511628211
 	h := uint64(offset64)
 	for i := 0; i < len(s.Name); i++ {
@@ -29,8 +29,11 @@ func opKey(s *Span) uint64 {
 	for _, b := range [3]byte{0, byte(s.Kind), 0} {
 		h = (h ^ uint64(b)) * prime64
 	}
-	for i := 0; i < len(s.Target); i++ {
-		h = (h ^ uint64(s.Target[i])) * prime64
+	if t := uint64(s.Target); t != 0 {
+		for range 8 {
+			h = (h ^ (t & 0xff)) * prime64
+			t >>= 8
+		}
 	}
 	return h | 1
 }

@@ -15,6 +15,8 @@
 // where it was silent.
 package verdict
 
+import "strconv"
+
 // TraceID is a 16-byte W3C trace ID. The all-zero value is invalid.
 type TraceID [16]byte
 
@@ -110,9 +112,11 @@ type Span struct {
 	// ResponseFlags is Envoy's response_flags ("DC" for a downstream connection termination,
 	// "UC,URX" and so on); empty when absent.
 	ResponseFlags string
-	// Target names what the span calls: server.address[:port], rpc.service/rpc.method,
-	// messaging.destination.name, or the requested model; empty when unknown.
-	Target string
+	// Target names what the span calls, as the hash of its text (server.address[:port],
+	// rpc.service/rpc.method, messaging.destination.name, or the requested model): built from
+	// those parts without joining them (TargetHash); 0 when unknown. Only run grouping reads it
+	// (opKey), so the text itself is never needed.
+	Target TargetHash
 	// Operation is gen_ai.operation.name; empty when absent.
 	Operation string
 	// ToolCall is true for a tool call: a span with gen_ai.tool.name or gen_ai.tool.call.id
@@ -134,4 +138,30 @@ type Span struct {
 	// its verdict may be carried later, and returned with it in [Carried] (the processor keeps
 	// the attributes that name the span's operation there).
 	Extra any
+}
+
+// TargetHash is FNV-1a (hash/fnv's New64a) over a span's target text, fed part by part so that
+// "service" + "/" + "method" hashes as the joined string would, without building it:
+// NewTargetHash().Add(service).Add("/").Add(method). The zero value means no target.
+type TargetHash uint64
+
+// NewTargetHash returns the hash of the empty text (FNV-1a's offset basis), to Add parts to.
+func NewTargetHash() TargetHash { return 14695981039346656037 }
+
+// Add returns h extended by the bytes of part.
+func (h TargetHash) Add(part string) TargetHash {
+	for i := 0; i < len(part); i++ {
+		h = (h ^ TargetHash(part[i])) * 1099511628211
+	}
+	return h
+}
+
+// AddInt returns h extended by the decimal digits of n, as strconv.FormatInt(n, 10) would
+// write them.
+func (h TargetHash) AddInt(n int64) TargetHash {
+	var buf [20]byte
+	for _, b := range strconv.AppendInt(buf[:0], n, 10) {
+		h = (h ^ TargetHash(b)) * 1099511628211
+	}
+	return h
 }

@@ -114,14 +114,14 @@ func readSpan(service string, sp ptrace.Span) verdict.Span {
 	}
 	switch {
 	case str("server.address") != "":
-		s.Target = str("server.address")
+		s.Target = verdict.NewTargetHash().Add(str("server.address"))
 		if p := str("server.port"); p != "" {
-			s.Target += ":" + p
+			s.Target = s.Target.Add(":").Add(p)
 		}
 	case str("rpc.service") != "":
-		s.Target = str("rpc.service") + "/" + str("rpc.method")
+		s.Target = verdict.NewTargetHash().Add(str("rpc.service")).Add("/").Add(str("rpc.method"))
 	case str("messaging.destination.name") != "":
-		s.Target = str("messaging.destination.name")
+		s.Target = verdict.NewTargetHash().Add(str("messaging.destination.name"))
 	}
 	s.Operation = str("gen_ai.operation.name")
 	_, tool := a.Get("gen_ai.tool.name")
@@ -130,8 +130,8 @@ func readSpan(service string, sp ptrace.Span) verdict.Span {
 	if s.Model == "" {
 		s.Model = str("gen_ai.request.model")
 	}
-	if s.Target == "" {
-		s.Target = str("gen_ai.request.model")
+	if s.Target == 0 && str("gen_ai.request.model") != "" {
+		s.Target = verdict.NewTargetHash().Add(str("gen_ai.request.model"))
 	}
 	if n, ok := num("gen_ai.usage.input_tokens"); ok && n >= 0 {
 		s.InputTokens = n

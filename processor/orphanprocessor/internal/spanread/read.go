@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -91,10 +90,6 @@ type Reader struct {
 
 	// Masks of the slots of each list, to skip a list none of whose names a span carries.
 	attemptMask, keyMask, deadlineMask, modelMask, inputMask, outputMask, costMask uint64
-	// hostPorts holds recent host:port targets, by host (see target).
-	hostPorts [16]atomic.Pointer[hostPort]
-	// rpcTargets holds recent service/method targets, by method (see target).
-	rpcTargets [16]atomic.Pointer[rpcTarget]
 	keyHash    func(string) uint64 // nil: HashKey (keyhash.go)
 }
 
@@ -470,16 +465,6 @@ func (r *Reader) messageHash(a *view) uint64 {
 // hostPort is a "server.address:server.port" target made once and reused while the spans read
 // keep calling the same server (most do): it saves two allocations a span.
 // rpcTarget is a service/method target built once and reused while its slot is not taken.
-type rpcTarget struct {
-	service, method, target string
-}
-
-type hostPort struct {
-	host   string
-	port   int64
-	target string
-}
-
 // maxResend bounds http.request.resend_count and attempt numbers taken as real.
 const maxResend = 10_000
 
@@ -653,46 +638,39 @@ func grpcStatus(a *view, st *Stats) int {
 	return -1
 }
 
-// target names what a span calls, for grouping same-name siblings into runs.
-func (r *Reader) target(a *view) string {
+// target names what a span calls, for grouping same-name siblings into runs: the hash of
+// rpc.service/rpc.method, messaging.destination.name, server.address[:server.port], url.full
+// without its query, peer.service or the requested model, the first present; hashed part by part,
+// nothing joined or allocated.
+func (r *Reader) target(a *view) verdict.TargetHash {
 	if m := strValue(a.get(r.rpcMethod)); m != "" {
-		svc := strValue(a.get(r.rpcService))
-		cache := &r.rpcTargets[(len(m)*31+len(svc)+int(m[len(m)-1]))%len(r.rpcTargets)]
-		if c := cache.Load(); c != nil && c.method == m && c.service == svc {
-			return c.target
-		}
-		t := svc + "/" + m
-		cache.Store(&rpcTarget{service: svc, method: m, target: t})
-		return t
+		return verdict.NewTargetHash().Add(strValue(a.get(r.rpcService))).Add("/").Add(m)
 	}
 	if d := strValue(a.get(r.msgDest)); d != "" {
-		return d
+		return verdict.NewTargetHash().Add(d)
 	}
 	if h := strValue(a.get(r.serverAddr)); h != "" {
+		t := verdict.NewTargetHash().Add(h)
 		pv, ok := a.get(r.serverPort)
 		if ok && pv.Type() == pcommon.ValueTypeInt {
-			port := pv.Int()
-			cache := &r.hostPorts[(len(h)^int(h[0]))%len(r.hostPorts)]
-			if c := cache.Load(); c != nil && c.host == h && c.port == port {
-				return c.target
-			}
-			t := h + ":" + strconv.FormatInt(port, 10)
-			cache.Store(&hostPort{host: h, port: port, target: t})
-			return t
+			return t.Add(":").AddInt(pv.Int())
 		}
 		if p := strValue(pv, ok); p != "" {
-			return h + ":" + p
+			return t.Add(":").Add(p)
 		}
-		return h
+		return t
 	}
 	if u := strValue(a.get(r.urlFull)); u != "" {
 		if i := strings.IndexAny(u, "?#"); i >= 0 {
 			u = u[:i]
 		}
-		return u
+		return verdict.NewTargetHash().Add(u)
 	}
 	if p := strValue(a.get(r.peerService)); p != "" {
-		return p
+		return verdict.NewTargetHash().Add(p)
 	}
-	return strValue(a.get(r.requestModel))
+	if m := strValue(a.get(r.requestModel)); m != "" {
+		return verdict.NewTargetHash().Add(m)
+	}
+	return 0
 }
