@@ -90,7 +90,7 @@ type Reader struct {
 
 	// Masks of the slots of each list, to skip a list none of whose names a span carries.
 	attemptMask, keyMask, deadlineMask, modelMask, inputMask, outputMask, costMask uint64
-	keyHash    func(string) uint64 // nil: HashKey (keyhash.go)
+	keyHash                                                                        func(string) uint64 // nil: HashKey (keyhash.go)
 }
 
 // maxSlots is how many names a view holds.
