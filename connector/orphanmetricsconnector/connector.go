@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 )
 
@@ -26,7 +25,7 @@ type metricsConnector struct {
 	logger *zap.Logger
 	rec    *orphanmetricsexporter.Recorder
 	next   consumer.Metrics
-	tel    *metadata.TelemetryBuilder
+	tel    *telemetry
 	conv   converter
 
 	flushMu sync.Mutex // one flush at a time
@@ -42,7 +41,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	if err != nil {
 		return nil, err
 	}
-	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings, set.ID, func(report func(string, int64)) {
+	tel, err := newTelemetry(set, func(report func(string, int64)) {
 		for _, l := range orphanmetricsexporter.LimitedLabels {
 			report(l, int64(rec.LabelValues(l)))
 		}
@@ -124,7 +123,7 @@ func (c *metricsConnector) flush(ctx context.Context) error {
 	began := time.Now()
 	mfs, err := c.rec.Gatherer().Gather()
 	if err != nil {
-		c.tel.Flushed(ctx, false)
+		c.tel.flushed(ctx, false)
 		return fmt.Errorf("gathering metrics: %w", err)
 	}
 	md := c.conv.convert(mfs, pcommon.NewTimestampFromTime(began))
@@ -132,7 +131,7 @@ func (c *metricsConnector) flush(ctx context.Context) error {
 		return nil
 	}
 	err = c.next.ConsumeMetrics(ctx, md)
-	c.tel.Flushed(ctx, err == nil)
+	c.tel.flushed(ctx, err == nil)
 	if err == nil {
 		// Exemplars taken before this flush began have been sent: the next flush leaves them
 		// out (a failed flush sends them again).

@@ -82,7 +82,7 @@ func TestTwoInstancesReadApart(t *testing.T) {
 	for _, p := range m.Data.(metricdata.Gauge[int64]).DataPoints {
 		label, _ := p.Attributes.Value(attribute.Key("label"))
 		if label.AsString() == "service_name" {
-			id, _ := p.Attributes.Value(metadata.ConnectorAttribute)
+			id, _ := p.Attributes.Value(connectorAttribute)
 			got[id.AsString()] = p.Value
 		}
 	}
@@ -117,8 +117,8 @@ func TestTwoInstancesReadApart(t *testing.T) {
 	require.NoError(t, err)
 	n := map[string]int64{}
 	for _, p := range flushes.Data.(metricdata.Sum[int64]).DataPoints {
-		id, _ := p.Attributes.Value(metadata.ConnectorAttribute)
-		r, _ := p.Attributes.Value("result")
+		id, _ := p.Attributes.Value(connectorAttribute)
+		r, _ := p.Attributes.Value(resultAttribute)
 		n[id.AsString()+" "+r.AsString()] = p.Value
 	}
 	assert.Equal(t, map[string]int64{"orphanmetrics success": 1, "orphanmetrics/other success": 1}, n)
@@ -201,7 +201,7 @@ func TestFlushes(t *testing.T) {
 	require.NoError(t, err)
 	n := map[string]int64{}
 	for _, p := range flushes.Data.(metricdata.Sum[int64]).DataPoints {
-		r, _ := p.Attributes.Value("result")
+		r, _ := p.Attributes.Value(resultAttribute)
 		n[r.AsString()] = p.Value
 	}
 	assert.Equal(t, map[string]int64{"failure": 1, "success": 3}, n)
@@ -220,18 +220,34 @@ func TestFlushInterval(t *testing.T) {
 	assert.Equal(t, n, len(sink.AllMetrics()), "no flush after shutdown")
 }
 
-// TestDocumentationMatchesTelemetry keeps documentation.md in step with the instruments the
-// connector creates.
-func TestDocumentationMatchesTelemetry(t *testing.T) {
+// builderInstruments creates the telemetry builder on a recording provider and returns the
+// instruments it created.
+func builderInstruments(t *testing.T) []telemetrydoc.Instrument {
+	t.Helper()
 	prov := &telemetrydoc.Provider{}
 	set := componenttest.NewNopTelemetrySettings()
 	set.MeterProvider = prov
-	tb, err := metadata.NewTelemetryBuilder(set, component.NewID(metadata.Type), nil)
+	tb, err := metadata.NewTelemetryBuilder(set)
 	require.NoError(t, err)
 	tb.Shutdown()
 	insts := prov.Instruments()
-	require.Len(t, insts, 2)
-	for _, p := range telemetrydoc.Check("documentation.md", insts) {
+	require.NotEmpty(t, insts, "no instruments recorded")
+	return insts
+}
+
+// TestDocumentationMatchesTelemetry keeps documentation.md in step with the instruments the
+// connector creates: names, descriptions, units and types.
+func TestDocumentationMatchesTelemetry(t *testing.T) {
+	for _, p := range telemetrydoc.Check("documentation.md", builderInstruments(t)) {
 		t.Error(p)
 	}
+}
+
+// TestMetadataMatchesTelemetry: every metric of metadata.yaml is created by the builder, with
+// the name, description, unit, type, value type and monotonicity mdatagen would generate from
+// it, and the builder creates no other.
+func TestMetadataMatchesTelemetry(t *testing.T) {
+	want, err := telemetrydoc.FromMetadata("metadata.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, want, builderInstruments(t))
 }

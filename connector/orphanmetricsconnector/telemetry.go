@@ -1,0 +1,69 @@
+package orphanmetricsconnector // import "github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
+)
+
+// connectorAttribute is the attribute of every measurement that names the connector instance.
+const connectorAttribute = "connector"
+
+// resultAttribute is the attribute of otelcol_connector_orphanmetrics_flushes: success or
+// failure, whether the metrics pipeline accepted the flush.
+const resultAttribute = "result"
+
+// telemetry is the connector's internal telemetry: the instruments of metadata.yaml
+// (metadata.TelemetryBuilder, in mdatagen's shape) and the `connector=<component ID>`
+// attribute every measurement carries, so that two instances in one collector
+// (`orphanmetrics`, `orphanmetrics/other`) read apart.
+type telemetry struct {
+	*metadata.TelemetryBuilder
+	id attribute.KeyValue
+	// flushOK and flushFailed are the measurement options of a successful and a failed flush.
+	flushOK, flushFailed metric.MeasurementOption
+}
+
+// newTelemetry creates the instruments of the connector instance set.ID. labelValues, when
+// not nil, is called on collection with a function to report each limited label's admitted
+// values (otelcol_connector_orphanmetrics_label_values).
+func newTelemetry(set connector.Settings, labelValues func(report func(label string, n int64))) (*telemetry, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	id := attribute.String(connectorAttribute, set.ID.String())
+	t := &telemetry{
+		TelemetryBuilder: tb,
+		id:               id,
+		flushOK:          metric.WithAttributeSet(attribute.NewSet(id, attribute.String(resultAttribute, "success"))),
+		flushFailed:      metric.WithAttributeSet(attribute.NewSet(id, attribute.String(resultAttribute, "failure"))),
+	}
+	if labelValues == nil {
+		return t, nil
+	}
+	err = tb.RegisterConnectorOrphanmetricsLabelValuesCallback(func(_ context.Context, o metric.Int64Observer) error {
+		labelValues(func(label string, n int64) {
+			o.Observe(n, metric.WithAttributes(id, attribute.String("label", label)))
+		})
+		return nil
+	})
+	if err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
+	return t, nil
+}
+
+// flushed counts one flush with its result.
+func (t *telemetry) flushed(ctx context.Context, ok bool) {
+	opt := t.flushOK
+	if !ok {
+		opt = t.flushFailed
+	}
+	t.ConnectorOrphanmetricsFlushes.Add(ctx, 1, opt)
+}
