@@ -88,3 +88,27 @@ service:
 		}
 	}
 }
+
+// TestPushConfigWithoutHostname: started where HOSTNAME is not exported (a plain shell, a
+// systemd unit), the shipped push configs fail at start-up naming the const label, instead of
+// pushing series whose collector label is empty (two collectors' sums would then collide).
+func TestPushConfigWithoutHostname(t *testing.T) {
+	t.Setenv("HOSTNAME", "")
+	for _, f := range []string{"otlp_http.yaml", "prometheusremotewrite.yaml"} {
+		col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+			BuildInfo: component.NewDefaultBuildInfo(),
+			Factories: components,
+			ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+				URIs:              []string{"file:" + filepath.Join("..", "..", "config", "push", f)},
+				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
+			}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = col.DryRun(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "const_labels::collector: value is empty") {
+			t.Errorf("%s without HOSTNAME: %v, want the empty const label named", f, err)
+		}
+	}
+}

@@ -170,7 +170,14 @@ func (c *Config) validateMetrics() error {
 		case slices.Contains(reservedLabels, name):
 			add("const_labels: %q is used by the exporter's own labels", name)
 		}
-		if !utf8.ValidString(v) {
+		switch {
+		case v == "":
+			// Prometheus treats an empty label as an absent one: the label would name nothing,
+			// and two collectors meant to be told apart by it would write the same series. The
+			// usual cause is an unset environment variable (${env:HOSTNAME} where the shell
+			// does not export HOSTNAME), which the collector only warns about.
+			add("const_labels::%s: value is empty (an unset environment variable? Prometheus drops empty labels)", name)
+		case !utf8.ValidString(v):
 			add("const_labels::%s: value must be valid UTF-8", name)
 		}
 	}

@@ -108,6 +108,7 @@ func TestValidate(t *testing.T) {
 		{name: "const label bad name", mutate: func(c *Config) { c.ConstLabels = map[string]string{"my-label": "x"} }, want: []string{`const_labels: "my-label" is not a valid Prometheus label name`}},
 		{name: "const label reserved prefix", mutate: func(c *Config) { c.ConstLabels = map[string]string{"__name": "x"} }, want: []string{`const_labels: "__name": names starting with "__" are reserved`}},
 		{name: "const label clashes", mutate: func(c *Config) { c.ConstLabels = map[string]string{"service_name": "x"} }, want: []string{`const_labels: "service_name" is used by the exporter's own labels`}},
+		{name: "const label empty", mutate: func(c *Config) { c.ConstLabels = map[string]string{"collector": ""} }, want: []string{"const_labels::collector: value is empty (an unset environment variable? Prometheus drops empty labels)"}},
 		{name: "const label invalid utf8", mutate: func(c *Config) { c.ConstLabels = map[string]string{"team": "\xff"} }, want: []string{"const_labels::team: value must be valid UTF-8"}},
 		{
 			name: "all errors reported",
