@@ -126,3 +126,20 @@ func TestDrainTimeoutCoversBlindWork(t *testing.T) {
 		t.Errorf("scaled drain timeout %s too long", d)
 	}
 }
+
+// TestWireKeys: two runs with one seed send different idempotency keys for the same request
+// (so one collector does not join their runs), and each service reads back the seeded key its
+// behaviour is derived from.
+func TestWireKeys(t *testing.T) {
+	k := keyFor(42, "agent", 7, "planner")
+	a := &sim{tel: &telemetry{runID: keyFor(1, "instance")}}
+	b := &sim{tel: &telemetry{runID: keyFor(2, "instance")}}
+	if a.wireKey(k) == b.wireKey(k) {
+		t.Fatalf("two runs send the same key %q", a.wireKey(k))
+	}
+	for _, s := range []*sim{a, b} {
+		if got := seededKey(s.wireKey(k)); got != k {
+			t.Errorf("seededKey(%q) = %q, want %q", s.wireKey(k), got, k)
+		}
+	}
+}

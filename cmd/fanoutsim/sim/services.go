@@ -237,6 +237,19 @@ func (s *sim) gatewayStop(w http.ResponseWriter, r *http.Request, span trace.Spa
 	w.WriteHeader(status)
 }
 
+// wireKey is the idempotency key sent for the seeded key k: k and this run's instance tag
+// ("<k>.<tag>"). Keys are unique per request in real fleets; without the tag two simulator runs
+// with the same seed against one collector (blind, then aware) would send the same keys, and
+// the processor would rightly join the second run's attempts to the first run's open runs.
+func (s *sim) wireKey(k string) string { return k + "." + s.tel.runID[:8] }
+
+// seededKey is the seeded key of an idempotency key sent by wireKey: what the services derive
+// their behaviour from (plans, tool failures), the same in every run with the same seed.
+func seededKey(wire string) string {
+	k, _, _ := strings.Cut(wire, ".")
+	return k
+}
+
 // callAgent is the gateway's one attempt at a sub-agent. In aware mode the client's
 // aware.Transport writes the context's deadline as X-Deadline.
 func (s *sim) callAgent(ctx context.Context, reqID int, a *agent) agentAnswer {
@@ -245,7 +258,7 @@ func (s *sim) callAgent(ctx context.Context, reqID int, a *agent) agentAnswer {
 	body, _ := json.Marshal(map[string]any{"task": "answer part of request " + strconv.Itoa(reqID), "agent": a.name})
 	req, _ := http.NewRequestWithContext(withCall(ctx, c), http.MethodPost, a.url+"/agent", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(headerIdempotencyKey, key)
+	req.Header.Set(headerIdempotencyKey, s.wireKey(key))
 	res, status, out := s.do(s.gwClient, req)
 	s.book.Attempted(truth.Attempt{
 		TraceID: c.traceID, SpanID: c.spanID, RunID: "gateway/" + key, Number: 1,
@@ -294,7 +307,7 @@ func (s *sim) planFor(key string) plan {
 func (s *sim) agentHandler(a *agent) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		drain(r)
-		key := r.Header.Get(headerIdempotencyKey)
+		key := seededKey(r.Header.Get(headerIdempotencyKey))
 		ctx := s.requestContext(r)
 		p := s.planFor(key)
 
@@ -387,7 +400,7 @@ func (s *sim) searchAware(ctx context.Context, a *agent, agentKey string) (int, 
 		aware.WithoutLoopSpan(),
 		aware.WithInstrumentedClient(),
 		aware.WithTracerProvider(s.tel.tp(a.name)),
-		aware.WithIdempotencyKey(key),
+		aware.WithIdempotencyKey(s.wireKey(key)),
 		aware.WithMaxAttempts(s.o.MaxAttempts),
 		aware.WithBackOff(&seededBackOff{o: s.o, key: key}),
 	)
@@ -430,7 +443,7 @@ func (s *sim) searchAttempt(ctx context.Context, a *agent, key string, n int) (t
 	body, _ := json.Marshal(map[string]any{"query": "sources for " + a.name, "k": 5})
 	req, _ := http.NewRequestWithContext(withCall(ctx, c), http.MethodPost, s.toolURL+"/search", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(headerIdempotencyKey, key)
+	req.Header.Set(headerIdempotencyKey, s.wireKey(key))
 	res, status, out := s.do(a.client, req)
 	s.book.Attempted(truth.Attempt{
 		TraceID: c.traceID, SpanID: c.spanID, RunID: a.name + "/search/" + key, Number: n,
@@ -531,7 +544,7 @@ type searchResponse struct {
 // the seed, the idempotency key and how many attempts with that key it has seen.
 func (s *sim) tool(w http.ResponseWriter, r *http.Request) {
 	drain(r)
-	key := r.Header.Get(headerIdempotencyKey)
+	key := seededKey(r.Header.Get(headerIdempotencyKey))
 	s.toolMu.Lock()
 	if len(s.toolSeen) > 1_000_000 {
 		s.toolSeen = map[string]int{}
