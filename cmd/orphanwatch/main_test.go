@@ -827,3 +827,17 @@ func TestJaegerFollowsFrom(t *testing.T) {
 	assert.Equal(t, "completed", tr.Root.EndReason)
 	assert.Equal(t, analyze.Liveness{Live: 1, Detached: 1}, tr.Liveness)
 }
+
+// TestREADMEOutput: the output the README shows for S2 is what `analyze` prints for it, run
+// from the repository root as the README runs it.
+func TestREADMEOutput(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	readme := string(b)
+	t.Chdir(filepath.Join("..", ".."))
+	r := runCLI(t, "", "analyze", "testdata/scenarios/s02_caller_leaves/trace.json")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	if !strings.Contains(readme, "```\n"+r.stdout+"```\n") {
+		t.Errorf("cmd/orphanwatch/README.md does not show what analyze prints for S2:\n%s", r.stdout)
+	}
+}
