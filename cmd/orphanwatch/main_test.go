@@ -313,7 +313,7 @@ func TestS2Story(t *testing.T) {
 	assert.InDelta(t, 3.0, *tr.Root.GoneAfterStart, 1e-9)
 	var search []analyze.RunReport
 	for _, r := range tr.NotableRuns {
-		if r.Outcome == "delivered_to_nobody" && r.Service == "researcher" && r.Name == "GET" {
+		if r.Outcome == "delivered_to_nobody" && r.Service == "researcher" && r.Name == "GET search-tool:8080" {
 			search = append(search, r)
 		}
 	}
@@ -344,7 +344,7 @@ func TestS2Story(t *testing.T) {
 	require.Equal(t, 0, text.code, text.stderr)
 	for _, want := range []string{
 		"end       cancelled; gone at +3.000s",
-		"researcher  GET                    delivered_to_nobody  4",
+		"researcher  GET search-tool:8080   delivered_to_nobody  4",
 		"gateway -> researcher",
 		"orphaned 3000 in / 800 out",
 		"orphaned $0.0155",

@@ -359,6 +359,17 @@ func firstOf(a, b string) string {
 	return b
 }
 
+// OperationOf returns the `operation` label the exporter gives span's series, before label
+// limits: the GenAI operation and its tool, agent or model; `service/method` for gRPC; the
+// messaging operation and destination; for HTTP the method with url.template, the route (SERVER)
+// or the host[:port] called (CLIENT); else the span name. `orphanwatch analyze` names runs with
+// it, so its tables read like the metrics.
+func OperationOf(span ptrace.Span) string {
+	var v spanView
+	v.read(span.Attributes())
+	return operationKeyOf(span, &v).label()
+}
+
 // operationKeyOf names the span's operation (see above).
 func operationKeyOf(span ptrace.Span, v *spanView) opKey {
 	name := opKey{a: span.Name()}

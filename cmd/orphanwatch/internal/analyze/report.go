@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -105,6 +106,8 @@ type Liveness struct {
 type RunReport struct {
 	SpanID   string `json:"span_id"`
 	Service  string `json:"service"`
+	// Name is the run's operation as the metrics label it (orphanwatch_runs_total's
+	// `operation`, before label limits): e.g. "GET search-tool:8080", not the span name "GET".
 	Name     string `json:"operation"`
 	Outcome  string `json:"outcome"`
 	Attempts int    `json:"attempts"`
@@ -241,6 +244,7 @@ type span struct {
 	parentID pcommon.SpanID
 	service  string
 	name     string
+	op       string // the exporter's operation label (orphanmetricsexporter.OperationOf)
 	kind     ptrace.SpanKind
 	start    int64
 	end      int64
@@ -331,7 +335,7 @@ func buildReport(out []ptrace.Traces, files []FileReport, traceFiles map[pcommon
 			}
 			s := &span{
 				traceID: sp.TraceID(), spanID: sp.SpanID(), parentID: sp.ParentSpanID(),
-				name: sp.Name(), kind: sp.Kind(),
+				name: sp.Name(), op: orphanmetricsexporter.OperationOf(sp), kind: sp.Kind(),
 				start: int64(sp.StartTimestamp()), end: int64(sp.EndTimestamp()),
 				attrs: sp.Attributes(),
 			}
@@ -435,7 +439,7 @@ func buildTrace(id pcommon.TraceID, spans []*span, files []string, gone map[gone
 			if o != "success" {
 				n, _ := s.integer(verdict.AttrRunAttempts)
 				t.NotableRuns = append(t.NotableRuns, RunReport{
-					SpanID: s.spanID.String(), Service: s.service, Name: s.name, Outcome: o,
+					SpanID: s.spanID.String(), Service: s.service, Name: s.op, Outcome: o,
 					Attempts: int(n), Result: s.str(verdict.AttrRunResult),
 				})
 			}
