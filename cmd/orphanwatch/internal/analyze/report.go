@@ -104,8 +104,8 @@ type Liveness struct {
 
 // RunReport is one run (closed by the span that carries its outcome).
 type RunReport struct {
-	SpanID   string `json:"span_id"`
-	Service  string `json:"service"`
+	SpanID  string `json:"span_id"`
+	Service string `json:"service"`
 	// Name is the run's operation as the metrics label it (orphanwatch_runs_total's
 	// `operation`, before label limits): e.g. "GET search-tool:8080", not the span name "GET".
 	Name     string `json:"operation"`
