@@ -350,3 +350,16 @@ func (c *Correlator) Knows(t TraceID) bool {
 	_, ok := c.roots.Get(t)
 	return ok
 }
+
+// KnowsAll sets known[i] to whether a root record is kept for trace ids[i] (Knows for many
+// traces, under one lock). known must be as long as ids.
+func (c *Correlator) KnowsAll(ids []TraceID, known []bool) {
+	if len(ids) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, t := range ids {
+		_, known[i] = c.roots.Get(t)
+	}
+}

@@ -1,9 +1,13 @@
 package orphanprocessor
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -11,14 +15,16 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
-// The hold: the traces waiting for their decision (holdStore), and the processor's side of it
-// (due, takeLocked, setDueLocked: the release loop's wake-ups and the held gauges).
+// The hold: the traces waiting for their decision, sharded by trace ID (holdShards: one
+// holdStore and one mutex a shard), and the processor's side of it (due, setDueLocked, makeRoom:
+// the release loop's wake-ups, max_traces and the held gauges).
 
 // heldTrace is one trace waiting for its decision: where its spans are in the batches that
 // carried them. The correlator's view of each span (verdict.Span) is read when the trace is
 // decided, not kept while it waits.
 type heldTrace struct {
 	id      verdict.TraceID
+	seq     uint64 // order of first arrival across the shards (max_traces evicts the lowest)
 	first   time.Time
 	due     time.Time  // when it is released: first + decision_wait, or root + decision_wait_after_root
 	refs    []heldSpan // in order of arrival
@@ -52,8 +58,8 @@ func (d *dueHeap) Pop() any {
 // holdStore is where traces wait for their decision: the held traces by trace ID, in order of
 // first arrival (the oldest is evicted first at max_traces) and by due time (a heap: the release
 // loop takes what is due), with the count of spans held. Entries of traces taken, or whose due
-// moved, are skipped where they are met (lazily). Not safe for concurrent use: the processor
-// guards it with its mutex (p.mu).
+// moved, are skipped where they are met (lazily). Not safe for concurrent use: each of the
+// processor's shards guards its own with the shard's mutex (holdShard).
 type holdStore struct {
 	held      map[verdict.TraceID]*heldTrace
 	queue     []*heldTrace // in order of first arrival; taken entries are skipped
@@ -79,11 +85,16 @@ func (s *holdStore) add(id verdict.TraceID, first time.Time) *heldTrace {
 // hold adds a span to the held trace h; hint is how many spans of h the batch being taken in
 // carries (h's spans grow once per batch).
 func (s *holdStore) hold(h *heldTrace, r heldSpan, hint int) {
+	h.add(r, hint)
+	s.spansHeld++
+}
+
+// add adds a span to h's spans, which grow by hint (at least one) when full.
+func (h *heldTrace) add(r heldSpan, hint int) {
 	if len(h.refs) == cap(h.refs) {
 		h.refs = slices.Grow(h.refs, max(hint, 1))
 	}
 	h.refs = append(h.refs, r)
-	s.spansHeld++
 }
 
 // setDue makes h due at t when that is earlier than it was (or h was due nowhere); false when
@@ -176,39 +187,212 @@ type heldScope struct {
 	ss ptrace.ScopeSpans
 }
 
-// setDueLocked makes h due at t (no later than it was); wakeLocked then wakes the release loop
-// once for the batch when a trace is due before the moment its timer is armed for.
-func (p *orphanProcessor) setDueLocked(h *heldTrace, t time.Time) {
-	if p.setDue(h, t) && (p.wakeDue.IsZero() || t.Before(p.wakeDue)) {
-		p.wakeDue = t
+// holdShard is one shard of the hold: the held traces whose ID hashes to it (shardOf), under its
+// own mutex. The intake locks the shard of each trace of a batch in turn, the release loop each
+// shard in turn to take what is due: no lock is held across shards.
+type holdShard struct {
+	mu sync.Mutex
+	holdStore
+	wakeDue time.Time // earliest due set since the last wake check (wakeFor)
+	_       [64]byte  // keeps two shards' mutexes off one cache line
+}
+
+// holdShards is the hold: a fixed power of two of shards (shardCount), the count of traces
+// held across them and the order of first arrival, so that max_traces is one global limit that
+// evicts the oldest trace of all shards.
+type holdShards struct {
+	shards []holdShard
+	bits   uint
+	// traces counts the traces held in all shards plus the places reserved by intakes about to
+	// add one (makeRoom): held traces never exceed max_traces while an older one can be evicted.
+	traces  atomic.Int64
+	seq     atomic.Uint64 // last arrival number given (heldTrace.seq)
+	evictMu sync.Mutex    // one eviction for max_traces at a time (evictOldest)
+	// armed is when the release loop's timer fires, unix ns; 0 when it is stopped.
+	armed atomic.Int64
+}
+
+// shardCount is the number of hold shards: four per core (GOMAXPROCS at creation) rounded up to
+// a power of two, between 4 and 64. More shards than cores keeps two intakes rarely on the same
+// shard; a power of two makes the shard of a trace a shift of its hash.
+func shardCount() int {
+	n := 4
+	for n < 4*runtime.GOMAXPROCS(0) && n < 64 {
+		n *= 2
+	}
+	return n
+}
+
+// init makes n shards (a power of two).
+func (s *holdShards) init(n int) {
+	s.shards = make([]holdShard, n)
+	for n > 1 {
+		s.bits++
+		n >>= 1
+	}
+	for i := range s.shards {
+		s.shards[i].holdStore = newHoldStore()
 	}
 }
 
-// wakeLocked wakes the release loop if a trace taken in since the last call is due before its
-// timer fires.
-func (p *orphanProcessor) wakeLocked() {
-	if p.wakeDue.IsZero() {
+// shardOf is the shard of trace id: its two halves mixed (test and legacy IDs vary in either),
+// the top bits of a Fibonacci hash.
+func (s *holdShards) shardOf(id verdict.TraceID) *holdShard {
+	if s.bits == 0 {
+		return &s.shards[0]
+	}
+	var lo, hi uint64
+	for i := range 8 {
+		lo |= uint64(id[i]) << (8 * i)
+		hi |= uint64(id[8+i]) << (8 * i)
+	}
+	return &s.shards[((lo^hi)*0x9E3779B97F4A7C15)>>(64-s.bits)]
+}
+
+// heldCount is the number of traces and spans held in all shards at one moment (a test's view:
+// it locks every shard, in order; nothing else holds two shard locks at once).
+func (s *holdShards) heldCount() (traces, spans int) {
+	for i := range s.shards {
+		s.shards[i].mu.Lock()
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		traces += len(sh.held)
+		spans += sh.spansHeld
+		sh.mu.Unlock()
+	}
+	return traces, spans
+}
+
+// setDueLocked makes h, held in sh (locked), due at t (no later than it was); wakeFor then
+// wakes the release loop once for the batch when a trace is due before the moment its timer is
+// armed for.
+func (p *orphanProcessor) setDueLocked(sh *holdShard, h *heldTrace, t time.Time) {
+	if sh.setDue(h, t) && (sh.wakeDue.IsZero() || t.Before(sh.wakeDue)) {
+		sh.wakeDue = t
+	}
+}
+
+// wakeFor wakes the release loop if a trace taken into sh (locked) since the last call is due
+// before its timer fires.
+func (p *orphanProcessor) wakeFor(sh *holdShard) {
+	if sh.wakeDue.IsZero() {
 		return
 	}
-	if p.armed.IsZero() || p.wakeDue.Before(p.armed) {
+	if armed := p.armed.Load(); armed == 0 || sh.wakeDue.UnixNano() < armed {
 		select {
 		case p.wake <- struct{}{}:
 		default: // a wake is pending already
 		}
 	}
-	p.wakeDue = time.Time{}
+	sh.wakeDue = time.Time{}
 }
 
-// due takes the traces whose wait is over at now.
+// take takes h out of sh (locked). The trace still counts in traces_held and spans_held until
+// release has decided it and handed its spans on (leftHeld).
+func (p *orphanProcessor) take(sh *holdShard, h *heldTrace) *heldTrace {
+	p.traces.Add(-1)
+	return sh.take(h)
+}
+
+// due takes the traces whose wait is over at now from every shard, in due order (then order of
+// arrival), as one heap of all would give them.
 func (p *orphanProcessor) due(now time.Time) []*heldTrace {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.takeDue(now, nil)
+	var ready []*heldTrace
+	for i := range p.shards {
+		sh := &p.shards[i]
+		sh.mu.Lock()
+		n := len(ready)
+		ready = sh.takeDue(now, ready)
+		p.traces.Add(int64(n - len(ready)))
+		sh.mu.Unlock()
+	}
+	slices.SortFunc(ready, func(a, b *heldTrace) int {
+		if c := a.due.Compare(b.due); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	return ready
 }
 
-// takeLocked takes a trace out of the hold. p.mu must be held. The trace still counts in
-// traces_held and spans_held until release has decided it and handed its spans on (leftHeld).
-func (p *orphanProcessor) takeLocked(h *heldTrace) *heldTrace { return p.take(h) }
+// nextDue is the time the first held trace of all shards is due; zero when none is held.
+func (p *orphanProcessor) nextDue() time.Time {
+	var at time.Time
+	for i := range p.shards {
+		sh := &p.shards[i]
+		sh.mu.Lock()
+		if h := sh.holdStore.nextDue(); h != nil && (at.IsZero() || h.due.Before(at)) {
+			at = h.due
+		}
+		sh.mu.Unlock()
+	}
+	return at
+}
+
+// takeAll takes every held trace of all shards, in order of first arrival.
+func (p *orphanProcessor) takeAll() []*heldTrace {
+	var ready []*heldTrace
+	for i := range p.shards {
+		sh := &p.shards[i]
+		sh.mu.Lock()
+		n := len(ready)
+		ready = sh.holdStore.takeAll(ready)
+		p.traces.Add(int64(n - len(ready)))
+		sh.mu.Unlock()
+	}
+	slices.SortFunc(ready, func(a, b *heldTrace) int { return cmp.Compare(a.seq, b.seq) })
+	return ready
+}
+
+// makeRoom reserves the place of a trace about to be added (no shard locked): when max_traces
+// are held, the oldest traces of all shards are taken out first, appended to ready (decided
+// early, counted as evictions). The caller adds the trace (addReserved) or gives the place
+// back (traces.Add(-1)).
+func (p *orphanProcessor) makeRoom(ctx context.Context, ready []*heldTrace) []*heldTrace {
+	if p.traces.Add(1) <= int64(p.cfg.Limits.MaxTraces) {
+		return ready
+	}
+	for p.traces.Load() > int64(p.cfg.Limits.MaxTraces) {
+		h := p.evictOldest()
+		if h == nil {
+			break // every place is reserved by an intake under way: bounded by them
+		}
+		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "traces"))
+		ready = append(ready, h)
+	}
+	return ready
+}
+
+// evictOldest takes out the held trace of all shards that arrived first; nil when none is held.
+func (p *orphanProcessor) evictOldest() *heldTrace {
+	p.evictMu.Lock()
+	defer p.evictMu.Unlock()
+	for {
+		var (
+			best    *holdShard
+			bestSeq uint64
+		)
+		for i := range p.shards {
+			sh := &p.shards[i]
+			sh.mu.Lock()
+			if h := sh.oldest(); h != nil && (best == nil || h.seq < bestSeq) {
+				best, bestSeq = sh, h.seq
+			}
+			sh.mu.Unlock()
+		}
+		if best == nil {
+			return nil
+		}
+		best.mu.Lock()
+		if h := best.oldest(); h != nil && h.seq == bestSeq {
+			h = p.take(best, h)
+			best.mu.Unlock()
+			return h
+		}
+		best.mu.Unlock() // taken meanwhile: look again
+	}
+}
 
 // leftHeld takes traces that were taken (takeLocked) out of traces_held and spans_held, once
 // decided and handed on: while they are being decided the processor still holds them, and the

@@ -188,9 +188,7 @@ func TestHugeTracesStayBounded(t *testing.T) {
 		sp.SetEndTimestamp(at(float64(i)*1e-6 + 0.5))
 	}
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
-	p.mu.Lock()
-	held := p.spansHeld
-	p.mu.Unlock()
+	_, held := p.heldCount()
 	assert.Less(t, held, cfg.Limits.MaxSpansPerTrace, "a huge trace is decided in parts, never held whole")
 	require.NoError(t, p.Shutdown(context.Background()))
 	assert.Equal(t, n, sink.SpanCount())
@@ -225,9 +223,7 @@ func TestOverloadEvictsAndLosesNothing(t *testing.T) {
 					}
 				}
 				assert.NoError(t, p.ConsumeTraces(context.Background(), td))
-				p.mu.Lock()
-				h := len(p.held)
-				p.mu.Unlock()
+				h, _ := p.heldCount()
 				mu.Lock()
 				maxHeld = max(maxHeld, h)
 				mu.Unlock()

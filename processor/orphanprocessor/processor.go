@@ -20,8 +20,9 @@ import (
 )
 
 // The component's files: processor.go is its face (ConsumeTraces: taking spans in; Start,
-// Shutdown and the release loop). hold.go is where a trace waits for its decision (holdStore:
-// by ID, arrival and due time); release.go how decided spans leave (whole batches as they came,
+// Shutdown and the release loop). intake.go groups a batch's spans by trace; hold.go is where a
+// trace waits for its decision (holdShards: the shard of its trace ID, each a holdStore by ID,
+// arrival and due time under its own mutex); release.go how decided spans leave (whole batches as they came,
 // or span by span); verdicts.go where a released trace is decided (decide, via the correlator's
 // Release) and its verdicts, carried verdicts and carrier spans are written (writeVerdict,
 // writeCarried, passCarried); roots.go the abandoned roots held after their trace; telemetry.go
@@ -48,12 +49,11 @@ type orphanProcessor struct {
 	// at most decision_wait (resolved once).
 	afterRoot time.Duration
 
+	// mu guards the lifecycle (started) and lastSweep: the release loop's, not the span path's.
 	mu        sync.Mutex
-	holdStore                         // the held traces (hold.go), under mu
-	perTrace  map[verdict.TraceID]int // spans of each trace in the batch being taken in
-	armed     time.Time               // when the release loop's timer fires; zero when stopped
-	wakeDue   time.Time               // earliest due set since the last wakeLocked
 	lastSweep time.Time
+
+	holdShards // the held traces, sharded by trace ID, each shard under its own mutex (hold.go)
 
 	evictMu                              sync.Mutex
 	seenRootEv, seenKeyEv, seenIndexedEv uint64
@@ -92,14 +92,13 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		corr:      corr,
 		reader:    spanread.New(cfg.readerOptions()),
 		clock:     wallClock{},
-		holdStore: newHoldStore(),
 		afterRoot: min(cfg.DecisionWaitAfterRoot, cfg.DecisionWait),
 		roots:     map[verdict.TraceID][]*heldRoot{},
-		perTrace:  map[verdict.TraceID]int{},
 		stop:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
+	p.holdShards.init(shardCount())
 	p.tel, err = newTelemetry(set, func() kept {
 		p.sweepMu.Lock()
 		defer p.sweepMu.Unlock()
@@ -155,12 +154,10 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 		}
 	}
 	p.keyShareClose() // key sharing: traces waiting for a key record are decided now (keysharing.go)
-	p.mu.Lock()
-	ready := p.takeAll(make([]*heldTrace, 0, len(p.held)))
+	ready := p.takeAll()
 	for _, h := range ready {
 		h.last = true
 	}
-	p.mu.Unlock()
 	// In the order their spans ended, as they would have been released: a message's
 	// deliveries in several traces are numbered as they happened.
 	slices.SortStableFunc(ready, func(a, b *heldTrace) int { return cmp.Compare(firstEnd(a), firstEnd(b)) })
@@ -248,187 +245,71 @@ func (p *orphanProcessor) sweep(ctx context.Context, now time.Time) {
 // the correlator keeps something; false when there is nothing to wait for. It records when
 // the timer will fire.
 func (p *orphanProcessor) untilNextDue() (time.Duration, bool) {
+	// Stopped while the shards are read: an intake that sets a due meanwhile wakes the loop,
+	// which reads them again (wakeFor).
+	p.armed.Store(0)
 	_, pending, open := p.corr.Kept()
-	rootDue := p.nextRootDue()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.clock.Now()
-	at := rootDue
-	if h := p.nextDue(); h != nil && (at.IsZero() || h.due.Before(at)) {
-		at = h.due
+	at := p.nextRootDue()
+	if d := p.nextDue(); !d.IsZero() && (at.IsZero() || d.Before(at)) {
+		at = d
 	}
+	p.mu.Lock()
+	lastSweep := p.lastSweep
+	p.mu.Unlock()
 	if pending > 0 || open > 0 {
-		if next := p.lastSweep.Add(sweepInterval); at.IsZero() || next.Before(at) {
+		if next := lastSweep.Add(sweepInterval); at.IsZero() || next.Before(at) {
 			at = next
 		}
 	}
 	if at.IsZero() {
-		p.armed = time.Time{}
 		return 0, false
 	}
-	p.armed = at
-	return max(at.Sub(now), 0), true
+	p.armed.Store(max(at.UnixNano(), 1))
+	return max(at.Sub(p.clock.Now()), 0), true
 }
 
 // ConsumeTraces groups the batch's spans by trace (they stay in the batch, which the processor
-// now owns), holds each trace, and passes on the traces that are due now (all of them when
-// decision_wait is 0; the oldest when a limit is reached).
+// now owns), holds each trace in its shard, and passes on the traces that are due now (all of
+// them when decision_wait is 0; the oldest when a limit is reached). No lock is held across the
+// batch: the spans are grouped with none (intake.go), each trace's shard is locked while its
+// spans join the trace, and the correlator's shared tables once for the batch's roots and keys.
 func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	var (
-		rst        spanread.Stats
-		pass       []heldSpan // spans without a trace ID: they leave now, undecided
-		ready      []*heldTrace
-		invalidIDs int64
-		late       int64
-		newTraces  int64
-		newSpans   int64
-	)
+	in := intakePool.Get().(*intake)
+	defer in.recycle()
 	now := p.clock.Now()
-	// What the batch tells other traces (roots, keys), read into a recycled buffer.
-	obuf := spanBufs.Get().(*[]verdict.Span)
-	observed := (*obuf)[:0]
-	defer func() {
-		clear(observed) // drop the strings it points into before the buffer is reused
-		*obuf = observed[:0]
-		spanBufs.Put(obuf)
-	}()
-
-	p.mu.Lock()
-	rss := td.ResourceSpans()
-	// Count each trace's spans first, so that its held spans grow once per batch, exactly.
-	// A trace's spans mostly come one after another: count runs, one map update a run.
-	clear(p.perTrace)
-	var runID verdict.TraceID
-	run, nScopes := 0, 0
-	for ri := range rss.Len() {
-		sss := rss.At(ri).ScopeSpans()
-		nScopes += sss.Len()
-		for si := range sss.Len() {
-			spans := sss.At(si).Spans()
-			for k := range spans.Len() {
-				if id := verdict.TraceID(spans.At(k).TraceID()); id != runID || run == 0 {
-					if run > 0 {
-						p.perTrace[runID] += run
-					}
-					runID, run = id, 0
-				}
-				run++
-			}
-		}
+	b := in.group(p.reader, td)
+	// Every span of the batch that will leave counts before any release can see the batch.
+	b.left = len(in.spans) + len(in.pass)
+	// Whether each trace's root was known before this batch (its spans are then late), then
+	// what the batch tells other traces (roots, keys): observed before any of its spans is held,
+	// so that no decision meets a span of the batch without what the batch tells.
+	in.known = grownBools(in.known, len(in.groups))
+	in.ids = in.ids[:0]
+	for i := range in.groups {
+		in.ids = append(in.ids, in.groups[i].id)
 	}
-	if run > 0 {
-		p.perTrace[runID] += run
+	p.corr.KnowsAll(in.ids, in.known)
+	if len(in.observed) > 0 {
+		p.corr.Observe(in.observed)
 	}
-	b := &heldBatch{td: td}
-	scopes := make([]heldScope, 0, nScopes)
-	var lastH *heldTrace // the previous span's trace, for the next span of the same trace
-	for ri := range rss.Len() {
-		rs := rss.At(ri)
-		sss := rs.ScopeSpans()
-		for si := range sss.Len() {
-			ss := sss.At(si)
-			scopes = append(scopes, heldScope{b, rs, ss})
-			src := &scopes[len(scopes)-1]
-			spans := ss.Spans()
-			for k := range spans.Len() {
-				sp := spans.At(k)
-				traceID := verdict.TraceID(sp.TraceID())
-				if traceID.IsZero() {
-					// Cannot be grouped with its trace: passed on at once, unchanged (but read,
-					// so that its unusable attributes are counted).
-					var vs verdict.Span
-					p.reader.Read(rs.Resource(), sp, &vs, &rst)
-					// liveness unknown marks it as seen, so the exporter does not count it
-					// as a span nobody judged.
-					sp.Attributes().PutStr(verdict.AttrLiveness, verdict.LivenessUnknown.String())
-					pass = append(pass, heldSpan{sp: sp, src: src})
-					invalidIDs++
-					continue
-				}
-				parentID := verdict.SpanID(sp.ParentSpanID())
-				// What this span tells other traces: a root's record, an idempotency key. The
-				// rest of what the correlator reads is read when the trace is decided.
-				switch {
-				case parentID.IsZero():
-					var vs verdict.Span
-					var counted spanread.Stats // counted when the trace is decided
-					p.reader.Read(rs.Resource(), sp, &vs, &counted)
-					observed = append(observed, vs)
-				default:
-					if kh := p.reader.KeyHash(sp); kh != 0 {
-						observed = append(observed, verdict.Span{TraceID: traceID, SpanID: verdict.SpanID(sp.SpanID()), ParentID: parentID, KeyHash: kh})
-					}
-				}
-				h := lastH
-				if h == nil || h.id != traceID || h.decided {
-					h = p.lookup(traceID)
-				}
-				if h == nil {
-					h = p.add(traceID, now)
-					known := p.corr.Knows(traceID)
-					h.late = known && !parentID.IsZero()
-					newTraces++
-					if known {
-						// Its root came before: held the short wait after root.
-						p.setDueLocked(h, now.Add(p.afterRoot))
-					} else {
-						p.setDueLocked(h, now.Add(p.cfg.DecisionWait))
-					}
-				}
-				if parentID.IsZero() && !h.hasRoot {
-					h.hasRoot = true
-					p.lat.rootArrived(traceID, now)
-					p.setDueLocked(h, now.Add(p.afterRoot))
-				}
-				lastH = h
-				p.hold(h, heldSpan{sp: sp, src: src}, p.perTrace[traceID])
-				if h.late {
-					late++
-				}
-				newSpans++
-				if len(h.refs) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
-					p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "spans_per_trace"))
-					// The next spans of this batch start a new holding for the trace.
-					ready = append(ready, p.takeLocked(h))
-				}
-			}
-		}
-	}
-	if len(p.perTrace) > 4096 {
-		p.perTrace = map[verdict.TraceID]int{} // do not keep a huge batch's table
-	}
-	// Held counts go up once a batch, before any of this batch's traces can be taken.
-	if newTraces > 0 {
-		p.tel.ProcessorOrphanTracesHeld.Add(ctx, newTraces, p.tel.ID)
-	}
-	b.left = int(newSpans) + len(pass) // before any release can see the batch (p.mu)
-	if newSpans > 0 {
-		p.tel.ProcessorOrphanSpansHeld.Add(ctx, newSpans, p.tel.ID)
-	}
-	// Observe before any decision, under p.mu, so the loop cannot decide a trace that should
-	// find this batch's roots or keys.
-	p.corr.Observe(observed)
-	p.wakeLocked()
-	for len(p.held) > p.cfg.Limits.MaxTraces {
-		h := p.oldest()
-		if h == nil {
-			break
-		}
-		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "traces"))
-		ready = append(ready, p.takeLocked(h))
+	var ready []*heldTrace
+	var late int64
+	if n := len(in.spans); n > 0 {
+		p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(n), p.tel.ID)
 	}
 	if p.cfg.DecisionWait == 0 {
-		ready = p.takeAll(ready)
+		ready, late = p.holdBatch(ctx, in, now)
+	} else {
+		ready, late = p.holdInShards(ctx, in, now)
 	}
-	p.mu.Unlock()
 
-	p.countReaderStats(ctx, &rst)
-	if invalidIDs > 0 {
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, invalidIDs, p.tel.With("reason", verdict.InvalidTraceID.String()))
-		p.tel.ProcessorOrphanSpansProcessed.Add(ctx, invalidIDs, p.tel.ID)
+	p.countReaderStats(ctx, &in.rst)
+	if invalid := int64(len(in.pass)); invalid > 0 {
+		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, invalid, p.tel.With("reason", verdict.InvalidTraceID.String()))
+		p.tel.ProcessorOrphanSpansProcessed.Add(ctx, invalid, p.tel.ID)
 	}
 	if late > 0 {
 		p.tel.ProcessorOrphanSpansLate.Add(ctx, late, p.tel.ID)
 	}
-	return p.releaseWith(ctx, ready, pass)
+	return p.releaseWith(ctx, ready, in.pass)
 }

@@ -1,0 +1,274 @@
+package orphanprocessor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+)
+
+// Taking a batch in (ConsumeTraces): its spans are grouped by trace with no lock held (group),
+// then each trace joins its held trace in its shard (holdInShards), or, with decision_wait 0,
+// the batch's traces are released as they are (holdBatch).
+
+// intake is one ConsumeTraces call's working memory, recycled (intakePool).
+type intake struct {
+	spans    []intakeSpan
+	groups   []intakeGroup             // the batch's traces, in order of first span
+	index    map[verdict.TraceID]int32 // groups by trace ID
+	pass     []heldSpan                // spans without a trace ID: they leave now, undecided
+	observed []verdict.Span            // what the batch tells other traces (roots, keys)
+	ids      []verdict.TraceID         // the groups' trace IDs
+	known    []bool                    // by group: the trace's root was known before the batch
+	holdings []*heldTrace              // holdBatch's traces still held at the batch's end
+	rst      spanread.Stats
+}
+
+// intakeSpan is a span of the batch being taken in.
+type intakeSpan struct {
+	ref  heldSpan
+	next int32 // the next span of its trace in the batch; -1 for the last
+	root bool  // it has no parent
+}
+
+// intakeGroup is a trace's spans in the batch: spans[head], then along next.
+type intakeGroup struct {
+	id         verdict.TraceID
+	head, tail int32
+	n          int
+}
+
+var intakePool = sync.Pool{New: func() any { return &intake{index: map[verdict.TraceID]int32{}} }}
+
+// recycle drops what in points into and returns it to the pool.
+func (in *intake) recycle() {
+	clear(in.spans)
+	in.spans = in.spans[:0]
+	in.groups = in.groups[:0]
+	if len(in.index) > 4096 {
+		in.index = map[verdict.TraceID]int32{} // do not keep a huge batch's table
+	} else {
+		clear(in.index)
+	}
+	clear(in.pass) // released by now
+	in.pass = in.pass[:0]
+	clear(in.observed)
+	in.observed = in.observed[:0]
+	clear(in.holdings)
+	in.holdings = in.holdings[:0]
+	in.rst = spanread.Stats{}
+	intakePool.Put(in)
+}
+
+// group reads td into in: its spans by trace, what its spans tell other traces (a root's
+// record, an idempotency key; the rest of what the correlator reads is read when the trace is
+// decided), and the spans without a trace ID, marked. It returns the batch.
+func (in *intake) group(r *spanread.Reader, td ptrace.Traces) *heldBatch {
+	rss := td.ResourceSpans()
+	nScopes := 0
+	for ri := range rss.Len() {
+		nScopes += rss.At(ri).ScopeSpans().Len()
+	}
+	b := &heldBatch{td: td}
+	scopes := make([]heldScope, 0, nScopes)
+	last := int32(-1) // the previous span's group: a trace's spans mostly come one after another
+	for ri := range rss.Len() {
+		rs := rss.At(ri)
+		sss := rs.ScopeSpans()
+		for si := range sss.Len() {
+			ss := sss.At(si)
+			scopes = append(scopes, heldScope{b, rs, ss})
+			src := &scopes[len(scopes)-1]
+			spans := ss.Spans()
+			for k := range spans.Len() {
+				sp := spans.At(k)
+				traceID := verdict.TraceID(sp.TraceID())
+				if traceID.IsZero() {
+					// Cannot be grouped with its trace: passed on at once, unchanged (but read,
+					// so that its unusable attributes are counted).
+					var vs verdict.Span
+					r.Read(rs.Resource(), sp, &vs, &in.rst)
+					// liveness unknown marks it as seen, so the exporter does not count it
+					// as a span nobody judged.
+					sp.Attributes().PutStr(verdict.AttrLiveness, verdict.LivenessUnknown.String())
+					in.pass = append(in.pass, heldSpan{sp: sp, src: src})
+					continue
+				}
+				parentID := verdict.SpanID(sp.ParentSpanID())
+				switch {
+				case parentID.IsZero():
+					var vs verdict.Span
+					var counted spanread.Stats // counted when the trace is decided
+					r.Read(rs.Resource(), sp, &vs, &counted)
+					in.observed = append(in.observed, vs)
+				default:
+					if kh := r.KeyHash(sp); kh != 0 {
+						in.observed = append(in.observed, verdict.Span{TraceID: traceID, SpanID: verdict.SpanID(sp.SpanID()), ParentID: parentID, KeyHash: kh})
+					}
+				}
+				g := last
+				if g < 0 || in.groups[g].id != traceID {
+					var ok bool
+					if g, ok = in.index[traceID]; !ok {
+						g = int32(len(in.groups))
+						in.groups = append(in.groups, intakeGroup{id: traceID, head: -1, tail: -1})
+						in.index[traceID] = g
+					}
+					last = g
+				}
+				i := int32(len(in.spans))
+				in.spans = append(in.spans, intakeSpan{ref: heldSpan{sp: sp, src: src}, next: -1, root: parentID.IsZero()})
+				gr := &in.groups[g]
+				if gr.tail < 0 {
+					gr.head = i
+				} else {
+					in.spans[gr.tail].next = i
+				}
+				gr.tail = i
+				gr.n++
+			}
+		}
+	}
+	return b
+}
+
+// holdInShards adds the batch's traces to their held traces, each in its shard under the
+// shard's lock; a trace not held yet is added once a place is made for it (makeRoom). It returns
+// the traces taken out at once (max_spans_per_trace; max_traces: the oldest of all shards) and
+// the number of late spans (their trace's root was known before the batch).
+func (p *orphanProcessor) holdInShards(ctx context.Context, in *intake, now time.Time) (ready []*heldTrace, late int64) {
+	// traces_held goes up before any of the batch's traces can be taken, by the batch's traces
+	// (corrected below for those already held).
+	budget := int64(len(in.groups))
+	p.tel.ProcessorOrphanTracesHeld.Add(ctx, budget, p.tel.ID)
+	created := int64(0)
+	for gi := range in.groups {
+		g := &in.groups[gi]
+		sh := p.shardOf(g.id)
+		sh.mu.Lock()
+		var h *heldTrace
+		left := g.n
+		for i := g.head; i >= 0; i = in.spans[i].next {
+			s := &in.spans[i]
+			if h == nil || h.decided {
+				if h = sh.lookup(g.id); h == nil {
+					// A new trace: its place is made with no shard locked (max_traces).
+					sh.mu.Unlock()
+					ready = p.makeRoom(ctx, ready)
+					sh.mu.Lock()
+					if h = sh.lookup(g.id); h != nil {
+						p.traces.Add(-1) // another intake added it meanwhile
+					} else {
+						h = p.addHeld(sh, g.id, now, in.known[gi], s.root)
+						if created++; created > budget {
+							p.tel.ProcessorOrphanTracesHeld.Add(ctx, 1, p.tel.ID)
+							budget++
+						}
+					}
+				}
+			}
+			if s.root && !h.hasRoot {
+				h.hasRoot = true
+				p.lat.rootArrived(g.id, now)
+				p.setDueLocked(sh, h, now.Add(p.afterRoot))
+			}
+			sh.hold(h, s.ref, left)
+			left--
+			if h.late {
+				late++
+			}
+			if len(h.refs) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
+				p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "spans_per_trace"))
+				// The next spans of this batch start a new holding for the trace.
+				ready = append(ready, p.take(sh, h))
+			}
+		}
+		p.wakeFor(sh)
+		sh.mu.Unlock()
+	}
+	if created < budget {
+		p.tel.ProcessorOrphanTracesHeld.Add(ctx, created-budget, p.tel.ID)
+	}
+	return ready, late
+}
+
+// addHeld adds trace id, whose first span of the batch is root or not, to sh (locked), due
+// decision_wait from now, or decision_wait_after_root when its root came before (known).
+func (p *orphanProcessor) addHeld(sh *holdShard, id verdict.TraceID, now time.Time, known, root bool) *heldTrace {
+	h := sh.add(id, now)
+	h.seq = p.seq.Add(1)
+	h.late = known && !root
+	if known {
+		// Its root came before: held the short wait after root.
+		p.setDueLocked(sh, h, now.Add(p.afterRoot))
+	} else {
+		p.setDueLocked(sh, h, now.Add(p.cfg.DecisionWait))
+	}
+	return h
+}
+
+// holdBatch is holdInShards with decision_wait 0: every trace of the batch is due at once, so
+// none is put where another goroutine would look; the batch's traces are returned to be
+// released now, as the shards would give them (max_spans_per_trace holdings as they fill,
+// then the others in order of first span, the oldest beyond max_traces counted as evicted).
+func (p *orphanProcessor) holdBatch(ctx context.Context, in *intake, now time.Time) (ready []*heldTrace, late int64) {
+	newTraces := int64(0)
+	for gi := range in.groups {
+		g := &in.groups[gi]
+		var h *heldTrace
+		left := g.n
+		for i := g.head; i >= 0; i = in.spans[i].next {
+			s := &in.spans[i]
+			if h == nil || h.decided {
+				h = &heldTrace{id: g.id, first: now, late: in.known[gi] && !s.root}
+				in.holdings = append(in.holdings, h)
+				newTraces++
+			}
+			if s.root && !h.hasRoot {
+				h.hasRoot = true
+				p.lat.rootArrived(g.id, now)
+			}
+			h.add(s.ref, left)
+			left--
+			if h.late {
+				late++
+			}
+			if len(h.refs) >= p.cfg.Limits.MaxSpansPerTrace && !h.decided {
+				p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "spans_per_trace"))
+				h.decided = true
+				ready = append(ready, h)
+			}
+		}
+	}
+	if newTraces > 0 {
+		p.tel.ProcessorOrphanTracesHeld.Add(ctx, newTraces, p.tel.ID)
+	}
+	held := 0
+	for _, h := range in.holdings {
+		if !h.decided {
+			held++
+		}
+	}
+	if over := held - p.cfg.Limits.MaxTraces; over > 0 {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, int64(over), p.tel.With("state", "traces"))
+	}
+	for _, h := range in.holdings {
+		if !h.decided {
+			h.decided = true
+			ready = append(ready, h)
+		}
+	}
+	return ready, late
+}
+
+// grownBools returns b resized to n elements (their values unset).
+func grownBools(b []bool, n int) []bool {
+	if cap(b) < n {
+		return make([]bool, n)
+	}
+	return b[:n]
+}
