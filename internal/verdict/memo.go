@@ -1,6 +1,9 @@
 package verdict
 
-import "slices"
+import (
+	"slices"
+	"sync"
+)
 
 // The time model (DESIGN.md "When verdicts are decided"; docs/verdicts.md "When verdicts are
 // decided"). The processor releases a trace's spans a short grace after its root arrived, or
@@ -111,6 +114,33 @@ func (r *release) chainsWhole() bool { return r == nil || r.mode == modeFinal ||
 // chainsWait tells that spans whose chain is incomplete wait (provisional) for it.
 func (r *release) chainsWait() bool { return r != nil && r.mode == modeRelease }
 
+// memoShardCount is the number of memo shards: a fixed power of two, more than the cores a
+// collector usually has, so that releases of traces in different shards rarely wait for each
+// other.
+const memoShardCount = 16
+
+// memoShard is the trace memos of the traces whose ID hashes to it (memoShardOf), with the
+// buffers of a release, under its own mutex.
+type memoShard struct {
+	mu         sync.Mutex
+	memos      map[TraceID]*traceMemo
+	owingMemos map[TraceID]*traceMemo // the memos that owe verdicts (Sweep walks these)
+	allBuf     []Span
+	verdictBuf []Verdict
+	_          [64]byte // keeps two shards' mutexes off one cache line
+}
+
+// memoShardOf is the memo shard of trace t: its two halves mixed (test and legacy IDs vary in
+// either), the top bits of a Fibonacci hash.
+func (c *Correlator) memoShardOf(t TraceID) *memoShard {
+	var lo, hi uint64
+	for i := range 8 {
+		lo |= uint64(t[i]) << (8 * i)
+		hi |= uint64(t[8+i]) << (8 * i)
+	}
+	return &c.memoShards[((lo^hi)*0x9E3779B97F4A7C15)>>(64-4)]
+}
+
 // traceMemo is what is kept of a trace's released spans.
 type traceMemo struct {
 	spans   []Span
@@ -137,14 +167,19 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	if len(spans) == 0 {
 		return Decision{}
 	}
-	c.relMu.Lock()
-	defer c.relMu.Unlock()
 	t := spans[0].TraceID
+	ms := c.memoShardOf(t)
+	ms.mu.Lock()
 	if !c.Knows(t) {
-		c.deferLocked(t, spans, now, extra)
+		c.deferLocked(ms, t, spans, now, extra)
+		ms.mu.Unlock()
+		c.evictOver(queuePending, now)
 		return Decision{Deferred: true}
 	}
-	return c.decideMemoLocked(dst, t, spans, modeRelease, now, extra)
+	d := c.decideMemoLocked(ms, dst, t, spans, modeRelease, now, extra)
+	ms.mu.Unlock()
+	c.evictOver(queueSettled, now)
+	return d
 }
 
 // ReleaseLast is Release when no later release will come (the processor's shutdown): nothing
@@ -153,17 +188,19 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64) Decisio
 	if len(spans) == 0 {
 		return Decision{}
 	}
-	c.relMu.Lock()
-	defer c.relMu.Unlock()
-	return c.decideMemoLocked(dst, spans[0].TraceID, spans, modeFinal, now, nil)
+	ms := c.memoShardOf(spans[0].TraceID)
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, nil)
 }
 
-// deferLocked keeps the spans in their trace's memo, owing their verdicts.
-func (c *Correlator) deferLocked(t TraceID, spans []Span, now int64, extra func(i int) any) {
-	m := c.memos[t]
+// deferLocked keeps the spans in their trace's memo, owing their verdicts. ms, t's shard, is
+// locked; the caller then keeps MaxPendingSpans (evictOver).
+func (c *Correlator) deferLocked(ms *memoShard, t TraceID, spans []Span, now int64, extra func(i int) any) {
+	m := ms.memos[t]
 	if m == nil {
 		m = &traceMemo{}
-		c.memos[t] = m
+		ms.memos[t] = m
 	}
 	if m.owing == 0 {
 		m.since = now
@@ -179,18 +216,15 @@ func (c *Correlator) deferLocked(t TraceID, spans []Span, now int64, extra func(
 		m.emitted = append(m.emitted, false)
 		m.edged = append(m.edged, false)
 	}
-	c.memoSpans += len(spans)
 	m.owing += len(spans)
-	c.owingMemos[t] = m
+	ms.owingMemos[t] = m
+	c.relMu.Lock()
+	defer c.relMu.Unlock()
+	c.memoSpans += len(spans)
 	c.pendingSpans += len(spans)
 	if !m.queued[queuePending] {
 		m.queued[queuePending] = true
 		c.memoOrder[queuePending].Push(t)
-	}
-	for c.pendingSpans > c.cfg.MaxPendingSpans {
-		if !c.evictMemo(queuePending, now) {
-			break
-		}
 	}
 }
 
@@ -200,17 +234,18 @@ const (
 )
 
 // decideMemoLocked decides spans with the trace's memo at now (unix ns); modeFinal closes every
-// run and judges deferred spans with whatever is known, and drops the memo.
-func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
+// run and judges deferred spans with whatever is known, and drops the memo. ms, t's shard, is
+// locked; after a release the caller keeps MaxContextSpans (evictOver).
+func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
 	final := mode == modeFinal
-	m := c.memos[t]
+	m := ms.memos[t]
 	all := spans
 	rel := &release{t: t, mode: mode, now: now, extra: extra}
 	if m != nil && len(m.spans) > 0 {
-		all = append(append(c.allBuf[:0], m.spans...), spans...)
+		all = append(append(ms.allBuf[:0], m.spans...), spans...)
 		rel.nOld, rel.emitted = len(m.spans), m.emitted
 	}
-	verdicts, st := c.decide(c.verdictBuf[:0], all, rel)
+	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
 	var d Decision
 	d.Verdicts = grown(dst, len(spans))
 	copy(d.Verdicts, verdicts[rel.nOld:])
@@ -240,10 +275,10 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, mo
 	defer func() {
 		if len(all) > len(spans) {
 			clear(all) // the buffer's copies point into span strings
-			c.allBuf = all[:0]
+			ms.allBuf = all[:0]
 		}
 		clear(verdicts)
-		c.verdictBuf = verdicts[:0]
+		ms.verdictBuf = verdicts[:0]
 	}()
 
 	// The memo now holds every span of the trace released so far: written, carried, or owing
@@ -253,10 +288,12 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, mo
 			return d
 		}
 		m = &traceMemo{}
-		c.memos[t] = m
+		ms.memos[t] = m
 	}
+	c.relMu.Lock()
+	defer c.relMu.Unlock()
 	if final {
-		c.dropMemo(t, m)
+		c.dropMemo(ms, t, m)
 		return d
 	}
 	c.pendingSpans -= m.owing
@@ -289,7 +326,7 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, mo
 		}
 	}
 	if m.owing > 0 {
-		c.owingMemos[t] = m
+		ms.owingMemos[t] = m
 		c.pendingSpans += m.owing
 		if m.since == 0 || !m.provisional {
 			m.since, m.provisional = now, true
@@ -299,7 +336,7 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, mo
 			c.memoOrder[queuePending].Push(t)
 		}
 	} else {
-		delete(c.owingMemos, t)
+		delete(ms.owingMemos, t)
 		m.provisional = false
 	}
 	c.memoSpans += len(spans)
@@ -307,67 +344,104 @@ func (c *Correlator) decideMemoLocked(dst []Verdict, t TraceID, spans []Span, mo
 		m.queued[queueSettled] = true
 		c.memoOrder[queueSettled].Push(t)
 	}
-	for c.memoSpans-c.pendingSpans > c.cfg.MaxContextSpans {
-		if !c.evictMemo(queueSettled, now) {
-			break
-		}
-	}
 	return d
 }
 
-// dropMemo forgets the memo m of trace t.
-func (c *Correlator) dropMemo(t TraceID, m *traceMemo) {
+// dropMemo forgets the memo m of trace t. ms, t's shard, and relMu are locked.
+func (c *Correlator) dropMemo(ms *memoShard, t TraceID, m *traceMemo) {
 	c.memoSpans -= len(m.spans)
 	c.pendingSpans -= m.owing
-	if c.memos[t] == m {
-		delete(c.memos, t)
+	if ms.memos[t] == m {
+		delete(ms.memos, t)
 	}
-	if c.owingMemos[t] == m {
-		delete(c.owingMemos, t)
+	if ms.owingMemos[t] == m {
+		delete(ms.owingMemos, t)
 	}
 }
 
-// evictMemo makes room, at now (unix ns), in one of the memo bounds: the oldest settled memo is forgotten (its
-// spans were all written; later spans of its trace are judged without them), or the oldest
-// memo that owes verdicts is given up (its spans judged without their root, carried). False
-// when none is left.
+// evictOver keeps a bound of the memos after a release, as evictMemo says: MaxPendingSpans
+// (q queuePending) or MaxContextSpans (queueSettled). No shard is locked.
+func (c *Correlator) evictOver(q int, now int64) {
+	c.evictMu.Lock()
+	defer c.evictMu.Unlock()
+	for c.over(q) {
+		if !c.evictMemo(q, now) {
+			break
+		}
+	}
+}
+
+// over reports whether the memos are over the bound of queue q.
+func (c *Correlator) over(q int) bool {
+	c.relMu.Lock()
+	defer c.relMu.Unlock()
+	if q == queuePending {
+		return c.pendingSpans > c.cfg.MaxPendingSpans
+	}
+	return c.memoSpans-c.pendingSpans > c.cfg.MaxContextSpans
+}
+
+// evictMemo makes room, at now (unix ns), in one of the memo bounds: the oldest settled memo of
+// all shards is forgotten (its spans were all written; later spans of its trace are judged
+// without them), or the oldest memo that owes verdicts is given up (its spans judged without
+// their root, carried). False when none is left. No shard is locked.
 func (c *Correlator) evictMemo(q int, now int64) bool {
 	for {
+		c.relMu.Lock()
 		t, ok := c.memoOrder[q].Pop()
+		c.relMu.Unlock()
 		if !ok {
 			return false
 		}
-		m := c.memos[t]
-		if m == nil || !m.queued[q] {
-			continue
-		}
-		m.queued[q] = false
-		if q == queueSettled {
-			if m.owing > 0 {
-				continue // it owes verdicts again: bounded as pending
-			}
-			if m.edgePending > 0 {
-				c.nameEdgesLocked(t, m, now)
-			}
-			c.evictedContext += uint64(len(m.spans))
-			c.dropMemo(t, m)
+		ms := c.memoShardOf(t)
+		ms.mu.Lock()
+		evicted := c.evictMemoLocked(ms, q, t, now)
+		ms.mu.Unlock()
+		if evicted {
 			return true
 		}
-		if m.owing == 0 {
-			continue
+	}
+}
+
+// evictMemoLocked is evictMemo for trace t, taken from the front of queue q; ms, t's shard, is
+// locked. False when t's memo is gone or no longer in q.
+func (c *Correlator) evictMemoLocked(ms *memoShard, q int, t TraceID, now int64) bool {
+	m := ms.memos[t]
+	if m == nil || !m.queued[q] {
+		return false
+	}
+	m.queued[q] = false
+	if q == queueSettled {
+		if m.owing > 0 {
+			return false // it owes verdicts again: bounded as pending
 		}
-		c.evictedPending += uint64(m.owing)
-		c.giveUpLocked(t, now)
+		if m.edgePending > 0 {
+			c.nameEdgesLocked(ms, t, m, now)
+		}
+		c.relMu.Lock()
+		defer c.relMu.Unlock()
+		c.evictedContext += uint64(len(m.spans))
+		c.dropMemo(ms, t, m)
 		return true
 	}
+	if m.owing == 0 {
+		return false
+	}
+	c.relMu.Lock()
+	c.evictedPending += uint64(m.owing)
+	c.relMu.Unlock()
+	c.giveUpLocked(ms, t, now)
+	return true
 }
 
 // nameEdgesLocked names the edges still pending in a memo about to be forgotten, as a decision
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
-func (c *Correlator) nameEdgesLocked(t TraceID, m *traceMemo, now int64) {
+func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now int64) {
 	rel := &release{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
-	verdicts, _ := c.decide(c.verdictBuf[:0], m.spans, rel)
+	verdicts, _ := c.decide(ms.verdictBuf[:0], m.spans, rel)
+	c.relMu.Lock()
+	defer c.relMu.Unlock()
 	for i := range verdicts {
 		if v := &verdicts[i]; v.CallerService != "" && !m.edged[i] {
 			c.swept = append(c.swept, Carried{Span: m.spans[i], Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
@@ -376,15 +450,17 @@ func (c *Correlator) nameEdgesLocked(t TraceID, m *traceMemo, now int64) {
 	}
 	c.swept = append(c.swept, rel.carried...)
 	clear(verdicts)
-	c.verdictBuf = verdicts[:0]
+	ms.verdictBuf = verdicts[:0]
 }
 
 // settleChainsLocked judges a trace's provisional spans, whose chains did not complete within
 // ChainWait, against the root the absent-parent rule gives them; carried by the next Sweep.
-func (c *Correlator) settleChainsLocked(t TraceID, now int64) {
-	m := c.memos[t]
+func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
+	m := ms.memos[t]
 	rel := &release{t: t, mode: modeChains, now: now, nOld: len(m.spans), emitted: m.emitted}
-	verdicts, st := c.decide(c.verdictBuf[:0], m.spans, rel)
+	verdicts, st := c.decide(ms.verdictBuf[:0], m.spans, rel)
+	c.relMu.Lock()
+	defer c.relMu.Unlock()
 	for i := range verdicts {
 		if !m.emitted[i] {
 			c.swept = append(c.swept, Carried{Span: m.spans[i], Verdict: verdicts[i]})
@@ -399,15 +475,17 @@ func (c *Correlator) settleChainsLocked(t TraceID, now int64) {
 	c.swept = append(c.swept, rel.carried...)
 	c.pendingSpans -= m.owing
 	m.owing, m.provisional = 0, false
-	delete(c.owingMemos, t)
+	delete(ms.owingMemos, t)
 	clear(verdicts)
-	c.verdictBuf = verdicts[:0]
+	ms.verdictBuf = verdicts[:0]
 }
 
 // giveUpLocked judges a trace's deferred spans without their root and closes its runs; their
-// verdicts are carried by the next Sweep.
-func (c *Correlator) giveUpLocked(t TraceID, now int64) {
-	d := c.decideMemoLocked(nil, t, nil, modeFinal, now, nil)
+// verdicts are carried by the next Sweep. ms, t's shard, is locked.
+func (c *Correlator) giveUpLocked(ms *memoShard, t TraceID, now int64) {
+	d := c.decideMemoLocked(ms, nil, t, nil, modeFinal, now, nil)
+	c.relMu.Lock()
+	defer c.relMu.Unlock()
 	c.swept = append(c.swept, d.Carried...)
 	c.sweptStats.add(d.Stats)
 }
@@ -418,17 +496,24 @@ func (c *Correlator) giveUpLocked(t TraceID, now int64) {
 // It returns the carried verdicts of those and of everything evicted since the last Sweep,
 // with their stats; the caller writes them out on carrier spans.
 func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
+	for i := range c.memoShards {
+		ms := &c.memoShards[i]
+		ms.mu.Lock()
+		for t, m := range ms.owingMemos { // settled memos owe nothing: not walked
+			switch {
+			case m.owing > 0 && m.provisional && now-m.since > int64(c.cfg.ChainWait):
+				c.settleChainsLocked(ms, t, now)
+			case m.owing > 0 && now-m.since > int64(c.cfg.MaxRequestDuration):
+				c.relMu.Lock()
+				c.evictedExpired += uint64(m.owing)
+				c.relMu.Unlock()
+				c.giveUpLocked(ms, t, now)
+			}
+		}
+		ms.mu.Unlock()
+	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	for t, m := range c.owingMemos { // settled memos owe nothing: not walked
-		switch {
-		case m.owing > 0 && m.provisional && now-m.since > int64(c.cfg.ChainWait):
-			c.settleChainsLocked(t, now)
-		case m.owing > 0 && now-m.since > int64(c.cfg.MaxRequestDuration):
-			c.evictedExpired += uint64(m.owing)
-			c.giveUpLocked(t, now)
-		}
-	}
 	c.open.All(func(id runID, r *openRun) bool {
 		timedOut := c.cfg.RunTimeout > 0 && now-r.last.End > int64(c.cfg.RunTimeout+c.cfg.ClockSkew)
 		if timedOut || r.stopsAt != 0 && now > r.stopsAt {
@@ -445,13 +530,18 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 // Finish gives up, at now (unix ns), every trace that owes verdicts and closes every open run
 // (the processor's shutdown), returning their carried verdicts as Sweep does.
 func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
+	for i := range c.memoShards {
+		ms := &c.memoShards[i]
+		ms.mu.Lock()
+		for t, m := range ms.owingMemos {
+			if m.owing > 0 {
+				c.giveUpLocked(ms, t, now)
+			}
+		}
+		ms.mu.Unlock()
+	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	for t, m := range c.owingMemos {
-		if m.owing > 0 {
-			c.giveUpLocked(t, now)
-		}
-	}
 	c.open.All(func(id runID, r *openRun) bool {
 		c.open.Delete(id)
 		c.sweptRun(r)

@@ -59,6 +59,12 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 		refs = append(refs, attemptRef{runKey{parent: s.ParentID, op: opKey(s)}, int32(i)})
 	}
 	sc.attempts = refs
+	if sc.rel != nil && len(refs) > 0 {
+		// Open runs bind traces (a key's attempts in several): kept under relMu, for the whole
+		// step, so that releases of two traces in different memo shards continue a run in turn.
+		c.relMu.Lock()
+		defer c.relMu.Unlock()
+	}
 	// Group the attempts by run key, each group in start order (startOrder). Groups share no
 	// span, so the order in which they are taken does not matter.
 	slices.SortFunc(refs, func(a, b attemptRef) int {

@@ -28,18 +28,20 @@ type Correlator struct {
 
 	dir *keyDir // key sharing across a tier (keydir.go); nil when off
 
-	// The time model (memo.go), under relMu: trace memos, open runs, and what was given up or
-	// closed outside a release, waiting for Sweep.
+	// The time model (memo.go). The trace memos are sharded by trace ID (memoShards: each
+	// shard's mutex is held for a whole release of one of its traces); what binds traces or
+	// bounds them all is under relMu, held briefly: open runs (for a decision's run step),
+	// the memos' order and counts (the bounds evict the oldest of all shards), and what was
+	// given up or closed outside a release, waiting for Sweep. Lock order: a memo shard, then
+	// relMu or c.mu.
+	memoShards              [memoShardCount]memoShard
 	relMu                   sync.Mutex
-	memos                   map[TraceID]*traceMemo
-	owingMemos              map[TraceID]*traceMemo // the memos that owe verdicts (Sweep walks these)
+	evictMu                 sync.Mutex             // one eviction of memos at a time (evictOver)
 	memoOrder               [2]fifo.Queue[TraceID] // settled, pending
 	memoSpans, pendingSpans int
 	open                    *bounded.Table[runID, *openRun] // within MaxOpenRuns (openruns.go)
 	swept                   []Carried
 	sweptStats              Stats
-	allBuf                  []Span
-	verdictBuf              []Verdict
 
 	evictedContext, evictedPending, evictedExpired uint64
 }
@@ -83,9 +85,11 @@ func New(cfg Config) (*Correlator, error) {
 		roots: bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
 		keys:  bounded.New[uint64, keyTraces](cfg.MaxKeys, nil),
 		multi: bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRootsLocked)
-		memos: make(map[TraceID]*traceMemo),
 	}
-	c.owingMemos = make(map[TraceID]*traceMemo)
+	for i := range c.memoShards {
+		c.memoShards[i].memos = make(map[TraceID]*traceMemo)
+		c.memoShards[i].owingMemos = make(map[TraceID]*traceMemo)
+	}
 	// An open run evicted to stay within MaxOpenRuns is closed: its outcome, as decided when it
 	// was left open, is carried by the next Sweep.
 	c.open = bounded.New(cfg.MaxOpenRuns, func(_ runID, r *openRun) { c.sweptRun(r) })
