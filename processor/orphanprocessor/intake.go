@@ -217,6 +217,12 @@ func (p *orphanProcessor) addHeld(sh *holdShard, id verdict.TraceID, now time.Ti
 // then the others in order of first span, the oldest beyond max_traces counted as evicted).
 func (p *orphanProcessor) holdBatch(ctx context.Context, in *intake, now time.Time) (ready []*heldTrace, late int64) {
 	newTraces := int64(0)
+	// The batch's traces and their spans in one allocation each, not one a trace (not recycled:
+	// key sharing may keep a trace after the call).
+	traces := make([]heldTrace, len(in.groups))
+	refs := make([]heldSpan, len(in.spans))
+	ready = make([]*heldTrace, 0, len(in.groups))
+	off := 0
 	for gi := range in.groups {
 		g := &in.groups[gi]
 		var h *heldTrace
@@ -224,7 +230,14 @@ func (p *orphanProcessor) holdBatch(ctx context.Context, in *intake, now time.Ti
 		for i := g.head; i >= 0; i = in.spans[i].next {
 			s := &in.spans[i]
 			if h == nil || h.decided {
-				h = &heldTrace{id: g.id, first: now, late: in.known[gi] && !s.root}
+				if h == nil {
+					h = &traces[gi]
+					h.refs = refs[off : off : off+g.n]
+					off += g.n
+				} else {
+					h = &heldTrace{} // the spans beyond max_spans_per_trace: a new holding
+				}
+				h.id, h.first, h.late = g.id, now, in.known[gi] && !s.root
 				in.holdings = append(in.holdings, h)
 				newTraces++
 			}
