@@ -251,14 +251,17 @@ func getSpread(tb testing.TB) []ptrace.Traces {
 // holding, the release loop's work, releasing batches that leave in part, and what the time
 // model keeps are measured, not only the decide-at-once path. Every op passes the same spans
 // through the floor (the spread batches), the processor deciding whole batches at once
-// (BenchmarkRatios' orphan, the mix's batches) and the held processor, moments apart.
+// (BenchmarkRatios' orphan, the mix's batches) and the held processor, moments apart. The held
+// processor is fed GOMAXPROCS batches at a time, together (heldOrphan.together), so that
+// -cpu 1,2 shows what a second core adds to the intake; the release loop's work stays between
+// the moments, in the replay's goroutine.
 func BenchmarkRatiosHeld(b *testing.B) {
 	m := getMix(b)
 	spread := func() []ptrace.Traces { return getSpread(b) }
 	ks := []contender{
 		{name: "floor", make: func(testing.TB) component { return &floor{} }, input: spread, restamped: true},
 		{name: "orphan", make: func(tb testing.TB) component { return newOrphan(tb, orphanConfig(), consumertest.NewNop()) }, input: func() []ptrace.Traces { return m.Batches }, mutates: true, restamped: true},
-		{name: "held", make: func(testing.TB) component { return newHeldOrphan(m) }, input: spread, mutates: true, restamped: true},
+		{name: "held", make: func(testing.TB) component { o := newHeldOrphan(m); o.together = true; return o }, input: spread, mutates: true, restamped: true},
 	}
 	cs := make([]component, len(ks))
 	for i, k := range ks {

@@ -498,6 +498,11 @@ const spreadInterval = 100 * time.Millisecond
 type heldOrphan struct {
 	start    time.Time     // when the first batch arrives: after every span of the mix ended
 	interval time.Duration // between two batches
+	// together: GOMAXPROCS batches in a row arrive at one moment (the first one's), taken in
+	// from a goroutine each (Replay.ConsumeTogether), as a collector's receivers hand them
+	// over; with -cpu 1, one at a time as before. Off where a trace's parts in batches in a row
+	// must stay separate releases (BenchmarkKRelease).
+	together bool
 }
 
 func newHeldOrphan(m *Mix) *heldOrphan {
@@ -520,12 +525,21 @@ func (o *heldOrphan) run(tb testing.TB, batches []ptrace.Traces, next consumer.T
 	if err != nil {
 		tb.Fatal(err)
 	}
-	at := o.start
-	for _, td := range batches {
-		if err := r.ConsumeTraces(ctx, at, td); err != nil {
+	n := 1
+	if o.together {
+		n = runtime.GOMAXPROCS(0)
+	}
+	for i := 0; i < len(batches); i += n {
+		at := o.start.Add(time.Duration(i) * o.interval)
+		var err error
+		if n == 1 {
+			err = r.ConsumeTraces(ctx, at, batches[i])
+		} else {
+			err = r.ConsumeTogether(ctx, at, batches[i:min(i+n, len(batches))])
+		}
+		if err != nil {
 			tb.Fatal(err)
 		}
-		at = at.Add(o.interval)
 	}
 	if _, err := r.Drain(ctx); err != nil {
 		tb.Fatal(err)

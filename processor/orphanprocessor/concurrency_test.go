@@ -2,8 +2,10 @@ package orphanprocessor
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,6 +76,39 @@ func TestConcurrentIntakeEqualsSerial(t *testing.T) {
 				got, _ := verdictsOf(effective(t, runConcurrently(t, oneSpanBatches(sc.traces), 4)))
 				require.Equal(t, want, got, "round %d", round)
 			}
+		})
+	}
+}
+
+// TestReplayTogetherScenarios replays every scenario on its own clock with the default waits,
+// the spans that end together handed over at that moment one span a batch, all from a
+// goroutine each (Replay.ConsumeTogether): the verdicts are those of expected.json, as when
+// the batches come one at a time (TestReplayScenarios).
+func TestReplayTogetherScenarios(t *testing.T) {
+	for _, sc := range loadScenarios(t) {
+		t.Run(sc.dir, func(t *testing.T) {
+			cfg := scenarioConfig()
+			cfg.DecisionWait = 30 * time.Second
+			sink := new(consumertest.TracesSink)
+			r, err := NewReplay(nopSettings(), cfg, sink)
+			require.NoError(t, err)
+			ctx := context.Background()
+			spans := flatten(sc.traces)
+			sort.SliceStable(spans, func(i, j int) bool { return spans[i].sp.EndTimestamp() < spans[j].sp.EndTimestamp() })
+			for i := 0; i < len(spans); {
+				end := spans[i].sp.EndTimestamp()
+				var batches []ptrace.Traces
+				for ; i < len(spans) && spans[i].sp.EndTimestamp() == end; i++ {
+					b := ptrace.NewTraces()
+					spans[i].appendTo(b)
+					batches = append(batches, b)
+				}
+				require.NoError(t, r.ConsumeTogether(ctx, end.AsTime(), batches))
+			}
+			_, err = r.Drain(ctx)
+			require.NoError(t, err)
+			require.NoError(t, r.Shutdown(ctx))
+			checkScenario(t, sc, effective(t, sink.AllTraces()))
 		})
 	}
 }

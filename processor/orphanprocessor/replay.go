@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer"
@@ -24,8 +25,8 @@ import (
 // then lets time run on until nothing is held or owed (past max_request_duration and
 // run_timeout where needed).
 //
-// A Replay runs no goroutine and is not safe for concurrent use; next is called from the
-// caller's goroutine. `keys` is ignored (no key sharing): a replay sees every span in one process.
+// A Replay runs no goroutine of its own (but ConsumeTogether's while it runs) and is not safe
+// for concurrent use; next is called from the caller's goroutine (and ConsumeTogether's). `keys` is ignored (no key sharing): a replay sees every span in one process.
 type Replay struct {
 	p   *orphanProcessor
 	clk *replayClock
@@ -63,6 +64,22 @@ func (r *Replay) Now() time.Time { return r.clk.now }
 func (r *Replay) ConsumeTraces(ctx context.Context, at time.Time, td ptrace.Traces) error {
 	err := r.AdvanceTo(ctx, at)
 	return errors.Join(err, r.p.ConsumeTraces(ctx, td))
+}
+
+// ConsumeTogether advances the clock to at (AdvanceTo) and hands every batch of tds to the
+// processor at that moment, each from a goroutine of its own, as a collector's receivers hand
+// over batches that arrive together; it returns when all were taken in. The traces' shards are
+// locked in turn (no lock is held across a batch), so the batches are taken in side by side.
+// The error joins the batches' errors.
+func (r *Replay) ConsumeTogether(ctx context.Context, at time.Time, tds []ptrace.Traces) error {
+	err := r.AdvanceTo(ctx, at)
+	errs := make([]error, len(tds))
+	var wg sync.WaitGroup
+	for i, td := range tds {
+		wg.Go(func() { errs[i] = r.p.ConsumeTraces(ctx, td) })
+	}
+	wg.Wait()
+	return errors.Join(append(errs, err)...)
 }
 
 // maxIdleSteps bounds the steps at one moment that release nothing new; more is a bug, not
