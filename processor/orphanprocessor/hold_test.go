@@ -70,3 +70,42 @@ func TestHoldStoreOldestAndTakeAll(t *testing.T) {
 	assert.Equal(t, 0, s.spansHeld)
 	assert.Empty(t, s.held)
 }
+
+// Trace IDs that differ in one byte only, at either end (tests, legacy 64-bit IDs), spread over
+// the shards; the shards' oldest trace of all is the one evicted first, whichever shard holds it.
+func TestHoldShardsSpreadAndEvictOldest(t *testing.T) {
+	p := &orphanProcessor{cfg: testConfig(time.Hour)}
+	p.holdShards.init(8)
+	used := map[*holdShard]bool{}
+	for i := range 64 {
+		used[p.shardOf(verdict.TraceID{byte(i)})] = true
+		var low verdict.TraceID
+		low[15] = byte(i)
+		used[p.shardOf(low)] = true
+	}
+	assert.Len(t, used, 8, "every shard is used")
+
+	t0 := time.Unix(1000, 0)
+	for i := byte(1); i <= 20; i++ {
+		sh := p.shardOf(tid(i))
+		sh.mu.Lock()
+		h := p.addHeld(sh, tid(i), t0, false, true)
+		sh.hold(h, heldSpan{}, 1)
+		sh.mu.Unlock()
+		p.traces.Add(1)
+	}
+	for want := byte(1); want <= 3; want++ {
+		h := p.evictOldest()
+		require.NotNil(t, h)
+		assert.Equal(t, want, h.id[0], "evicted in order of arrival across shards")
+	}
+	traces, spans := p.heldCount()
+	assert.Equal(t, 17, traces)
+	assert.Equal(t, 17, spans)
+	assert.Equal(t, int64(17), p.traces.Load())
+	rest := p.takeAll()
+	require.Len(t, rest, 17)
+	assert.Equal(t, byte(4), rest[0].id[0], "takeAll gives every shard's traces in order of arrival")
+	assert.Equal(t, byte(20), rest[16].id[0])
+	assert.Equal(t, int64(0), p.traces.Load())
+}
