@@ -217,12 +217,11 @@ func (p *orphanProcessor) addHeld(sh *holdShard, id verdict.TraceID, now time.Ti
 // then the others in order of first span, the oldest beyond max_traces counted as evicted).
 func (p *orphanProcessor) holdBatch(ctx context.Context, in *intake, now time.Time) (ready []*heldTrace, late int64) {
 	newTraces := int64(0)
-	// The batch's traces and their spans in one allocation each, not one a trace (not recycled:
-	// key sharing may keep a trace after the call).
+	// The batch's traces in one allocation, not one a trace (not recycled: key sharing may keep
+	// a trace after the call). Their span lists stay one a trace, each of its exact size: one
+	// list for the batch would be rounded up to whole pages.
 	traces := make([]heldTrace, len(in.groups))
-	refs := make([]heldSpan, len(in.spans))
 	ready = make([]*heldTrace, 0, len(in.groups))
-	off := 0
 	for gi := range in.groups {
 		g := &in.groups[gi]
 		var h *heldTrace
@@ -232,8 +231,6 @@ func (p *orphanProcessor) holdBatch(ctx context.Context, in *intake, now time.Ti
 			if h == nil || h.decided {
 				if h == nil {
 					h = &traces[gi]
-					h.refs = refs[off : off : off+g.n]
-					off += g.n
 				} else {
 					h = &heldTrace{} // the spans beyond max_spans_per_trace: a new holding
 				}
