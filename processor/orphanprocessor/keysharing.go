@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -19,16 +19,9 @@ import (
 
 // keySharing is the processor's key-sharing state; the zero value is off.
 type keySharing struct {
-	set         component.TelemetrySettings
 	share       *keyshare.Sharer
 	gate        *keyshare.Gate[*heldTrace]
 	unsubscribe func()
-}
-
-// keyShareNew keeps what Start needs to set key sharing up.
-func (p *orphanProcessor) keyShareNew(set processor.Settings) error {
-	p.ks.set = set.TelemetrySettings
-	return nil
 }
 
 // findKeys returns the orphan_keys extension named id among host's extensions.
@@ -55,10 +48,10 @@ func (p *orphanProcessor) keyShareStart(_ context.Context, host component.Host) 
 	if err != nil {
 		return err
 	}
-	s, err := keyshare.New(keyshare.Config{Wait: k.Wait(), MaxRecords: k.MaxRecords(), MaxWaiting: k.MaxWaiting()}, k, p.ks.set)
-	if err != nil {
-		return err
-	}
+	s := keyshare.New(keyshare.Config{Wait: k.Wait(), MaxRecords: k.MaxRecords(), MaxWaiting: k.MaxWaiting()}, k,
+		func(ctx context.Context, outcome string, n int64) {
+			p.tel.ProcessorOrphanKeyLookups.Add(ctx, n, p.tel.With("outcome", outcome))
+		})
 	p.ks.share = s
 	p.reader.SetKeyHash(k.Hash)
 	s.Attach(p.corr)
@@ -66,7 +59,11 @@ func (p *orphanProcessor) keyShareStart(_ context.Context, host component.Host) 
 	p.ks.gate = keyshare.NewGate(s,
 		func(h *heldTrace) verdict.TraceID { return h.id },
 		func(ready []*heldTrace) { _ = p.release(context.Background(), ready) })
-	return nil
+	// Registered with the processor's other instruments: unregistered by their Shutdown.
+	return p.tel.RegisterProcessorOrphanKeyTracesWaitingCallback(func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(int64(s.Waiting()), p.tel.ID)
+		return nil
+	})
 }
 
 // keyShareHold returns the traces of ready to decide now; the gate releases the others later.
@@ -93,5 +90,5 @@ func (p *orphanProcessor) keyShareShutdown(context.Context) error {
 	if p.ks.unsubscribe != nil {
 		p.ks.unsubscribe()
 	}
-	return p.ks.share.Shutdown()
+	return nil
 }

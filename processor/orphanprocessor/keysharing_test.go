@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -144,7 +145,9 @@ func TestKeySharingBrokersDown(t *testing.T) {
 	host := extHost{id: ext}
 	require.NoError(t, ext.Start(context.Background(), host), "brokers down: start-up goes on")
 	sink := new(consumertest.TracesSink)
-	p, err := newOrphanProcessor(processortest.NewNopSettings(processortest.NopType), cfg, sink)
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	p, err := newOrphanProcessor(settingsFor(tel, component.MustNewIDWithName("orphan", "tier")), cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, p.Start(context.Background(), host))
 
@@ -187,6 +190,10 @@ func TestKeySharingBrokersDown(t *testing.T) {
 		}
 	}
 	assert.Equal(t, n, detached, "unbound: every span of B is detached work")
+	// The key was looked up once, when B was decided, and bound nowhere: counted with the
+	// processor's own attribute, as every instrument of the processor is (metadata.yaml).
+	assert.Equal(t, map[string]int64{"outcome=missed,processor=orphan/tier": 1}, points(t, tel, "otelcol_processor_orphan_key_lookups"))
+	assert.Equal(t, map[string]int64{"processor=orphan/tier": 0}, points(t, tel, "otelcol_processor_orphan_key_traces_waiting"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, p.Shutdown(ctx))

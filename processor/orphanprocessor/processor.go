@@ -113,10 +113,6 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 	p.lat = newVerdictLatency(horizon, cfg.Limits.MaxTraces, func(s float64) {
 		p.tel.ProcessorOrphanVerdictLatency.Record(context.Background(), s, p.tel.ID)
 	})
-	if err := p.keyShareNew(set); err != nil { // key sharing (keysharing.go)
-		p.tel.Shutdown()
-		return nil, err
-	}
 	return p, nil
 }
 

@@ -181,7 +181,7 @@ func TestS7AcrossMembers(t *testing.T) {
 			tr.telemetry(t, "otelcol_processor_orphan_key_lookups"))
 		if shared {
 			lk := tr.telemetry(t, "otelcol_processor_orphan_key_lookups")
-			if lk["otelcol_processor_orphan_key_lookups{outcome=remote}"] < float64(splitN) {
+			if lk["otelcol_processor_orphan_key_lookups{outcome=remote,processor=orphan}"] < float64(splitN) {
 				t.Errorf("remote look-ups %v < split pairs %d", lk, splitN)
 			}
 		}

@@ -14,10 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/orphanwatch/orphanwatch/internal/fifo"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -56,8 +52,7 @@ type Sharer struct {
 	updated   chan struct{} // buffered 1: records arrived
 	corr      *verdict.Correlator
 
-	lookups  metric.Int64Counter
-	reg      metric.Registration
+	lookups  Counter
 	waitingN func() int
 }
 
@@ -78,34 +73,29 @@ const (
 	OutcomeLate   = "late"
 )
 
-// New returns a Sharer over tab, counting its look-ups with set's meter provider.
-func New(cfg Config, tab Table, set component.TelemetrySettings) (*Sharer, error) {
-	s := &Sharer{
+// Counter counts n look-ups with outcome (OutcomeLocal and the others): the processor's
+// otelcol_processor_orphan_key_lookups, with its processor attribute (metadata.yaml).
+type Counter func(ctx context.Context, outcome string, n int64)
+
+// New returns a Sharer over tab, counting its look-ups with lookups.
+func New(cfg Config, tab Table, lookups Counter) *Sharer {
+	return &Sharer{
 		cfg:     cfg,
 		tab:     tab,
 		carried: map[verdict.TraceID]carried{},
 		missed:  map[uint64]struct{}{},
 		updated: make(chan struct{}, 1),
+		lookups: lookups,
 	}
-	m := set.MeterProvider.Meter("github.com/orphanwatch/orphanwatch/processor/orphanprocessor")
-	var err error
-	s.lookups, err = m.Int64Counter("otelcol_processor_orphan_key_lookups",
-		metric.WithDescription("Idempotency keys of decided traces, by where they bound: local, remote (another member's record), missed (none within the orphan_keys extension's wait); late: a record that came after its key was missed."))
-	if err != nil {
-		return nil, err
+}
+
+// Waiting returns how many traces wait for a key record (the gate's; 0 before a Gate is made):
+// the processor's otelcol_processor_orphan_key_traces_waiting.
+func (s *Sharer) Waiting() int {
+	if f := s.waitingN; f != nil {
+		return f()
 	}
-	waiting, err := m.Int64ObservableGauge("otelcol_processor_orphan_key_traces_waiting",
-		metric.WithDescription("Traces waiting for a key record (the orphan_keys extension's wait)."))
-	if err != nil {
-		return nil, err
-	}
-	s.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		if f := s.waitingN; f != nil {
-			o.ObserveInt64(waiting, int64(f()))
-		}
-		return nil
-	}, waiting)
-	return s, err
+	return 0
 }
 
 // Attach makes s the key directory of c.
@@ -128,20 +118,12 @@ func (s *Sharer) Received(hashes []uint64) {
 	}
 	s.missMu.Unlock()
 	if late > 0 {
-		s.lookups.Add(context.Background(), late, metric.WithAttributes(attribute.String("outcome", OutcomeLate)))
+		s.lookups(context.Background(), OutcomeLate, late)
 	}
 	select {
 	case s.updated <- struct{}{}:
 	default:
 	}
-}
-
-// Shutdown unregisters the Sharer's telemetry.
-func (s *Sharer) Shutdown() error {
-	if s.reg == nil {
-		return nil
-	}
-	return s.reg.Unregister()
 }
 
 // Lookup implements verdict.KeyDirectory.
@@ -246,13 +228,13 @@ func (s *Sharer) bound(keys []uint64, linked []verdict.TraceID, final bool) bool
 	if final {
 		ctx := context.Background()
 		if local > 0 {
-			s.lookups.Add(ctx, local, metric.WithAttributes(attribute.String("outcome", OutcomeLocal)))
+			s.lookups(ctx, OutcomeLocal, local)
 		}
 		if remote > 0 {
-			s.lookups.Add(ctx, remote, metric.WithAttributes(attribute.String("outcome", OutcomeRemote)))
+			s.lookups(ctx, OutcomeRemote, remote)
 		}
 		if missed > 0 {
-			s.lookups.Add(ctx, missed, metric.WithAttributes(attribute.String("outcome", OutcomeMissed)))
+			s.lookups(ctx, OutcomeMissed, missed)
 		}
 	}
 	return all

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -43,39 +40,38 @@ func (m *mapTable) put(h uint64, r verdict.RootRef) {
 	m.mu.Unlock()
 }
 
-func newSharer(t *testing.T, wait time.Duration, tab Table) (*Sharer, *sdkmetric.ManualReader) {
-	t.Helper()
-	rd := sdkmetric.NewManualReader()
-	set := componenttest.NewNopTelemetrySettings()
-	set.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
-	s, err := New(Config{Wait: wait, MaxRecords: 4, MaxWaiting: 4}, tab, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := verdict.New(verdict.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Attach(c)
-	return s, rd
+// counts is what a Sharer counted, by outcome (the processor's key_lookups counter).
+type counts struct {
+	mu sync.Mutex
+	m  map[string]int64
 }
 
-func lookups(t *testing.T, rd *sdkmetric.ManualReader) map[string]int64 {
+func (c *counts) add(_ context.Context, outcome string, n int64) {
+	c.mu.Lock()
+	c.m[outcome] += n
+	c.mu.Unlock()
+}
+
+func newSharer(t *testing.T, wait time.Duration, tab Table) (*Sharer, *counts) {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := rd.Collect(context.Background(), &rm); err != nil {
+	c := &counts{m: map[string]int64{}}
+	s := New(Config{Wait: wait, MaxRecords: 4, MaxWaiting: 4}, tab, c.add)
+	corr, err := verdict.New(verdict.DefaultConfig())
+	if err != nil {
 		t.Fatal(err)
 	}
+	s.Attach(corr)
+	return s, c
+}
+
+func lookups(t *testing.T, c *counts) map[string]int64 {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != "otelcol_processor_orphan_key_lookups" {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				v, _ := dp.Attributes.Value("outcome")
-				out[v.AsString()] += dp.Value
-			}
+	for k, v := range c.m {
+		if v != 0 {
+			out[k] = v
 		}
 	}
 	return out

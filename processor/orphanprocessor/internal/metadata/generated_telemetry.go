@@ -35,6 +35,8 @@ type TelemetryBuilder struct {
 	ProcessorOrphanDownstreamErrors    metric.Int64Counter
 	ProcessorOrphanEvictions           metric.Int64Counter
 	ProcessorOrphanIdempotencyKeys     metric.Int64ObservableGauge
+	ProcessorOrphanKeyLookups          metric.Int64Counter
+	ProcessorOrphanKeyTracesWaiting    metric.Int64ObservableGauge
 	ProcessorOrphanOpenRuns            metric.Int64ObservableGauge
 	ProcessorOrphanPendingSpans        metric.Int64ObservableGauge
 	ProcessorOrphanRootRecords         metric.Int64ObservableGauge
@@ -83,6 +85,21 @@ func (builder *TelemetryBuilder) RegisterProcessorOrphanIdempotencyKeysCallback(
 		cb(ctx, &observerInt64{inst: builder.ProcessorOrphanIdempotencyKeys, obs: o})
 		return nil
 	}, builder.ProcessorOrphanIdempotencyKeys)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterProcessorOrphanKeyTracesWaitingCallback sets callback for observable ProcessorOrphanKeyTracesWaiting metric.
+func (builder *TelemetryBuilder) RegisterProcessorOrphanKeyTracesWaitingCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorOrphanKeyTracesWaiting, obs: o})
+		return nil
+	}, builder.ProcessorOrphanKeyTracesWaiting)
 	if err != nil {
 		return err
 	}
@@ -206,6 +223,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_orphan_idempotency_keys",
 		metric.WithDescription("Idempotency-key hashes remembered for binding work across traces. [Alpha]"),
 		metric.WithUnit("{keys}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorOrphanKeyLookups, err = builder.meter.Int64Counter(
+		"otelcol_processor_orphan_key_lookups",
+		metric.WithDescription("Idempotency keys of decided traces, by where they bound: local, remote (another member's record), missed (none within the orphan_keys extension's wait); late: a record that came after its key was missed. [Alpha]"),
+		metric.WithUnit("{keys}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorOrphanKeyTracesWaiting, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_orphan_key_traces_waiting",
+		metric.WithDescription("Traces waiting for a key record (the orphan_keys extension's wait). [Alpha]"),
+		metric.WithUnit("{traces}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorOrphanOpenRuns, err = builder.meter.Int64ObservableGauge(
