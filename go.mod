@@ -279,6 +279,7 @@ require (
 
 require (
 	github.com/golang/snappy v1.0.0
+	github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1
 	github.com/open-telemetry/opentelemetry-collector-contrib/pkg/kafka/configkafka v0.165.1
 	github.com/orphanwatch/orphanwatch/aware v0.0.0
 	github.com/twmb/franz-go/plugin/kzap v1.1.2

@@ -12,6 +12,8 @@
 #
 # Environment: WORKERS (20) x TRACES (1250) traces of 1 + CHILD_SPANS (39) spans = 1,000,000
 # spans a run, RATE (4000) spans/s per worker; ROUNDS (3); DECISION_WAIT (30s, the shipped default); PORT_BASE (24000);
+# PPROF (empty; 1: the pprof extension, on 127.0.0.1, writes a CPU profile of each run, from
+# start to shut-down, to bench/e2e-NAME-ROUND.cpu.pprof: `go tool pprof -top` it);
 # TELEMETRYGEN (path; default: installed with go install at TELEMETRYGEN_VERSION, v0.161.0, the
 # newest the module proxy serves: v0.165.x is not published there).
 set -euo pipefail
@@ -34,6 +36,8 @@ OTLP=127.0.0.1:$((PORT_BASE + 317))
 TELEMETRY_PORT=$((PORT_BASE + 888))
 METRICS=127.0.0.1:$((PORT_BASE + 464))
 HEALTH=127.0.0.1:$((PORT_BASE + 133))
+PPROF_ADDR=127.0.0.1:$((PORT_BASE + 777))
+PPROF=${PPROF:-}
 CLK_TCK=$(getconf CLK_TCK)
 
 WORK=$(mktemp -d)
@@ -86,8 +90,11 @@ exporters:
 extensions:
   health_check:
     endpoint: $HEALTH
+  pprof:
+    endpoint: $PPROF_ADDR
+    save_to_file: $PWD/bench/e2e-$1-ROUND.cpu.pprof
 service:
-  extensions: [health_check]
+  extensions: [health_check$([ -n "$PPROF" ] && echo ", pprof")]
   pipelines:
     traces:
       receivers: [otlp]
@@ -120,10 +127,11 @@ cpu_ticks() { # utime + stime of a process, in clock ticks
 	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
-# run NAME writes "cpu_seconds spans vmhwm_kb" of one loaded run of configuration NAME to
+# run NAME ROUND writes "cpu_seconds spans vmhwm_kb" of one loaded run of configuration NAME to
 # $WORK/result.
 run() {
-	"$WORK/otelcol" --config="file:$WORK/$1.yaml" >"$WORK/$1.log" 2>&1 &
+	sed "s/-ROUND\./-$2./" "$WORK/$1.yaml" >"$WORK/$1-$2.yaml"
+	"$WORK/otelcol" --config="file:$WORK/$1-$2.yaml" >"$WORK/$1.log" 2>&1 &
 	COLLECTOR_PID=$!
 	for _ in $(seq 1 300); do
 		curl -sf "http://$HEALTH/" >/dev/null 2>&1 && break
@@ -171,7 +179,7 @@ printf '%-12s %6s %10s %8s %14s %10s\n' config round spans cpu_s cpu_s/Mspans vm
 declare -A CPU SPANS HWM
 for r in $(seq 1 "$ROUNDS"); do
 	for name in baseline orphanwatch; do
-		run "$name"
+		run "$name" "$r"
 		read -r cpu spans hwm <"$WORK/result"
 		CPU[$name]=$(awk -v a="${CPU[$name]:-0}" -v b="$cpu" 'BEGIN { print a + b }')
 		SPANS[$name]=$(( ${SPANS[$name]:-0} + spans ))

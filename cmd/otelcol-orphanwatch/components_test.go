@@ -34,8 +34,9 @@ func TestComponentsScaleOut(t *testing.T) {
 			t.Errorf("exporter %q missing", e)
 		}
 	}
-	// orphan_keys: the members of a tier share idempotency keys (config/scaleout/member.yaml).
-	for _, e := range []string{"health_check", "orphan_keys"} {
+	// orphan_keys: the members of a tier share idempotency keys (config/scaleout/member.yaml);
+	// pprof: profiles of a running collector (bench/e2e.sh PPROF=1).
+	for _, e := range []string{"health_check", "orphan_keys", "pprof"} {
 		if _, ok := f.Extensions[component.MustNewType(e)]; !ok {
 			t.Errorf("extension %q missing", e)
 		}
