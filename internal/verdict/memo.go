@@ -1,7 +1,6 @@
 package verdict
 
 import (
-	"slices"
 	"sync"
 )
 
@@ -205,9 +204,7 @@ func (c *Correlator) deferLocked(ms *memoShard, t TraceID, spans []Span, now int
 	if m.owing == 0 {
 		m.since = now
 	}
-	m.spans = slices.Grow(m.spans, len(spans))
-	m.emitted = slices.Grow(m.emitted, len(spans))
-	m.edged = slices.Grow(m.edged, len(spans))
+	c.growMemo(m, len(spans))
 	for i := range spans {
 		m.spans = append(m.spans, spans[i])
 		if extra != nil {
@@ -306,9 +303,7 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 			m.edged[i] = v.CallerService != ""
 		}
 	}
-	m.spans = slices.Grow(m.spans, len(spans))
-	m.emitted = slices.Grow(m.emitted, len(spans))
-	m.edged = slices.Grow(m.edged, len(spans))
+	c.growMemo(m, len(spans))
 	for i := range spans {
 		v := &d.Verdicts[i]
 		m.spans = append(m.spans, spans[i])
@@ -357,6 +352,7 @@ func (c *Correlator) dropMemo(ms *memoShard, t TraceID, m *traceMemo) {
 	if ms.owingMemos[t] == m {
 		delete(ms.owingMemos, t)
 	}
+	c.recycleMemo(m)
 }
 
 // evictOver keeps a bound of the memos after a release, as evictMemo says: MaxPendingSpans

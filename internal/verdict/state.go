@@ -37,6 +37,7 @@ type Correlator struct {
 	memoShards              [memoShardCount]memoShard
 	relMu                   sync.Mutex
 	evictMu                 sync.Mutex             // one eviction of memos at a time (evictOver)
+	memoFree                memoFree               // recycled memo slices (memobufs.go), under its own mutex
 	memoOrder               [2]fifo.Queue[TraceID] // settled, pending
 	memoSpans, pendingSpans int
 	open                    *bounded.Table[runID, *openRun] // within MaxOpenRuns (openruns.go)

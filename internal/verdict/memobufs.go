@@ -1,0 +1,111 @@
+package verdict
+
+import "sync"
+
+// Recycling trace memos' records. Every release of a trace appends its spans' records to the
+// trace's memo (memo.go), and the memos are forgotten oldest first within MaxContextSpans: in a
+// steady stream the correlator allocates a memo's worth of records (a few hundred bytes a span)
+// for every trace and drops as many. A memo's slices are therefore taken from, and given back
+// to, one free list (Correlator.memoFree, under its own mutex, held only to push or pop a
+// slice; one list for all shards, as a memo is mostly forgotten in another shard than the next
+// one is made in): slices of 8, 16, ... 1,024 records by capacity class, at most
+// memoFreeRecords records. Larger memos are allocated to size and left to the garbage
+// collector.
+
+// memoClasses is the number of capacity classes of recycled memo slices: 8 << class records.
+const memoClasses = 8
+
+// memoFreeRecords bounds the records a shard keeps on its free list (about 370 B each): with
+// 16 shards, some 6 MB at most beside the MaxContextSpans records in use.
+const memoFreeRecords = 4096
+
+// memoBufs are the slices of one trace memo, of one capacity.
+type memoBufs struct {
+	spans   []Span
+	emitted []bool
+	edged   []bool
+}
+
+// memoFree is the free list of memo slices.
+type memoFree struct {
+	mu      sync.Mutex // guards what follows; taken by growMemo and recycleMemo only
+	lists   [memoClasses][]memoBufs
+	records int // records held by lists (their capacity)
+}
+
+// memoClass is the capacity class that holds n records, or -1 when n is above every class.
+func memoClass(n int) int {
+	for c := range memoClasses {
+		if n <= 8<<c {
+			return c
+		}
+	}
+	return -1
+}
+
+// growMemo makes room in m's slices for n more records, from the free list when it must move
+// them; the slices it leaves are given back. m's shard is locked.
+func (c *Correlator) growMemo(m *traceMemo, n int) {
+	need := len(m.spans) + n
+	if need <= cap(m.spans) && need <= cap(m.emitted) && need <= cap(m.edged) {
+		return
+	}
+	c.memoFree.mu.Lock()
+	b := c.memoFree.take(need)
+	c.memoFree.mu.Unlock()
+	b.spans = append(b.spans, m.spans...)
+	b.emitted = append(b.emitted, m.emitted...)
+	b.edged = append(b.edged, m.edged...)
+	c.recycle(memoBufs{spans: m.spans, emitted: m.emitted, edged: m.edged})
+	m.spans, m.emitted, m.edged = b.spans, b.emitted, b.edged
+}
+
+// recycleMemo gives m's slices back to the free list when m is forgotten. Nothing may use m's
+// records afterwards.
+func (c *Correlator) recycleMemo(m *traceMemo) {
+	c.recycle(memoBufs{spans: m.spans, emitted: m.emitted, edged: m.edged})
+	m.spans, m.emitted, m.edged = nil, nil, nil
+}
+
+// recycle gives b to the free list; its records are cleared (they point into spans' strings)
+// outside the list's lock.
+func (c *Correlator) recycle(b memoBufs) {
+	size := cap(b.spans)
+	if cl := memoClass(size); cl < 0 || size != 8<<cl || cap(b.emitted) != size || cap(b.edged) != size {
+		return
+	}
+	clear(b.spans[:len(b.spans)])
+	c.memoFree.mu.Lock()
+	c.memoFree.give(b)
+	c.memoFree.mu.Unlock()
+}
+
+// take returns empty slices with room for n records: recycled ones of n's class, new ones of the
+// class's capacity, or new ones of n when n is above every class.
+func (f *memoFree) take(n int) memoBufs {
+	c := memoClass(n)
+	if c < 0 {
+		return memoBufs{spans: make([]Span, 0, n), emitted: make([]bool, 0, n), edged: make([]bool, 0, n)}
+	}
+	if l := f.lists[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		l[len(l)-1] = memoBufs{}
+		f.lists[c] = l[:len(l)-1]
+		f.records -= cap(b.spans)
+		return b
+	}
+	size := 8 << c
+	return memoBufs{spans: make([]Span, 0, size), emitted: make([]bool, 0, size), edged: make([]bool, 0, size)}
+}
+
+// give keeps b's slices, whose records are cleared, for reuse when they are of a class (the
+// capacity of one) and the free list has room.
+func (f *memoFree) give(b memoBufs) {
+	size := cap(b.spans)
+	c := memoClass(size)
+	if c < 0 || size != 8<<c || cap(b.emitted) != size || cap(b.edged) != size || f.records+size > memoFreeRecords {
+		return
+	}
+	f.lists[c] = append(f.lists[c], memoBufs{spans: b.spans[:0], emitted: b.emitted[:0], edged: b.edged[:0]})
+	f.records += size
+}

@@ -1,0 +1,100 @@
+package verdict
+
+import "testing"
+
+// TestMemoFreeClasses: slices come in capacity classes, are reused once given back (cleared),
+// and the free list keeps no more than memoFreeRecords records.
+func TestMemoFreeClasses(t *testing.T) {
+	for _, c := range []struct{ n, class int }{{1, 0}, {8, 0}, {9, 1}, {16, 1}, {17, 2}, {1024, 7}, {1025, -1}} {
+		if got := memoClass(c.n); got != c.class {
+			t.Errorf("memoClass(%d) = %d, want %d", c.n, got, c.class)
+		}
+	}
+	var f memoFree
+	b := f.take(5)
+	if cap(b.spans) != 8 || cap(b.emitted) != 8 || cap(b.edged) != 8 || len(b.spans) != 0 {
+		t.Fatalf("take(5): caps %d/%d/%d len %d, want 8/8/8 len 0", cap(b.spans), cap(b.emitted), cap(b.edged), len(b.spans))
+	}
+	b.spans = append(b.spans, Span{Name: "kept", Service: "svc"})
+	b.emitted = append(b.emitted, true)
+	b.edged = append(b.edged, true)
+	clear(b.spans) // as Correlator.recycle does
+	f.give(b)
+	if f.records != 8 {
+		t.Fatalf("records after give = %d, want 8", f.records)
+	}
+	again := f.take(3)
+	if &again.spans[:1][0] != &b.spans[0] {
+		t.Fatal("take after give did not reuse the slice given back")
+	}
+	if f.records != 0 {
+		t.Fatalf("records after take = %d, want 0", f.records)
+	}
+	// Above every class: allocated to size, never kept.
+	big := f.take(2000)
+	if cap(big.spans) != 2000 {
+		t.Fatalf("take(2000) cap %d, want 2000", cap(big.spans))
+	}
+	f.give(big)
+	if f.records != 0 {
+		t.Fatalf("a slice above every class was kept (%d records)", f.records)
+	}
+	// The bound.
+	for range 2 * memoFreeRecords / 1024 {
+		f.give(memoBufs{spans: make([]Span, 0, 1024), emitted: make([]bool, 0, 1024), edged: make([]bool, 0, 1024)})
+	}
+	if f.records != memoFreeRecords {
+		t.Fatalf("free list holds %d records, want the bound %d", f.records, memoFreeRecords)
+	}
+}
+
+// TestMemoRecycledAcrossTraces: a memo forgotten to MaxContextSpans gives its slices to the next
+// trace's memo, and what the next trace's late span is judged with is its own trace's records
+// only (a recycled record of the forgotten trace would show as a second span of its memo).
+func TestMemoRecycledAcrossTraces(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxContextSpans = 2
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(tid byte, sid byte, parent byte, name string) Span {
+		s := Span{TraceID: TraceID{tid}, SpanID: SpanID{sid}, Name: name, Service: "svc", Start: 1e9, End: 2e9,
+			GRPCStatus: -1, ResendCount: -1, InputTokens: -1, OutputTokens: -1}
+		if parent != 0 {
+			s.ParentID = SpanID{parent}
+		}
+		return s
+	}
+	for tr := byte(1); tr <= 40; tr++ {
+		root := mk(tr, 1, 0, "root")
+		child := mk(tr, 2, 1, "child")
+		spans := []Span{root, child}
+		c.Observe(spans)
+		d := c.Release(nil, spans, int64(tr)*1e9, nil)
+		if len(d.Verdicts) != 2 {
+			t.Fatalf("trace %d: %d verdicts", tr, len(d.Verdicts))
+		}
+		ms := c.memoShardOf(TraceID{tr})
+		ms.mu.Lock()
+		m := ms.memos[TraceID{tr}]
+		if m == nil || len(m.spans) != 2 || m.spans[0].TraceID != (TraceID{tr}) || m.spans[1].TraceID != (TraceID{tr}) {
+			ms.mu.Unlock()
+			t.Fatalf("trace %d: memo %+v, want its own two records", tr, m)
+		}
+		ms.mu.Unlock()
+	}
+	reused := c.memoFree.records
+	// What Correlator.recycle gives back holds no record: the records point into spans' strings.
+	b := c.memoFree.take(5)
+	b.spans = append(b.spans, Span{Name: "kept", Service: "svc"})
+	b.emitted, b.edged = append(b.emitted, true), append(b.edged, true)
+	c.recycle(b)
+	if again := c.memoFree.take(5); &again.spans[:1][0] != &b.spans[0] || again.spans[:1][0].Name != "" || again.spans[:1][0].Service != "" {
+		t.Fatalf("recycled record %+v: not reused, or not cleared", again.spans[:1][0])
+	}
+	if c.memoSpans > cfg.MaxContextSpans {
+		t.Fatalf("memo spans %d over the bound %d", c.memoSpans, cfg.MaxContextSpans)
+	}
+	t.Logf("records on free lists at the end: %d", reused)
+}
