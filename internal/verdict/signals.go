@@ -161,21 +161,47 @@ func (r *rules) classify(v string) typeClass {
 // text before the first colon, by its text after the last colon, or by a '*' pattern, one of
 // the listed names: "context canceled", `Get "http://x/": context canceled` (Go's url.Error),
 // "CANCELLED: io.grpc.Context was cancelled" (grpc-java), "task 42 was cancelled" (tokio).
+//
+// The span's records are classified once, by the first rule that asks (several rules ask of
+// every attempt), and the classes found kept on the span (Span.recorded).
 func (r *rules) recordsType(s *Span, class typeClass) bool {
-	if r.classify(s.ErrorType) == class {
-		return true
+	if s.recorded&recordedKnown == 0 {
+		s.recorded = recordedKnown | r.recordedClasses(s)
 	}
+	return s.recorded&recordedClass(class) != 0
+}
+
+// recordedTypes is the set of type classes a span's records show (Span.recorded).
+type recordedTypes uint8
+
+const (
+	// recordedKnown: the span's records were classified.
+	recordedKnown recordedTypes = 1 << iota
+	recordedCancel
+	recordedDeadline
+)
+
+// recordedClass is the bit of class in a recordedTypes (none for typeOther).
+func recordedClass(class typeClass) recordedTypes {
+	switch class {
+	case typeCancel:
+		return recordedCancel
+	case typeDeadline:
+		return recordedDeadline
+	}
+	return 0
+}
+
+// recordedClasses classifies each of the span's error.type, exception types and messages.
+func (r *rules) recordedClasses(s *Span) recordedTypes {
+	got := recordedClass(r.classify(s.ErrorType))
 	for _, t := range s.ExceptionTypes {
-		if r.classify(t) == class {
-			return true
-		}
+		got |= recordedClass(r.classify(t))
 	}
 	for _, m := range s.Messages {
-		if r.classify(m) == class {
-			return true
-		}
+		got |= recordedClass(r.classify(m))
 	}
-	return false
+	return got
 }
 
 // gRPC status codes (grpc/doc/statuscodes.md).

@@ -71,7 +71,10 @@ type Span struct {
 	// Start and End are unix nanoseconds. Zero means unknown; End before Start is malformed.
 	Start, End int64
 	Status     Status
-	Links      []Link
+	// recorded caches what the span's error.type, exception types and messages record
+	// (recordsType): set by the first rule that asks, as the records never change.
+	recorded recordedTypes
+	Links    []Link
 
 	// IsHTTP is true when the span follows the stable HTTP conventions (http.request.method
 	// present).

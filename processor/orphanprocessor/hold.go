@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
 )
 
 // The hold: the traces waiting for their decision, sharded by trace ID (holdShards: one
@@ -182,9 +183,10 @@ type heldSpan struct {
 
 // heldScope is a ScopeSpans of a batch that held spans came in, with its ResourceSpans.
 type heldScope struct {
-	b  *heldBatch
-	rs ptrace.ResourceSpans
-	ss ptrace.ScopeSpans
+	b   *heldBatch
+	rs  ptrace.ResourceSpans
+	ss  ptrace.ScopeSpans
+	res spanread.Resource // what rs gives its spans' records, read at intake
 }
 
 // holdShard is one shard of the hold: the held traces whose ID hashes to it (shardOf), under its

@@ -79,9 +79,10 @@ func (in *intake) group(r *spanread.Reader, td ptrace.Traces) *heldBatch {
 	for ri := range rss.Len() {
 		rs := rss.At(ri)
 		sss := rs.ScopeSpans()
+		res := spanread.NewResource(rs.Resource())
 		for si := range sss.Len() {
 			ss := sss.At(si)
-			scopes = append(scopes, heldScope{b, rs, ss})
+			scopes = append(scopes, heldScope{b: b, rs: rs, ss: ss, res: res})
 			src := &scopes[len(scopes)-1]
 			spans := ss.Spans()
 			for k := range spans.Len() {
@@ -91,7 +92,7 @@ func (in *intake) group(r *spanread.Reader, td ptrace.Traces) *heldBatch {
 					// Cannot be grouped with its trace: passed on at once, unchanged (but read,
 					// so that its unusable attributes are counted).
 					var vs verdict.Span
-					r.Read(rs.Resource(), sp, &vs, &in.rst)
+					r.ReadFor(&src.res, sp, &vs, &in.rst)
 					// liveness unknown marks it as seen, so the exporter does not count it
 					// as a span nobody judged.
 					sp.Attributes().PutStr(verdict.AttrLiveness, verdict.LivenessUnknown.String())
@@ -103,7 +104,7 @@ func (in *intake) group(r *spanread.Reader, td ptrace.Traces) *heldBatch {
 				case parentID.IsZero():
 					var vs verdict.Span
 					var counted spanread.Stats // counted when the trace is decided
-					r.Read(rs.Resource(), sp, &vs, &counted)
+					r.ReadFor(&src.res, sp, &vs, &counted)
 					in.observed = append(in.observed, vs)
 				default:
 					if kh := r.KeyHash(sp); kh != 0 {

@@ -31,15 +31,8 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	buf := spanBufs.Get().(*[]verdict.Span)
 	spans := slices.Grow((*buf)[:0], len(h.refs))[:len(h.refs)]
 	var rst spanread.Stats
-	var (
-		src     *heldScope
-		service string
-	)
 	for i, r := range h.refs {
-		if r.src != src {
-			src, service = r.src, spanread.Service(r.src.rs.Resource())
-		}
-		p.reader.ReadFor(service, r.sp, &spans[i], &rst)
+		p.reader.ReadFor(&r.src.res, r.sp, &spans[i], &rst)
 	}
 	p.countReaderStats(ctx, &rst)
 	vbuf := verdictBufs.Get().(*[]verdict.Verdict)

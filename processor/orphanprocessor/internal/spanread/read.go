@@ -244,14 +244,30 @@ func Service(res pcommon.Resource) string {
 	return ""
 }
 
-// Read fills s from one span and its resource. The span is not modified.
-func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st *Stats) {
-	r.ReadFor(Service(res), sp, s, st)
+// Resource is what the records of a resource's spans take from it, read once for all of them
+// (NewResource).
+type Resource struct {
+	// Service is the resource's service.name (Service).
+	Service string
+	// BadUTF8 tells that Service is not valid UTF-8 (each span is then counted BadUTF8).
+	BadUTF8 bool
 }
 
-// ReadFor is Read for a span whose resource's Service is known (spans of one resource are
-// read one after another).
-func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *Stats) {
+// NewResource reads res for the records of its spans.
+func NewResource(res pcommon.Resource) Resource {
+	svc := Service(res)
+	return Resource{Service: svc, BadUTF8: !utf8.ValidString(svc)}
+}
+
+// Read fills s from one span and its resource. The span is not modified.
+func (r *Reader) Read(res pcommon.Resource, sp ptrace.Span, s *verdict.Span, st *Stats) {
+	rr := NewResource(res)
+	r.ReadFor(&rr, sp, s, st)
+}
+
+// ReadFor is Read for a span whose resource was read before (NewResource): the spans of one
+// resource share it.
+func (r *Reader) ReadFor(res *Resource, sp ptrace.Span, s *verdict.Span, st *Stats) {
 	*s = verdict.Span{
 		TraceID:      verdict.TraceID(sp.TraceID()),
 		SpanID:       verdict.SpanID(sp.SpanID()),
@@ -272,10 +288,10 @@ func (r *Reader) ReadFor(service string, sp ptrace.Span, s *verdict.Span, st *St
 	if s.Status > verdict.StatusError {
 		s.Status = verdict.StatusUnset
 	}
-	s.Service = service
+	s.Service = res.Service
 	// Invalid UTF-8 in the names the verdicts and metrics use: the span is still judged (the
 	// exporter repairs label values), and counted.
-	if !utf8.ValidString(s.Service) || !utf8.ValidString(s.Name) {
+	if res.BadUTF8 || !utf8.ValidString(s.Name) {
 		st[BadUTF8]++
 	}
 	if links := sp.Links(); links.Len() > 0 {
