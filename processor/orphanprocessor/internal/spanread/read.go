@@ -200,8 +200,12 @@ func (v *view) load(r *Reader, a pcommon.Map) {
 		if len(k) == 0 || len(k) >= len(r.byLen) {
 			continue // an empty key (found by FuzzProcessorOTLPJSON) names nothing read
 		}
+		same := r.byLen[len(k)]
+		if len(same) == 0 {
+			continue // no name read is this long: its bytes are not touched (a cache miss each)
+		}
 		last := k[len(k)-1]
-		for _, i := range r.byLen[len(k)] {
+		for _, i := range same {
 			// Names of one length often share a prefix (gen_ai., http.): the last byte tells
 			// most apart before a full comparison.
 			if n := r.names[i]; n[len(n)-1] == last && n == k {
