@@ -83,7 +83,7 @@ func (c *Correlator) SetKeyDirectory(d KeyDirectory) {
 func (c *Correlator) KeyBinding(h uint64) Binding {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if kt, ok := c.keys.Get(h); ok {
+	if kt, ok := c.keys.get(h); ok {
 		for i := uint8(0); i < kt.n; i++ {
 			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
 				return BindingLocal
@@ -107,7 +107,7 @@ func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if kt, ok := c.keys.Get(h); ok {
+	if kt, ok := c.keys.get(h); ok {
 		for i := uint8(0); i < kt.n; i++ {
 			if !containsTrace(linked, kt.traces[i]) {
 				continue

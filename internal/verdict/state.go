@@ -17,8 +17,9 @@ type Correlator struct {
 	mu sync.Mutex
 	// roots are the root records, within MaxRootRecords (the oldest evicted first).
 	roots *bounded.Table[TraceID, rootRecord]
-	// keys are the traces that carried each idempotency key, within MaxKeys.
-	keys *bounded.Table[uint64, keyTraces]
+	// keys are the traces that carried each idempotency key, within MaxKeys: sharded, each
+	// shard under its own mutex (keyindex.go; lock order: mu, then a key shard).
+	keys *keyIndex
 	// multi indexes, for traces with several roots, which root each decided span had, so that
 	// a span arriving later is judged against the root its siblings had. Bounded by
 	// MaxIndexedSpans entries in all (whole traces evicted, oldest first).
@@ -84,7 +85,7 @@ func New(cfg Config) (*Correlator, error) {
 		cfg:   cfg,
 		rules: compileRules(cfg),
 		roots: bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
-		keys:  bounded.New[uint64, keyTraces](cfg.MaxKeys, nil),
+		keys:  newKeyIndex(cfg.MaxKeys),
 		multi: bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRootsLocked)
 	}
 	for i := range c.memoShards {
@@ -103,7 +104,22 @@ func (c *Correlator) Config() Config { return c.cfg }
 // Observe records what arriving spans tell other traces: root records of root spans and the
 // traces that carry each idempotency key. Call it when spans arrive, before Decide, so that
 // traces decided in any order can find each other. Malformed spans are ignored here.
+//
+// Root records (and, with key sharing, the directory) are kept under the correlator's mutex,
+// then the keys in their shards (keyIndex): a decision running meanwhile sees a key of the
+// batch with its root, or not yet.
 func (c *Correlator) Observe(spans []Span) {
+	c.observeRootsLocked(spans)
+	for i := range spans {
+		if s := &spans[i]; s.KeyHash != 0 && !s.TraceID.IsZero() && !s.SpanID.IsZero() {
+			c.keys.observe(s.KeyHash, s.TraceID)
+		}
+	}
+}
+
+// observeRootsLocked is Observe's part under the correlator's mutex: root records, and what the
+// key directory takes (keydir.go).
+func (c *Correlator) observeRootsLocked(spans []Span) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range spans {
@@ -130,27 +146,12 @@ func (c *Correlator) Observe(spans []Span) {
 			c.keyDirRootLocked(s.TraceID) // keydir.go
 		}
 		if s.KeyHash != 0 {
-			c.observeKeyLocked(s)
 			c.keyDirKeyLocked(s) // keydir.go
 		}
 		if len(s.Links) > 0 {
 			c.keyDirLinksLocked(s) // keydir.go
 		}
 	}
-}
-
-func (c *Correlator) observeKeyLocked(s *Span) {
-	kt, _ := c.keys.Get(s.KeyHash)
-	for i := uint8(0); i < kt.n; i++ {
-		if kt.traces[i] == s.TraceID {
-			return
-		}
-	}
-	if int(kt.n) < len(kt.traces) {
-		kt.traces[kt.n] = s.TraceID
-		kt.n++
-	}
-	c.keys.Put(s.KeyHash, kt) // a new key evicts the oldest when MaxKeys are kept
 }
 
 func (c *Correlator) putRootLocked(t TraceID, rec rootRecord) {
@@ -163,7 +164,7 @@ func (c *Correlator) putRootLocked(t TraceID, rec rootRecord) {
 // the job over), here or in another member's record; else the first such trace here; else
 // another member's record.
 func (c *Correlator) lookupKeyLocked(h uint64, linked []TraceID) (rootRecord, bool) {
-	kt, _ := c.keys.Get(h) // a key not seen here has n == 0 and falls through to the directory
+	kt, _ := c.keys.get(h) // a key not seen here has n == 0 and falls through to the directory
 	if len(linked) > 0 {
 		for i := uint8(0); i < kt.n; i++ {
 			if !containsTrace(linked, kt.traces[i]) {
@@ -322,7 +323,7 @@ func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32,
 func (c *Correlator) Held() (roots, keys int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.roots.Len(), c.keys.Len()
+	return c.roots.Len(), c.keys.len()
 }
 
 // HeldIndexed returns the number of spans indexed to their root in traces with several roots.
@@ -345,7 +346,7 @@ func (c *Correlator) EvictedIndexed() uint64 {
 func (c *Correlator) Evicted() (roots, keys uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.roots.Evicted(), c.keys.Evicted()
+	return c.roots.Evicted(), c.keys.evicted()
 }
 
 // Knows reports whether a root record is kept for the trace.
