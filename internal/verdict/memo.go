@@ -124,7 +124,6 @@ type memoShard struct {
 	mu         sync.Mutex
 	memos      map[TraceID]*traceMemo
 	owingMemos map[TraceID]*traceMemo // the memos that owe verdicts (Sweep walks these)
-	allBuf     []Span
 	verdictBuf []Verdict
 	_          [64]byte // keeps two shards' mutexes off one cache line
 }
@@ -238,9 +237,15 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	m := ms.memos[t]
 	all := spans
 	rel := &release{t: t, mode: mode, now: now, extra: extra}
-	if m != nil && len(m.spans) > 0 {
-		all = append(append(ms.allBuf[:0], m.spans...), spans...)
-		rel.nOld, rel.emitted = len(m.spans), m.emitted
+	// With a memo, the spans join it first and the decision reads the memo in place (the
+	// earlier spans, then these): no copy of the earlier spans at each release.
+	inMemo := m != nil && len(m.spans) > 0
+	if inMemo {
+		rel.nOld = len(m.spans)
+		c.growMemo(m, len(spans))
+		m.spans = append(m.spans, spans...)
+		all = m.spans
+		rel.emitted = m.emitted
 	}
 	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
 	var d Decision
@@ -270,10 +275,6 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 		}
 	}
 	defer func() {
-		if len(all) > len(spans) {
-			clear(all) // the buffer's copies point into span strings
-			ms.allBuf = all[:0]
-		}
 		clear(verdicts)
 		ms.verdictBuf = verdicts[:0]
 	}()
@@ -290,6 +291,10 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	if final {
+		if inMemo { // the spans joined the memo for the decision only: not counted in memoSpans
+			clear(m.spans[rel.nOld:])
+			m.spans = m.spans[:rel.nOld]
+		}
 		c.dropMemo(ms, t, m)
 		return d
 	}
@@ -303,14 +308,16 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 			m.edged[i] = v.CallerService != ""
 		}
 	}
-	c.growMemo(m, len(spans))
+	if !inMemo {
+		c.growMemo(m, len(spans))
+		m.spans = append(m.spans, spans...)
+	}
 	for i := range spans {
 		v := &d.Verdicts[i]
-		m.spans = append(m.spans, spans[i])
 		m.emitted = append(m.emitted, !v.Provisional)
 		m.edged = append(m.edged, v.CallerService != "")
 		if v.Provisional && extra != nil {
-			m.spans[len(m.spans)-1].Extra = extra(i)
+			m.spans[rel.nOld+i].Extra = extra(i)
 		}
 	}
 	for i := range m.emitted {

@@ -98,3 +98,43 @@ func TestMemoRecycledAcrossTraces(t *testing.T) {
 	}
 	t.Logf("records on free lists at the end: %d", reused)
 }
+
+// TestMemoInPlaceCounts: later releases of a trace decide with its memo in place (the spans join
+// the memo); Kept counts each span once, and a final release (ReleaseLast) leaves nothing kept.
+func TestMemoInPlaceCounts(t *testing.T) {
+	c, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(sid, parent byte, name string, start, end int64) Span {
+		s := Span{TraceID: TraceID{9}, SpanID: SpanID{sid}, Name: name, Service: "svc", Start: start, End: end, Kind: KindClient, Target: NewTargetHash().Add(name),
+			GRPCStatus: -1, ResendCount: -1, InputTokens: -1, OutputTokens: -1}
+		if parent != 0 {
+			s.ParentID = SpanID{parent}
+		}
+		return s
+	}
+	root := []Span{mk(1, 0, "root", 1e9, 5e9)}
+	c.Observe(root)
+	c.Release(nil, root, 6e9, nil)
+	for k := byte(2); k <= 5; k++ { // one span a release, each a child of the root
+		part := []Span{mk(k, 1, "tool", int64(k)*1e8, int64(k)*1e8+5e7)}
+		part[0].IsHTTP, part[0].HTTPStatus, part[0].Status = true, 503, StatusError // retried
+		d := c.Release(nil, part, int64(k)*1e10, nil)
+		if len(d.Verdicts) != 1 || d.Verdicts[0].Liveness != LivenessLive {
+			t.Fatalf("release %d: %+v, want one live verdict", k, d.Verdicts)
+		}
+		if memo, _, _ := c.Kept(); memo != int(k) {
+			t.Fatalf("after release %d: %d records kept, want %d", k, memo, k)
+		}
+	}
+	// The same-name siblings are attempts of one run (each failed but the last), numbered on
+	// across the releases.
+	d := c.ReleaseLast(nil, []Span{mk(6, 1, "tool", 6e8, 6e8+5e7)}, 1e11)
+	if len(d.Verdicts) != 1 || d.Verdicts[0].Attempt != 5 {
+		t.Fatalf("last release: %+v, want the fifth attempt", d.Verdicts)
+	}
+	if memo, pending, _ := c.Kept(); memo != 0 || pending != 0 {
+		t.Fatalf("after the final release: %d records, %d pending kept; want none", memo, pending)
+	}
+}
