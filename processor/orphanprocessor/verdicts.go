@@ -105,6 +105,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 				break
 			}
 		}
+		carrier.Events().EnsureCapacity(carrier.Events().Len() + len(d.Carried))
 		for i := range d.Carried {
 			writeCarried(carrier, &d.Carried[i])
 		}
@@ -126,6 +127,10 @@ func operationAttributes(a pcommon.Map) pcommon.Map {
 	return m
 }
 
+// carriedNameAttrs is how many attributes writeCarried writes to name the span a carried verdict
+// is of (trace and span ID, name, kind, start, service.name).
+const carriedNameAttrs = 6
+
 // kindNames are the span kinds as AttrEventSpanKind writes them.
 var kindNames = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
 
@@ -136,7 +141,15 @@ func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
 	ev.SetName(verdict.EventVerdict)
 	ev.SetTimestamp(pcommon.Timestamp(max(s.End, 0)))
 	a := ev.Attributes()
-	if m, ok := s.Extra.(pcommon.Map); ok {
+	m, hasExtra := s.Extra.(pcommon.Map)
+	// One array for all the event's attributes: the span's operation attributes, the six that
+	// name the span, and the verdict's.
+	n := carriedNameAttrs + verdictAttrs(&cv.Verdict)
+	if hasExtra {
+		n += m.Len()
+	}
+	a.EnsureCapacity(n)
+	if hasExtra {
 		m.CopyTo(a)
 		if cv.Part != verdict.PartAll {
 			for _, k := range verdict.UsageAttributes {
