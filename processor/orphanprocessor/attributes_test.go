@@ -2,6 +2,7 @@ package orphanprocessor
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -109,4 +111,25 @@ func TestEffectiveAttributesLogged(t *testing.T) {
 	assert.Contains(t, fields["deadlines"], "app.deadline (rfc3339)")
 	assert.Contains(t, fields["deadlines"], "http.request.header.x-deadline (unix_seconds)")
 	assert.NotContains(t, fields["deadlines"], "http.request.header.x-deadline (milliseconds)")
+}
+
+// TestOperationAttributes: what a carried verdict copies of its span are the attributes named in
+// verdict.OperationAttributes then UsageAttributes, in their order, and nothing else.
+func TestOperationAttributes(t *testing.T) {
+	a := pcommon.NewMap()
+	a.PutStr("http.route", "/x")
+	a.PutStr("unrelated", "u")
+	a.PutStr("gen_ai.request.model", "gpt-4o")
+	a.PutInt("gen_ai.usage.input_tokens", 12)
+	got := operationAttributes(a)
+	var keys []string
+	for k := range got.All() {
+		keys = append(keys, k)
+	}
+	if fmt.Sprint(keys) != "[gen_ai.request.model http.route gen_ai.usage.input_tokens]" {
+		t.Fatalf("copied %v, want the three named in the lists' order", keys)
+	}
+	if v, _ := got.Get("gen_ai.usage.input_tokens"); v.Int() != 12 {
+		t.Fatalf("input tokens copied as %v", v.AsRaw())
+	}
 }

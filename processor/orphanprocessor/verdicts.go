@@ -114,18 +114,53 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 }
 
 // operationAttributes copies the attributes that name a span's operation and its token usage
-// (verdict.OperationAttributes, verdict.UsageAttributes), for a verdict carried later.
+// (verdict.OperationAttributes, verdict.UsageAttributes), for a verdict carried later: found in
+// one pass over the span's attributes (the first of a name, as Get would), copied in the lists'
+// order into a map of their size.
 func operationAttributes(a pcommon.Map) pcommon.Map {
+	var (
+		found [maxCarriedNames]pcommon.Value
+		has   uint64
+		n     int
+	)
+	for k, v := range a.All() {
+		if i, ok := carriedIndex[k]; ok && has&(1<<i) == 0 {
+			has |= 1 << i
+			found[i] = v
+			n++
+		}
+	}
 	m := pcommon.NewMap()
-	for _, list := range [2][]string{verdict.OperationAttributes, verdict.UsageAttributes} {
-		for _, k := range list {
-			if v, ok := a.Get(k); ok {
-				v.CopyTo(m.PutEmpty(k))
-			}
+	if n == 0 {
+		return m
+	}
+	m.EnsureCapacity(n)
+	for i := range carriedNames {
+		if has&(1<<i) != 0 {
+			found[i].CopyTo(m.PutEmpty(carriedNames[i]))
 		}
 	}
 	return m
 }
+
+// carriedNames are verdict.OperationAttributes then verdict.UsageAttributes (at most
+// maxCarriedNames), and carriedIndex their positions.
+var (
+	carriedNames = append(slices.Clone(verdict.OperationAttributes), verdict.UsageAttributes...)
+	carriedIndex = func() map[string]int {
+		if len(carriedNames) > maxCarriedNames {
+			panic("orphanprocessor: more than 64 attributes copied for carried verdicts")
+		}
+		m := make(map[string]int, len(carriedNames))
+		for i, k := range carriedNames {
+			m[k] = i
+		}
+		return m
+	}()
+)
+
+// maxCarriedNames bounds carriedNames (a bit each in operationAttributes).
+const maxCarriedNames = 64
 
 // carriedNameAttrs is how many attributes writeCarried writes to name the span a carried verdict
 // is of (trace and span ID, name, kind, start, service.name).
