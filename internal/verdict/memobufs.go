@@ -8,12 +8,16 @@ import "sync"
 // for every trace and drops as many. A memo's slices are therefore taken from, and given back
 // to, one free list (Correlator.memoFree, under its own mutex, held only to push or pop a
 // slice; one list for all shards, as a memo is mostly forgotten in another shard than the next
-// one is made in): slices of 8, 16, ... 1,024 records by capacity class, at most
-// memoFreeRecords records. Larger memos are allocated to size and left to the garbage
-// collector.
+// one is made in): slices of 8 to 1,024 records by capacity class (memoClassSizes: a new slice
+// is of its class's size, at most 7 records or a quarter larger than asked), at most memoFreeRecords
+// records. Larger memos are allocated to size and left to the garbage collector.
 
-// memoClasses is the number of capacity classes of recycled memo slices: 8 << class records.
-const memoClasses = 8
+// memoClassSizes are the capacities of recycled memo slices, in records: steps of 8 to 64, then
+// of a quarter at most, to 1,024.
+var memoClassSizes = [...]int{8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024}
+
+// memoClasses is the number of capacity classes of recycled memo slices.
+const memoClasses = len(memoClassSizes)
 
 // memoFreeRecords bounds the records a shard keeps on its free list (about 370 B each): with
 // 16 shards, some 6 MB at most beside the MaxContextSpans records in use.
@@ -35,8 +39,8 @@ type memoFree struct {
 
 // memoClass is the capacity class that holds n records, or -1 when n is above every class.
 func memoClass(n int) int {
-	for c := range memoClasses {
-		if n <= 8<<c {
+	for c, size := range memoClassSizes {
+		if n <= size {
 			return c
 		}
 	}
@@ -71,7 +75,7 @@ func (c *Correlator) recycleMemo(m *traceMemo) {
 // outside the list's lock.
 func (c *Correlator) recycle(b memoBufs) {
 	size := cap(b.spans)
-	if cl := memoClass(size); cl < 0 || size != 8<<cl || cap(b.emitted) != size || cap(b.edged) != size {
+	if cl := memoClass(size); cl < 0 || size != memoClassSizes[cl] || cap(b.emitted) != size || cap(b.edged) != size {
 		return
 	}
 	clear(b.spans[:len(b.spans)])
@@ -94,7 +98,7 @@ func (f *memoFree) take(n int) memoBufs {
 		f.records -= cap(b.spans)
 		return b
 	}
-	size := 8 << c
+	size := memoClassSizes[c]
 	return memoBufs{spans: make([]Span, 0, size), emitted: make([]bool, 0, size), edged: make([]bool, 0, size)}
 }
 
@@ -103,7 +107,7 @@ func (f *memoFree) take(n int) memoBufs {
 func (f *memoFree) give(b memoBufs) {
 	size := cap(b.spans)
 	c := memoClass(size)
-	if c < 0 || size != 8<<c || cap(b.emitted) != size || cap(b.edged) != size || f.records+size > memoFreeRecords {
+	if c < 0 || size != memoClassSizes[c] || cap(b.emitted) != size || cap(b.edged) != size || f.records+size > memoFreeRecords {
 		return
 	}
 	f.lists[c] = append(f.lists[c], memoBufs{spans: b.spans[:0], emitted: b.emitted[:0], edged: b.edged[:0]})

@@ -5,7 +5,7 @@ import "testing"
 // TestMemoFreeClasses: slices come in capacity classes, are reused once given back (cleared),
 // and the free list keeps no more than memoFreeRecords records.
 func TestMemoFreeClasses(t *testing.T) {
-	for _, c := range []struct{ n, class int }{{1, 0}, {8, 0}, {9, 1}, {16, 1}, {17, 2}, {1024, 7}, {1025, -1}} {
+	for _, c := range []struct{ n, class int }{{1, 0}, {8, 0}, {9, 1}, {16, 1}, {17, 2}, {40, 4}, {65, 8}, {1024, memoClasses - 1}, {1025, -1}} {
 		if got := memoClass(c.n); got != c.class {
 			t.Errorf("memoClass(%d) = %d, want %d", c.n, got, c.class)
 		}
@@ -136,5 +136,15 @@ func TestMemoInPlaceCounts(t *testing.T) {
 	}
 	if memo, pending, _ := c.Kept(); memo != 0 || pending != 0 {
 		t.Fatalf("after the final release: %d records, %d pending kept; want none", memo, pending)
+	}
+}
+
+// TestMemoClassWaste: a new memo slice is at most 7 records or a quarter larger than asked.
+func TestMemoClassWaste(t *testing.T) {
+	for n := 1; n <= memoClassSizes[memoClasses-1]; n++ {
+		size := memoClassSizes[memoClass(n)]
+		if size < n || size-n > 7 && 4*size > 5*n {
+			t.Fatalf("asked %d records: a slice of %d", n, size)
+		}
 	}
 }
