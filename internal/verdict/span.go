@@ -67,18 +67,33 @@ type Span struct {
 	ParentID SpanID // zero when the span has no parent (a root)
 	Service  string // resource attribute service.name
 	Name     string
-	Kind     Kind
 	// Start and End are unix nanoseconds. Zero means unknown; End before Start is malformed.
 	Start, End int64
-	Status     Status
+	// Status and the one-byte fields after it are kept together: one word in all.
+	Status Status
 	// recorded caches what the span's error.type, exception types and messages record
 	// (recordsType): set by the first rule that asks, as the records never change.
 	recorded recordedTypes
-	Links    []Link
-
+	// Kind is the span kind.
+	Kind Kind
 	// IsHTTP is true when the span follows the stable HTTP conventions (http.request.method
 	// present).
 	IsHTTP bool
+	// HTTPStatusZero is set when an HTTP status code attribute is present with the value 0: a
+	// proxy (Envoy) records that for a request whose client left before any response.
+	HTTPStatusZero bool
+	// ErrorTag is set when the span carries the `error` tag of the Zipkin and OpenTracing
+	// conventions (true, or the string "true"), as Envoy writes it.
+	ErrorTag bool
+	// ToolCall is true for a tool call: a span with gen_ai.tool.name or gen_ai.tool.call.id
+	// (GenAI semantic conventions, execute_tool) or the Vercel AI SDK's ai.toolCall.name /
+	// ai.toolCall.id.
+	ToolCall bool
+	// HasCost tells that Cost holds a cost read from the span.
+	HasCost bool
+	// Links are the span's links.
+	Links []Link
+
 	// HTTPStatus is http.response.status_code (or the older http.status_code); 0 when absent.
 	HTTPStatus int
 	// GRPCStatus is the gRPC status code from rpc.grpc.status_code or rpc.status_code (numeric
@@ -106,12 +121,6 @@ type Span struct {
 	// Kafka message key alone is a partitioning key shared by many messages: not an identity).
 	// Deliveries of one message are attempts of one run (queue redelivery).
 	MessageHash uint64
-	// HTTPStatusZero is set when an HTTP status code attribute is present with the value 0: a
-	// proxy (Envoy) records that for a request whose client left before any response.
-	HTTPStatusZero bool
-	// ErrorTag is set when the span carries the `error` tag of the Zipkin and OpenTracing
-	// conventions (true, or the string "true"), as Envoy writes it.
-	ErrorTag bool
 	// ResponseFlags is Envoy's response_flags ("DC" for a downstream connection termination,
 	// "UC,URX" and so on); empty when absent.
 	ResponseFlags string
@@ -122,10 +131,6 @@ type Span struct {
 	Target TargetHash
 	// Operation is gen_ai.operation.name; empty when absent.
 	Operation string
-	// ToolCall is true for a tool call: a span with gen_ai.tool.name or gen_ai.tool.call.id
-	// (GenAI semantic conventions, execute_tool) or the Vercel AI SDK's ai.toolCall.name /
-	// ai.toolCall.id.
-	ToolCall bool
 	// Deadline is an absolute deadline carried by the span, unix nanoseconds; 0 when none.
 	// Readers convert relative timeouts (grpc-timeout, x-envoy-expected-rq-timeout-ms) by adding
 	// them to Start.
@@ -135,8 +140,7 @@ type Span struct {
 	// InputTokens and OutputTokens are the token usage; -1 when absent or invalid.
 	InputTokens, OutputTokens int64
 	// Cost is a cost in USD read from a configured cost attribute, valid when HasCost.
-	Cost    float64
-	HasCost bool
+	Cost float64
 	// Extra is the reader's own, opaque to the correlator: kept with the span's record when
 	// its verdict may be carried later, and returned with it in [Carried] (the processor keeps
 	// the attributes that name the span's operation there).
