@@ -81,23 +81,21 @@ func (x *keyIndex) observe(h uint64, t TraceID) {
 
 // len is the number of keys kept.
 func (x *keyIndex) len() int {
-	n := 0
-	for i := range x.shards {
-		s := &x.shards[i]
-		s.mu.Lock()
-		n += s.t.Len()
-		s.mu.Unlock()
-	}
-	return n
+	return int(x.sum(func(t *bounded.Table[uint64, keyTraces]) uint64 { return uint64(t.Len()) }))
 }
 
 // evicted is the number of keys forgotten to stay within the bound.
 func (x *keyIndex) evicted() uint64 {
+	return x.sum(func(t *bounded.Table[uint64, keyTraces]) uint64 { return t.Evicted() })
+}
+
+// sum adds f of every shard's table, each read under its shard's mutex.
+func (x *keyIndex) sum(f func(*bounded.Table[uint64, keyTraces]) uint64) uint64 {
 	var n uint64
 	for i := range x.shards {
 		s := &x.shards[i]
 		s.mu.Lock()
-		n += s.t.Evicted()
+		n += f(s.t)
 		s.mu.Unlock()
 	}
 	return n
