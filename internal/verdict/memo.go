@@ -479,6 +479,10 @@ func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
 	c.pendingSpans -= m.owing
 	m.owing, m.provisional = 0, false
 	delete(ms.owingMemos, t)
+	if !m.queued[queueSettled] { // taken off the settled queue while it owed (evictMemoLocked)
+		m.queued[queueSettled] = true
+		c.memoOrder[queueSettled].Push(t)
+	}
 	clear(verdicts)
 	ms.verdictBuf = verdicts[:0]
 }

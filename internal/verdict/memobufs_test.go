@@ -148,3 +148,48 @@ func TestMemoClassWaste(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledChainsMemoEvictable: a memo that owed verdicts (a provisional span) when
+// MaxContextSpans reached it in the settled queue, then settled by Sweep after ChainWait
+// (settleChainsLocked), is forgotten again in its turn: not kept, and counted, forever.
+func TestSettledChainsMemoEvictable(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxContextSpans = 2
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(tr, sid, parent byte) Span {
+		s := Span{TraceID: TraceID{tr, 7}, SpanID: SpanID{sid}, Name: "op", Service: "svc", Start: 1e9, End: 2e9,
+			GRPCStatus: -1, ResendCount: -1, InputTokens: -1, OutputTokens: -1}
+		if parent != 0 {
+			s.ParentID = SpanID{parent}
+		}
+		return s
+	}
+	// Trace 1: its root, and a span whose parent (2) has not come: provisional, owing.
+	a := []Span{mk(1, 1, 0), mk(1, 3, 2)}
+	c.Observe(a)
+	if d := c.Release(nil, a, 3e9, nil); !d.Verdicts[1].Provisional {
+		t.Fatalf("span under an absent parent: %+v, want provisional", d.Verdicts[1])
+	}
+	// Trace 2 puts the settled memos over the bound: trace 1, at the front, owes (skipped).
+	b := []Span{mk(2, 1, 0), mk(2, 2, 1)}
+	c.Observe(b)
+	c.Release(nil, b, 4e9, nil)
+	// ChainWait passes: trace 1's provisional span is judged, its memo settled.
+	c.Sweep(4e9 + int64(cfg.ChainWait) + 1e9)
+	for tr := byte(3); tr < 20; tr++ {
+		s := []Span{mk(tr, 1, 0), mk(tr, 2, 1)}
+		c.Observe(s)
+		c.Release(nil, s, int64(tr)*1e10, nil)
+	}
+	memo, pending, _ := c.Kept()
+	ms := c.memoShardOf(TraceID{1, 7})
+	ms.mu.Lock()
+	kept := ms.memos[TraceID{1, 7}] != nil
+	ms.mu.Unlock()
+	if kept || memo-pending > cfg.MaxContextSpans {
+		t.Fatalf("trace 1's memo kept: %v; %d settled records kept, bound %d", kept, memo-pending, cfg.MaxContextSpans)
+	}
+}
