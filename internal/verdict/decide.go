@@ -71,7 +71,9 @@ func grown[T any](b []T, n int) []T {
 
 // Decide computes the verdict of every span of one trace, in the order given. spans should be
 // all the spans of the trace that are held (a late span may come alone: it is judged against
-// the retained root record). Decide never modifies spans. Call Observe for the spans first.
+// the retained root record). Decide changes nothing of spans but what they cache of their records
+// (Span.recorded, written by the first rule that asks): two goroutines may not decide one slice
+// of spans at once. Call Observe for the spans first.
 func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 	return c.DecideInto(nil, spans)
 }

@@ -10,7 +10,8 @@ import "sync"
 // slice; one list for all shards, as a memo is mostly forgotten in another shard than the next
 // one is made in): slices of 8 to 1,024 records by capacity class (memoClassSizes: a new slice
 // is of its class's size, at most 7 records or a quarter larger than asked), at most memoFreeRecords
-// records. Larger memos are allocated to size and left to the garbage collector.
+// records. Larger memos grow by half at least (as append does) and are left to the garbage
+// collector.
 
 // memoClassSizes are the capacities of recycled memo slices, in records: steps of 8 to 64, then
 // of a quarter at most, to 1,024.
@@ -19,8 +20,8 @@ var memoClassSizes = [...]int{8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 1
 // memoClasses is the number of capacity classes of recycled memo slices.
 const memoClasses = len(memoClassSizes)
 
-// memoFreeRecords bounds the records a shard keeps on its free list (about 370 B each): with
-// 16 shards, some 6 MB at most beside the MaxContextSpans records in use.
+// memoFreeRecords bounds the records kept on the free list, one for all shards (about 330 B
+// each): some 1.3 MB at most beside the MaxContextSpans records in use.
 const memoFreeRecords = 4096
 
 // memoBufs are the slices of one trace memo, of one capacity.
@@ -53,6 +54,11 @@ func (c *Correlator) growMemo(m *traceMemo, n int) {
 	need := len(m.spans) + n
 	if need <= cap(m.spans) && need <= cap(m.emitted) && need <= cap(m.edged) {
 		return
+	}
+	if memoClass(need) < 0 {
+		// Above every class: grown by half at least, as append grows, so that a large trace
+		// released in small parts is not copied whole at every release.
+		need = max(need, cap(m.spans)+cap(m.spans)/2)
 	}
 	c.memoFree.mu.Lock()
 	b := c.memoFree.take(need)

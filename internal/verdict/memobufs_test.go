@@ -1,6 +1,10 @@
 package verdict
 
-import "testing"
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
 
 // TestMemoFreeClasses: slices come in capacity classes, are reused once given back (cleared),
 // and the free list keeps no more than memoFreeRecords records.
@@ -146,6 +150,127 @@ func TestMemoClassWaste(t *testing.T) {
 		if size < n || size-n > 7 && 4*size > 5*n {
 			t.Fatalf("asked %d records: a slice of %d", n, size)
 		}
+	}
+}
+
+// TestMemoGrowthAboveClasses: a memo above every class, grown by one release after another,
+// is not moved (copied whole) at every release: its slices grow as append's do, so a trace of
+// thousands of spans released in small parts costs linear, not quadratic, copying.
+func TestMemoGrowthAboveClasses(t *testing.T) {
+	c, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &traceMemo{}
+	c.growMemo(m, memoClassSizes[memoClasses-1])
+	m.spans = m.spans[:cap(m.spans)]
+	m.emitted, m.edged = m.emitted[:len(m.spans)], m.edged[:len(m.spans)]
+	moves := 0
+	for range 200 { // 200 releases of one span each, past the largest class
+		before := cap(m.spans)
+		c.growMemo(m, 1)
+		if cap(m.spans) != before {
+			moves++
+		}
+		if cap(m.emitted) < len(m.spans)+1 || cap(m.edged) < len(m.spans)+1 {
+			t.Fatalf("caps %d/%d/%d for %d records", cap(m.spans), cap(m.emitted), cap(m.edged), len(m.spans)+1)
+		}
+		m.spans = m.spans[:len(m.spans)+1]
+		m.emitted, m.edged = m.emitted[:len(m.spans)], m.edged[:len(m.spans)]
+	}
+	if moves > 3 {
+		t.Fatalf("the memo's slices moved %d times in 200 one-span releases past %d records", moves, memoClassSizes[memoClasses-1])
+	}
+}
+
+// TestMemoRecycleConcurrent: releases of many traces at once, in every shard, with memos
+// forgotten and given up all the time (tiny bounds) and sweeps meanwhile: every carried verdict a
+// release returns is of its own trace (a memo slice recycled while still in use would show
+// another trace's records), and the counts stay within their bounds. Run with -race.
+func TestMemoRecycleConcurrent(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxContextSpans = 40
+	cfg.MaxPendingSpans = 30
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(g, tr int, sid, parent byte, name string) Span {
+		s := Span{TraceID: TraceID{byte(g), byte(tr), byte(tr >> 8), 1}, SpanID: SpanID{sid}, Name: name, Service: "svc",
+			Start: 1e9 + int64(sid)*1e6, End: 2e9, Kind: KindClient, Target: NewTargetHash().Add(name),
+			GRPCStatus: -1, ResendCount: -1, InputTokens: -1, OutputTokens: -1}
+		if parent != 0 {
+			s.ParentID = SpanID{parent}
+		}
+		if sid%3 == 0 {
+			s.ErrorType = "context canceled"
+		}
+		return s
+	}
+	const goroutines, traces = 4, 250
+	errs := make(chan string, goroutines)
+	done := make(chan struct{})
+	go func() { // sweeps meanwhile
+		for now := int64(1e12); ; now += 1e9 {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			c.Sweep(now)
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := 1; g <= goroutines; g++ {
+		wg.Go(func() {
+			for tr := range traces {
+				tid := mk(g, tr, 1, 0, "root").TraceID
+				now := int64(tr+1) * 1e9
+				// Children before the root (deferred), the root, then late children one by one.
+				// Past 8 records (the smallest class), so that memos move to a larger class.
+				early := []Span{mk(g, tr, 2, 1, "a"), mk(g, tr, 3, 2, "b"), mk(g, tr, 4, 2, "b"), mk(g, tr, 5, 2, "b"), mk(g, tr, 6, 1, "a")}
+				c.Observe(early)
+				c.Release(nil, early, now, func(int) any { return tr })
+				root := []Span{mk(g, tr, 1, 0, "root")}
+				c.Observe(root)
+				parts := [][]Span{root, {mk(g, tr, 7, 1, "tool"), mk(g, tr, 8, 1, "tool")},
+					{mk(g, tr, 9, 1, "tool"), mk(g, tr, 10, 9, "c"), mk(g, tr, 11, 9, "c")}, {mk(g, tr, 12, 1, "tool")}}
+				for k, p := range parts {
+					var d Decision
+					if tr%5 == 0 && k == len(parts)-1 {
+						d = c.ReleaseLast(nil, p, now+int64(k)*1e6)
+					} else {
+						d = c.Release(nil, p, now+int64(k)*1e6, nil)
+					}
+					for _, cv := range d.Carried {
+						if cv.Span.TraceID != tid {
+							errs <- fmt.Sprintf("trace %x: carried a record of trace %x", tid, cv.Span.TraceID)
+							return
+						}
+					}
+					if len(d.Verdicts) != len(p) {
+						errs <- fmt.Sprintf("trace %x: %d verdicts for %d spans", tid, len(d.Verdicts), len(p))
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	c.Finish(1e15)
+	memo, pending, _ := c.Kept()
+	if pending != 0 || memo < 0 || memo > cfg.MaxContextSpans {
+		t.Fatalf("after Finish: %d memo records, %d pending; want at most %d, none pending", memo, pending, cfg.MaxContextSpans)
+	}
+	c.memoFree.mu.Lock()
+	defer c.memoFree.mu.Unlock()
+	if c.memoFree.records > memoFreeRecords {
+		t.Fatalf("free list holds %d records, over %d", c.memoFree.records, memoFreeRecords)
 	}
 }
 
