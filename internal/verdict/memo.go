@@ -289,15 +289,17 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 		ms.memos[t] = m
 	}
 	c.relMu.Lock()
-	defer c.relMu.Unlock()
 	if final {
 		if inMemo { // the spans joined the memo for the decision only: not counted in memoSpans
 			clear(m.spans[rel.nOld:])
 			m.spans = m.spans[:rel.nOld]
 		}
 		c.dropMemo(ms, t, m)
+		c.relMu.Unlock()
+		c.recycleMemo(m) // its records cleared outside relMu
 		return d
 	}
+	defer c.relMu.Unlock()
 	c.pendingSpans -= m.owing
 	m.owing = 0
 	m.edgePending = 0
@@ -349,7 +351,8 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	return d
 }
 
-// dropMemo forgets the memo m of trace t. ms, t's shard, and relMu are locked.
+// dropMemo forgets the memo m of trace t. ms, t's shard, and relMu are locked; the caller gives
+// m's slices back (recycleMemo) once relMu is unlocked.
 func (c *Correlator) dropMemo(ms *memoShard, t TraceID, m *traceMemo) {
 	c.memoSpans -= len(m.spans)
 	c.pendingSpans -= m.owing
@@ -359,7 +362,6 @@ func (c *Correlator) dropMemo(ms *memoShard, t TraceID, m *traceMemo) {
 	if ms.owingMemos[t] == m {
 		delete(ms.owingMemos, t)
 	}
-	c.recycleMemo(m)
 }
 
 // evictOver keeps a bound of the memos after a release, as evictMemo says: MaxPendingSpans
@@ -422,9 +424,10 @@ func (c *Correlator) evictMemoLocked(ms *memoShard, q int, t TraceID, now int64)
 			c.nameEdgesLocked(ms, t, m, now)
 		}
 		c.relMu.Lock()
-		defer c.relMu.Unlock()
 		c.evictedContext += uint64(len(m.spans))
 		c.dropMemo(ms, t, m)
+		c.relMu.Unlock()
+		c.recycleMemo(m) // its records cleared outside relMu
 		return true
 	}
 	if m.owing == 0 {
