@@ -80,14 +80,23 @@ func (c *Correlator) recycleMemo(m *traceMemo) {
 // recycle gives b to the free list; its records are cleared (they point into spans' strings)
 // outside the list's lock.
 func (c *Correlator) recycle(b memoBufs) {
-	size := cap(b.spans)
-	if cl := memoClass(size); cl < 0 || size != memoClassSizes[cl] || cap(b.emitted) != size || cap(b.edged) != size {
+	if b.class() < 0 {
 		return
 	}
 	clear(b.spans[:len(b.spans)])
 	c.memoFree.mu.Lock()
 	c.memoFree.give(b)
 	c.memoFree.mu.Unlock()
+}
+
+// class is the capacity class b's slices are all exactly of, or -1 (not recyclable).
+func (b memoBufs) class() int {
+	size := cap(b.spans)
+	c := memoClass(size)
+	if c < 0 || size != memoClassSizes[c] || cap(b.emitted) != size || cap(b.edged) != size {
+		return -1
+	}
+	return c
 }
 
 // take returns empty slices with room for n records: recycled ones of n's class, new ones of the
@@ -111,9 +120,9 @@ func (f *memoFree) take(n int) memoBufs {
 // give keeps b's slices, whose records are cleared, for reuse when they are of a class (the
 // capacity of one) and the free list has room.
 func (f *memoFree) give(b memoBufs) {
+	c := b.class()
 	size := cap(b.spans)
-	c := memoClass(size)
-	if c < 0 || size != memoClassSizes[c] || cap(b.emitted) != size || cap(b.edged) != size || f.records+size > memoFreeRecords {
+	if c < 0 || f.records+size > memoFreeRecords {
 		return
 	}
 	f.lists[c] = append(f.lists[c], memoBufs{spans: b.spans[:0], emitted: b.emitted[:0], edged: b.edged[:0]})
