@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
 )
 
@@ -121,15 +122,49 @@ func TestOperationAttributes(t *testing.T) {
 	a.PutStr("unrelated", "u")
 	a.PutStr("gen_ai.request.model", "gpt-4o")
 	a.PutInt("gen_ai.usage.input_tokens", 12)
+	a.PutDouble("server.port", 8443) // a wrong type, copied as it is
+	a.PutEmptySlice("http.request.method").AppendEmpty().SetStr("POST")
+	a.PutBool("url.scheme", true)
 	got := operationAttributes(a)
-	var keys []string
-	for k := range got.All() {
-		keys = append(keys, k)
+	if got == nil {
+		t.Fatal("nothing copied")
 	}
-	if fmt.Sprint(keys) != "[gen_ai.request.model http.route gen_ai.usage.input_tokens]" {
-		t.Fatalf("copied %v, want the three named in the lists' order", keys)
+	written := func(part verdict.Part) map[string]any {
+		sp := ptrace.NewSpan()
+		writeCarried(sp, &verdict.Carried{Span: verdict.Span{Extra: got}, Part: part})
+		m := map[string]any{}
+		var order []string
+		for k, v := range sp.Events().At(0).Attributes().All() {
+			m[k] = v.AsRaw()
+			order = append(order, k)
+		}
+		m["order"] = strings.Join(order[:min(len(order), 6)], " ")
+		return m
 	}
-	if v, _ := got.Get("gen_ai.usage.input_tokens"); v.Int() != 12 {
-		t.Fatalf("input tokens copied as %v", v.AsRaw())
+	all := written(verdict.PartAll)
+	want := map[string]any{
+		"gen_ai.request.model": "gpt-4o", "http.request.method": []any{"POST"}, "http.route": "/x",
+		"server.port": 8443.0, "url.scheme": true, "gen_ai.usage.input_tokens": int64(12),
+	}
+	for k, v := range want {
+		if fmt.Sprint(all[k]) != fmt.Sprint(v) || fmt.Sprintf("%T", all[k]) != fmt.Sprintf("%T", v) {
+			t.Errorf("%s carried as %#v, want %#v", k, all[k], v)
+		}
+	}
+	if _, ok := all["unrelated"]; ok {
+		t.Error("an attribute outside the lists was copied")
+	}
+	if all["order"] != "gen_ai.request.model http.request.method http.route server.port url.scheme gen_ai.usage.input_tokens" {
+		t.Errorf("copied in the order %q, want the lists' order", all["order"])
+	}
+	run := written(verdict.PartRun)
+	if _, ok := run["gen_ai.usage.input_tokens"]; ok {
+		t.Error("a part of a verdict carried token usage")
+	}
+	if run["http.route"] != "/x" {
+		t.Errorf("a part of a verdict lost its operation attributes: %v", run)
+	}
+	if operationAttributes(pcommon.NewMap()) != nil {
+		t.Error("a span without operation attributes keeps a record of them")
 	}
 }

@@ -3,6 +3,7 @@ package orphanprocessor
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -55,7 +56,10 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		d = p.corr.ReleaseLast(*vbuf, spans, p.clock.Now().UnixNano())
 	} else {
 		d = p.corr.Release(*vbuf, spans, p.clock.Now().UnixNano(), func(i int) any {
-			return operationAttributes(h.refs[i].sp.Attributes())
+			if ops := operationAttributes(h.refs[i].sp.Attributes()); ops != nil {
+				return ops
+			}
+			return nil
 		})
 	}
 	clear(spans) // drop the strings it points into before the buffer is reused
@@ -115,9 +119,9 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 
 // operationAttributes copies the attributes that name a span's operation and its token usage
 // (verdict.OperationAttributes, verdict.UsageAttributes), for a verdict carried later: found in
-// one pass over the span's attributes (the first of a name, as Get would), copied in the lists'
-// order into a map of their size.
-func operationAttributes(a pcommon.Map) pcommon.Map {
+// one pass over the span's attributes (the first of a name, as Get would), kept in the lists'
+// order. It returns nil when the span has none of them.
+func operationAttributes(a pcommon.Map) *carriedAttrs {
 	var (
 		found [maxCarriedNames]pcommon.Value
 		has   uint64
@@ -130,17 +134,76 @@ func operationAttributes(a pcommon.Map) pcommon.Map {
 			n++
 		}
 	}
-	m := pcommon.NewMap()
 	if n == 0 {
-		return m
+		return nil
 	}
-	m.EnsureCapacity(n)
+	c := &carriedAttrs{list: make([]carriedAttr, 0, n)}
 	for i := range carriedNames {
-		if has&(1<<i) != 0 {
-			found[i].CopyTo(m.PutEmpty(carriedNames[i]))
+		if has&(1<<i) == 0 {
+			continue
 		}
+		v := found[i]
+		ca := carriedAttr{name: uint8(i), typ: v.Type()}
+		switch ca.typ {
+		case pcommon.ValueTypeStr:
+			ca.str = v.Str()
+		case pcommon.ValueTypeInt:
+			ca.num = uint64(v.Int())
+		case pcommon.ValueTypeDouble:
+			ca.num = math.Float64bits(v.Double())
+		case pcommon.ValueTypeBool:
+			if v.Bool() {
+				ca.num = 1
+			}
+		case pcommon.ValueTypeEmpty:
+		default: // arrays, maps and bytes: a pdata copy (captured headers are arrays of one value)
+			ca.val = pcommon.NewValueEmpty()
+			v.CopyTo(ca.val)
+		}
+		c.list = append(c.list, ca)
 	}
-	return m
+	return c
+}
+
+// carriedAttrs is what a span that leaves provisional keeps of its attributes for its verdict
+// carried later (verdict.Span.Extra): the values of those of carriedNames it has, in that
+// order; scalars as Go values (one allocation for them all, none per value), other values as
+// pdata copies.
+type carriedAttrs struct {
+	list []carriedAttr
+}
+
+// carriedAttr is one attribute of carriedAttrs: carriedNames[name] of type typ, its value in
+// str (a string), num (an int, a double's bits, a bool as 0 or 1) or val (any other type).
+type carriedAttr struct {
+	str  string
+	num  uint64
+	val  pcommon.Value
+	name uint8
+	typ  pcommon.ValueType
+}
+
+// usage reports whether the attribute is one of verdict.UsageAttributes (a part of a verdict
+// copies none).
+func (ca *carriedAttr) usage() bool { return int(ca.name) >= len(verdict.OperationAttributes) }
+
+// putTo writes the attribute into a.
+func (ca *carriedAttr) putTo(a pcommon.Map) {
+	k := carriedNames[ca.name]
+	switch ca.typ {
+	case pcommon.ValueTypeStr:
+		a.PutStr(k, ca.str)
+	case pcommon.ValueTypeInt:
+		a.PutInt(k, int64(ca.num))
+	case pcommon.ValueTypeDouble:
+		a.PutDouble(k, math.Float64frombits(ca.num))
+	case pcommon.ValueTypeBool:
+		a.PutBool(k, ca.num == 1)
+	case pcommon.ValueTypeEmpty:
+		a.PutEmpty(k)
+	default:
+		ca.val.CopyTo(a.PutEmpty(k))
+	}
 }
 
 // carriedNames are verdict.OperationAttributes then verdict.UsageAttributes (at most
@@ -176,19 +239,18 @@ func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
 	ev.SetName(verdict.EventVerdict)
 	ev.SetTimestamp(pcommon.Timestamp(max(s.End, 0)))
 	a := ev.Attributes()
-	m, hasExtra := s.Extra.(pcommon.Map)
+	ops, _ := s.Extra.(*carriedAttrs)
 	// One array for all the event's attributes: the span's operation attributes, the six that
 	// name the span, and the verdict's.
 	n := carriedNameAttrs + verdictAttrs(&cv.Verdict)
-	if hasExtra {
-		n += m.Len()
+	if ops != nil {
+		n += len(ops.list)
 	}
 	a.EnsureCapacity(n)
-	if hasExtra {
-		m.CopyTo(a)
-		if cv.Part != verdict.PartAll {
-			for _, k := range verdict.UsageAttributes {
-				a.Remove(k) // a part of a verdict counts no spend
+	if ops != nil {
+		for i := range ops.list {
+			if ca := &ops.list[i]; cv.Part == verdict.PartAll || !ca.usage() {
+				ca.putTo(a) // a part of a verdict counts no spend: no usage attributes
 			}
 		}
 	}
