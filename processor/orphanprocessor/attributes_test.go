@@ -168,3 +168,27 @@ func TestOperationAttributes(t *testing.T) {
 		t.Error("a span without operation attributes keeps a record of them")
 	}
 }
+
+// TestCarriedIDs: a carried verdict names its span's trace and span ID as pcommon writes them,
+// an empty one as "".
+func TestCarriedIDs(t *testing.T) {
+	tid := pcommon.TraceID{0x01, 0xab, 15: 0xff}
+	sid := pcommon.SpanID{0x0c, 7: 0x10}
+	cases := []struct {
+		tid pcommon.TraceID
+		sid pcommon.SpanID
+	}{{tid, sid}, {tid, pcommon.SpanID{}}, {pcommon.TraceID{}, sid}}
+	for _, c := range cases {
+		sp := ptrace.NewSpan()
+		writeCarried(sp, &verdict.Carried{Span: verdict.Span{TraceID: verdict.TraceID(c.tid), SpanID: verdict.SpanID(c.sid)}, Part: verdict.PartEdge})
+		a := sp.Events().At(0).Attributes()
+		gt, _ := a.Get(verdict.AttrEventTraceID)
+		gs, _ := a.Get(verdict.AttrEventSpanID)
+		if gt.Str() != c.tid.String() || gs.Str() != c.sid.String() {
+			t.Errorf("IDs %v %v carried as %q %q", c.tid, c.sid, gt.Str(), gs.Str())
+		}
+	}
+	if got := idsHex(verdict.TraceID(tid), verdict.SpanID(sid)); got != "01ab00000000000000000000000000ff0c00000000000010" {
+		t.Errorf("idsHex = %q", got)
+	}
+}

@@ -3,6 +3,7 @@ package orphanprocessor
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -254,8 +255,14 @@ func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
 			}
 		}
 	}
-	a.PutStr(verdict.AttrEventTraceID, pcommon.TraceID(s.TraceID).String())
-	a.PutStr(verdict.AttrEventSpanID, pcommon.SpanID(s.SpanID).String())
+	if tid, sid := pcommon.TraceID(s.TraceID), pcommon.SpanID(s.SpanID); tid.IsEmpty() || sid.IsEmpty() {
+		a.PutStr(verdict.AttrEventTraceID, tid.String())
+		a.PutStr(verdict.AttrEventSpanID, sid.String())
+	} else {
+		ids := idsHex(s.TraceID, s.SpanID)
+		a.PutStr(verdict.AttrEventTraceID, ids[:32])
+		a.PutStr(verdict.AttrEventSpanID, ids[32:])
+	}
 	a.PutStr(verdict.AttrEventSpanName, s.Name)
 	if int(s.Kind) < len(kindNames) {
 		a.PutStr(verdict.AttrEventSpanKind, kindNames[s.Kind])
@@ -280,6 +287,15 @@ func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
 	writeVerdict(a, &cv.Verdict)
 }
 
+// idsHex is a trace ID's 32 lower-case hex digits then a span ID's 16, in one string: one
+// allocation for the two, each as pcommon's String method writes a non-empty ID.
+func idsHex(t verdict.TraceID, s verdict.SpanID) string {
+	var b [48]byte
+	hex.Encode(b[:32], t[:])
+	hex.Encode(b[32:], s[:])
+	return string(b[:])
+}
+
 // passCarried passes on carried verdicts that no span of their trace is there to carry (a
 // sweep, shutdown): one carrier span per trace (verdict.CarrierSpanName), a child of the first
 // span it carries for, in that span's service.
@@ -290,16 +306,22 @@ func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Car
 	p.countDecision(ctx, nil, carried, &st)
 	p.countCorrelatorEvictions(ctx)
 	out := ptrace.NewTraces()
-	byTrace := map[verdict.TraceID]ptrace.Span{}
+	// The carriers first, with how many events each will carry, then the events: one events
+	// array per carrier.
+	type carrier struct {
+		sp ptrace.Span
+		n  int
+	}
+	byTrace := map[verdict.TraceID]*carrier{}
 	for i := range carried {
 		cv := &carried[i]
-		sp, ok := byTrace[cv.Span.TraceID]
+		c, ok := byTrace[cv.Span.TraceID]
 		if !ok {
 			rs := out.ResourceSpans().AppendEmpty()
 			rs.Resource().Attributes().PutStr("service.name", cv.Span.Service)
 			ss := rs.ScopeSpans().AppendEmpty()
 			ss.Scope().SetName(carrierScope)
-			sp = ss.Spans().AppendEmpty()
+			sp := ss.Spans().AppendEmpty()
 			sp.SetTraceID(pcommon.TraceID(cv.Span.TraceID))
 			sp.SetSpanID(p.newSpanID())
 			sp.SetParentSpanID(pcommon.SpanID(cv.Span.SpanID))
@@ -308,9 +330,16 @@ func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Car
 			sp.SetStartTimestamp(pcommon.NewTimestampFromTime(now))
 			sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
 			sp.Attributes().PutBool(verdict.AttrCarrier, true)
-			byTrace[cv.Span.TraceID] = sp
+			c = &carrier{sp: sp}
+			byTrace[cv.Span.TraceID] = c
 		}
-		writeCarried(sp, cv)
+		c.n++
+	}
+	for _, c := range byTrace {
+		c.sp.Events().EnsureCapacity(c.n)
+	}
+	for i := range carried {
+		writeCarried(byTrace[carried[i].Span.TraceID].sp, &carried[i])
 	}
 	for t := range byTrace {
 		p.lat.counted(t, now)
