@@ -48,6 +48,10 @@ type orphanProcessor struct {
 	// afterRoot is how long a trace is held after its root arrived: decision_wait_after_root,
 	// at most decision_wait (resolved once).
 	afterRoot time.Duration
+	// atOnce is decision_wait: 0, resolved once: each batch is decided whole as it arrives, in
+	// the calling goroutine (holdBatch, not the hold shards); no release loop, nothing deferred
+	// or kept open, every decision final (docs/verdicts.md "When a run is over").
+	atOnce bool
 
 	// mu guards the lifecycle (started) and lastSweep: the release loop's, not the span path's.
 	mu        sync.Mutex
@@ -93,6 +97,7 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		reader:    spanread.New(cfg.readerOptions()),
 		clock:     wallClock{},
 		afterRoot: min(cfg.DecisionWaitAfterRoot, cfg.DecisionWait),
+		atOnce:    cfg.DecisionWait == 0,
 		roots:     map[verdict.TraceID][]*heldRoot{},
 		stop:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
@@ -182,7 +187,7 @@ func firstEnd(h *heldTrace) pcommon.Timestamp {
 
 func (p *orphanProcessor) loop() {
 	defer close(p.done)
-	if p.cfg.DecisionWait == 0 {
+	if p.atOnce {
 		<-p.stop
 		return
 	}
@@ -293,7 +298,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	if n := len(in.spans); n > 0 {
 		p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(n), p.tel.ID)
 	}
-	if p.cfg.DecisionWait == 0 {
+	if p.atOnce {
 		ready, late = p.holdBatch(ctx, in, now)
 	} else {
 		ready, late = p.holdInShards(ctx, in, now)

@@ -39,7 +39,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	p.countReaderStats(ctx, &rst)
 	vbuf := verdictBufs.Get().(*[]verdict.Verdict)
 	var d verdict.Decision
-	if p.cfg.DecisionWait == 0 {
+	if p.atOnce {
 		// Each batch is decided whole, as it arrives (the offline CLI): one decision, every run
 		// over, nothing deferred or kept but root records.
 		d.Verdicts, d.Stats = p.corr.DecideInto(*vbuf, spans)
@@ -81,7 +81,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	}
 	p.updateHeldRoots(h.id, d.Reach)
 	p.lat.counted(h.id, p.clock.Now())
-	if p.cfg.DecisionWait == 0 {
+	if p.atOnce {
 		p.lat.expire(time.Time{}) // every decision is final
 	}
 	provisional := int64(0)
@@ -93,7 +93,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 			provisional++
 			continue
 		}
-		if verdicts[i].HasReach && !h.last && p.cfg.DecisionWait > 0 && h.refs[i].sp.ParentSpanID().IsEmpty() {
+		if verdicts[i].HasReach && !h.last && !p.atOnce && h.refs[i].sp.ParentSpanID().IsEmpty() {
 			p.holdRoot(ctx, h, i, &verdicts[i])
 			continue
 		}
