@@ -38,14 +38,20 @@ type Config struct {
 	// MaxAttempts closes a run when reached. 0: no limit.
 	MaxAttempts int `mapstructure:"max_attempts"`
 
-	Attributes   AttributesConfig   `mapstructure:"attributes"`
+	// Attributes names the span attributes read (attempt, idempotency key, deadlines, tokens,
+	// model, cost).
+	Attributes AttributesConfig `mapstructure:"attributes"`
+	// Cancellation says what means a cancellation or a passed deadline.
 	Cancellation CancellationConfig `mapstructure:"cancellation"`
-	Retryable    RetryableConfig    `mapstructure:"retryable"`
+	// Retryable says which failures are retryable.
+	Retryable RetryableConfig `mapstructure:"retryable"`
 	// Prices maps a model name to its price in USD per million tokens. A model matches exactly
 	// or by the longest configured prefix.
-	Prices   map[string]PriceConfig `mapstructure:"prices"`
-	Detached DetachedConfig         `mapstructure:"detached"`
-	Limits   LimitsConfig           `mapstructure:"limits"`
+	Prices map[string]PriceConfig `mapstructure:"prices"`
+	// Detached says which work is meant to outlive the request.
+	Detached DetachedConfig `mapstructure:"detached"`
+	// Limits bound what the processor holds and keeps, each with its eviction counter.
+	Limits LimitsConfig `mapstructure:"limits"`
 	// Keys names the orphan_keys extension (`orphan_keys` or `orphan_keys/name`) through which
 	// the members of a tier share idempotency keys (README "Key sharing across a tier"); nil:
 	// keys are not shared.
@@ -149,16 +155,24 @@ type DeadlineConfig struct {
 type CancellationConfig struct {
 	// Grace: a cancellation recorded within this of the gone time means the run noticed its
 	// caller left; one further away is the attempt's own timeout.
-	Grace              time.Duration `mapstructure:"grace"`
-	ErrorTypes         []string      `mapstructure:"error_types"`
-	DeadlineErrorTypes []string      `mapstructure:"deadline_error_types"`
+	Grace time.Duration `mapstructure:"grace"`
+	// ErrorTypes are error.type / exception.type values meaning the work noticed a
+	// cancellation: case-insensitive, also by last segment and by subclass name, `*` for any
+	// text (README, `cancellation.error_types`).
+	ErrorTypes []string `mapstructure:"error_types"`
+	// DeadlineErrorTypes are the values meaning a deadline passed (deadline_exceeded, not
+	// cancelled); a name listed here exactly wins over a subclass match in ErrorTypes.
+	DeadlineErrorTypes []string `mapstructure:"deadline_error_types"`
 }
 
 // RetryableConfig says which failures are retryable.
 type RetryableConfig struct {
-	HTTPStatusCodes []int    `mapstructure:"http_status_codes"`
-	GRPCStatusCodes []int    `mapstructure:"grpc_status_codes"`
-	ErrorTypes      []string `mapstructure:"error_types"`
+	// HTTPStatusCodes are retryable HTTP response status codes (RFC 9110 §15.6 and others).
+	HTTPStatusCodes []int `mapstructure:"http_status_codes"`
+	// GRPCStatusCodes are retryable gRPC status codes (numbers: 14 UNAVAILABLE, ...).
+	GRPCStatusCodes []int `mapstructure:"grpc_status_codes"`
+	// ErrorTypes are retryable error.type values.
+	ErrorTypes []string `mapstructure:"error_types"`
 }
 
 // PriceConfig is a model's price in USD per million tokens.
@@ -173,8 +187,10 @@ type DetachedConfig struct {
 	ConsumerSpans bool `mapstructure:"consumer_spans"`
 	// LinkedRoots: a trace whose root span has links (reached only through a span link).
 	LinkedRoots bool `mapstructure:"linked_roots"`
-	// LateEntrySpans: a SERVER/CONSUMER span that starts after its parent ended (a redirect
-	// followed later, fire-and-forget).
+	// LateEntrySpans: a SERVER span that starts after its parent ended is a follow-up nobody
+	// waits for (a redirect followed later) when its root completed and the span it follows
+	// ended without an error or a cancellation; otherwise it is judged like any span
+	// (verdict.Correlator.isFollowUp, docs/verdicts.md).
 	LateEntrySpans bool `mapstructure:"late_entry_spans"`
 }
 

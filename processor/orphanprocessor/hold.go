@@ -349,7 +349,7 @@ func (p *orphanProcessor) takeAll() []*heldTrace {
 
 // makeRoom reserves the place of a trace about to be added (no shard locked): when max_traces
 // are held, the oldest traces of all shards are taken out first, appended to ready (decided
-// early, counted as evictions). The caller adds the trace (addReserved) or gives the place
+// early, counted as evictions). The caller adds the trace (addHeld, intake.go) or gives the place
 // back (traces.Add(-1)).
 func (p *orphanProcessor) makeRoom(ctx context.Context, ready []*heldTrace) []*heldTrace {
 	if p.traces.Add(1) <= int64(p.cfg.Limits.MaxTraces) {
@@ -396,7 +396,7 @@ func (p *orphanProcessor) evictOldest() *heldTrace {
 	}
 }
 
-// leftHeld takes traces that were taken (takeLocked) out of traces_held and spans_held, once
+// leftHeld takes traces that were taken (take) out of traces_held and spans_held, once
 // decided and handed on: while they are being decided the processor still holds them, and the
 // gauges must not tell a reader that nothing is held or owed while verdicts are being made
 // (issue 19 item 9: "owes nothing" was read before the last verdicts were counted).
