@@ -70,11 +70,12 @@ func (c *Correlator) growMemo(m *traceMemo, n int) {
 	m.spans, m.emitted, m.edged = b.spans, b.emitted, b.edged
 }
 
-// recycleMemo gives m's slices back to the free list when m is forgotten. Nothing may use m's
-// records afterwards.
+// recycleMemo gives m's slices back to the free list when m is forgotten, and drops its index.
+// Nothing may use m's records afterwards.
 func (c *Correlator) recycleMemo(m *traceMemo) {
 	c.recycle(memoBufs{spans: m.spans, emitted: m.emitted, edged: m.edged})
 	m.spans, m.emitted, m.edged = nil, nil, nil
+	m.ix = nil // its index (incremental.go) indexes those records: dropped with them
 }
 
 // recycle gives b to the free list; its records are cleared (they point into spans' strings)
