@@ -220,9 +220,37 @@ func (c *Correlator) choosePath(ms *memoShard, t TraceID, m *traceMemo, nOld int
 	return true, false
 }
 
-// newMemoIndex makes the index of a memo of capacity spans.
-func newMemoIndex(capacity int) *memoIndex {
-	return &memoIndex{n: make([]ixNode, 0, capacity), root: -1}
+// newMemoIndex makes the index of a memo of capacity spans: a recycled one (recycleIndex) when
+// the free list has one, else a new one.
+func (c *Correlator) newMemoIndex(capacity int) *memoIndex {
+	c.memoFree.mu.Lock()
+	ix := c.memoFree.takeIndex()
+	c.memoFree.mu.Unlock()
+	if ix == nil {
+		return &memoIndex{n: make([]ixNode, 0, capacity), root: -1}
+	}
+	ix.n = slices.Grow(ix.n, capacity)
+	return ix
+}
+
+// memoFreeIndexes bounds the indexes kept on the memo free list (each of at most the largest
+// memo class's nodes, 40 B a node: some 10 MB at most).
+const memoFreeIndexes = 256
+
+// recycleIndex gives ix, the index of a memo forgotten, to the free list, emptied (its maps, made
+// for large memos only, are not kept), when it is no larger than the largest memo class and the
+// list has room. Nothing may use ix afterwards.
+func (c *Correlator) recycleIndex(ix *memoIndex) {
+	if ix == nil || cap(ix.n) > memoClassSizes[memoClasses-1] {
+		return
+	}
+	clear(ix.groups) // their ids slices
+	*ix = memoIndex{n: ix.n[:0], groups: ix.groups[:0], root: -1}
+	c.memoFree.mu.Lock()
+	if len(c.memoFree.indexes) < memoFreeIndexes {
+		c.memoFree.indexes = append(c.memoFree.indexes, ix)
+	}
+	c.memoFree.mu.Unlock()
 }
 
 // linearIndex is the size up to which a memo's index scans IDs instead of keeping maps (a

@@ -38,6 +38,24 @@ func checkIndex(t *testing.T, m *traceMemo) {
 			t.Fatalf("record %d is the root, the index's root %d", i, ix.root)
 		}
 	}
+	// Run groups: each group's chain holds exactly the nodes that name it, each with its key.
+	members := 0
+	for g := range ix.groups {
+		for k := ix.groups[g].first; k >= 0; k = ix.n[k].gnext {
+			if ix.n[k].grp != int32(g) || (runKey{parent: m.spans[k].ParentID, op: opKey(&m.spans[k])}) != ix.groups[g].key {
+				t.Fatalf("group %d chains node %d of group %d", g, k, ix.n[k].grp)
+			}
+			members++
+		}
+	}
+	for i := range ix.n {
+		if ix.n[i].grp >= 0 {
+			members--
+		}
+	}
+	if members != 0 {
+		t.Fatalf("the groups' chains and the nodes' groups differ by %d", members)
+	}
 }
 
 // TestIndexFollowsMemoGrowth: a trace of 60 spans released one at a time, root first, then
@@ -81,7 +99,8 @@ func TestIndexFollowsMemoGrowth(t *testing.T) {
 
 // TestIndexDroppedWithMemo: a trace's index goes with its memo when max_context_spans forgets
 // it (its records recycled); the trace's next release is decided as a first release (whole,
-// no index), and the one after builds a new index from the new memo's records.
+// no index), and the one after builds a new index from the new memo's records: the forgotten
+// memo's index, recycled and emptied.
 func TestIndexDroppedWithMemo(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxContextSpans = 4
@@ -91,14 +110,18 @@ func TestIndexDroppedWithMemo(t *testing.T) {
 	}
 	now := 200 * int64(time.Second)
 	a := []Span{indexSpan(1, 1, 0, 100), indexSpan(1, 2, 1, 50), indexSpan(1, 3, 1, 60), indexSpan(1, 4, 2, 40)}
+	for _, i := range []int{1, 3} { // client calls: attempts, each a run group of the index
+		a[i].Kind = KindClient
+	}
 	c.Observe(a)
 	c.Release(nil, a[:1], now, nil)
 	c.Release(nil, a[1:2], now, nil) // the second release: the index is built
 	ms := c.memoShardOf(a[0].TraceID)
 	m := ms.memos[a[0].TraceID]
-	if m == nil || m.ix == nil {
-		t.Fatal("no index after the trace's second release")
+	if m == nil || m.ix == nil || len(m.ix.groups) != 1 {
+		t.Fatal("no index with one run group after the trace's second release")
 	}
+	first := m.ix
 	// Another trace of 5 spans: over max_context_spans, the oldest memo (a's) is forgotten.
 	b := []Span{indexSpan(2, 1, 0, 100), indexSpan(2, 2, 1, 50), indexSpan(2, 3, 1, 50), indexSpan(2, 4, 1, 50), indexSpan(2, 5, 1, 50)}
 	c.Observe(b)
@@ -117,8 +140,11 @@ func TestIndexDroppedWithMemo(t *testing.T) {
 		t.Fatalf("the release after the memo was forgotten: index %v, first releases %d → %d", m2 != nil && m2.ix != nil, before[wholeNone], after[wholeNone])
 	}
 	c.Release(nil, a[3:4], now, nil)
-	if m2.ix == nil {
-		t.Fatal("no new index at the new memo's second release")
+	if m2.ix != first {
+		t.Fatal("the new memo's index is not the forgotten memo's, recycled")
 	}
 	checkIndex(t, m2)
+	if len(m2.ix.n) != 2 || len(m2.ix.groups) != 1 || m2.ix.groups[0].first != 1 || m2.ix.root != -1 {
+		t.Fatalf("the recycled index kept the forgotten memo's nodes or groups: %d nodes, groups %+v, root %d", len(m2.ix.n), m2.ix.groups, m2.ix.root)
+	}
 }

@@ -360,7 +360,7 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	// The index: built at the trace's second release (a trace released once never pays for
 	// one), else its new spans were linked by choosePath; it learns what this decision left.
 	if build {
-		m.ix = newMemoIndex(cap(m.spans))
+		m.ix = c.newMemoIndex(cap(m.spans))
 		c.keepIndexed(m, 0)
 	}
 	if m.ix != nil {
