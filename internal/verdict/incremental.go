@@ -594,7 +594,8 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 	}
 	all = append(all, spans...)
 	b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
-	rel := &release{t: t, mode: modeRelease, now: now, extra: extra, nOld: len(old), emitted: emitted, opened: b.opened[:0], context: b.ctxPos}
+	rel := ms.startRelease(release{t: t, mode: modeRelease, now: now, extra: extra, nOld: len(old), emitted: emitted, opened: b.opened[:0], context: b.ctxPos})
+	defer ms.endRelease()
 	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
 	b.spansDecided += uint64(len(all))
 	keepCached(m, all, sub)

@@ -132,9 +132,22 @@ type memoShard struct {
 	memos      map[TraceID]*traceMemo
 	owingMemos map[TraceID]*traceMemo // the memos that owe verdicts (Sweep walks these)
 	verdictBuf []Verdict
+	rel        release   // the release deciding (startRelease)
 	inc        incrShard // the incremental path's counts and working memory (incremental.go)
 	_          [64]byte  // keeps two shards' mutexes off one cache line
 }
+
+// startRelease makes r the shard's release record and returns it: a shard decides one release
+// at a time (its mutex held), so a release's state is not allocated anew each time. The caller
+// ends it (endRelease) when its decision is done.
+func (ms *memoShard) startRelease(r release) *release {
+	ms.rel = r
+	return &ms.rel
+}
+
+// endRelease forgets the shard's release record: its callback and carried verdicts are the
+// caller's, not to be kept until the shard's next release.
+func (ms *memoShard) endRelease() { ms.rel = release{} }
 
 // memoShardOf is the memo shard of trace t: its two halves mixed (test and legacy IDs vary in
 // either), the top bits of a Fibonacci hash.
@@ -254,25 +267,28 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	final := mode == modeFinal
 	m := ms.memos[t]
 	all := spans
-	rel := &release{t: t, mode: mode, now: now, extra: extra, opened: ms.inc.opened[:0]}
 	// With a memo, the spans join it first and the decision reads the memo in place (the
 	// earlier spans, then these): no copy of the earlier spans at each release.
 	inMemo := m != nil && len(m.spans) > 0
+	nOld := 0
+	var emitted []bool
 	if inMemo {
-		rel.nOld = len(m.spans)
+		nOld = len(m.spans)
 		c.growMemo(m, len(spans))
 		m.spans = append(m.spans, spans...)
 		all = m.spans
-		rel.emitted = m.emitted
+		emitted = m.emitted
 	}
 	build := false
 	if mode == modeRelease {
 		var incremental bool
-		incremental, build = c.choosePath(ms, t, m, rel.nOld)
+		incremental, build = c.choosePath(ms, t, m, nOld)
 		if incremental {
-			return c.decideIncrementalLocked(ms, dst, t, m, rel.nOld, now, extra)
+			return c.decideIncrementalLocked(ms, dst, t, m, nOld, now, extra)
 		}
 	}
+	rel := ms.startRelease(release{t: t, mode: mode, now: now, extra: extra, nOld: nOld, emitted: emitted, opened: ms.inc.opened[:0]})
+	defer ms.endRelease()
 	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
 	ms.inc.spansDecided += uint64(len(all))
 	ms.inc.opened = rel.opened[:0]
@@ -488,7 +504,8 @@ func (c *Correlator) evictMemoLocked(ms *memoShard, q int, t TraceID, now int64)
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
 func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now int64) {
-	rel := &release{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
+	rel := ms.startRelease(release{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted})
+	defer ms.endRelease()
 	verdicts, _ := c.decide(ms.verdictBuf[:0], m.spans, rel)
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
@@ -521,7 +538,8 @@ func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
 		}
 		b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
 	}
-	rel := &release{t: t, mode: modeChains, now: now, nOld: len(all), emitted: emitted, opened: b.opened[:0]}
+	rel := ms.startRelease(release{t: t, mode: modeChains, now: now, nOld: len(all), emitted: emitted, opened: b.opened[:0]})
+	defer ms.endRelease()
 	if sub != nil {
 		rel.context = b.ctxPos
 	}
