@@ -48,7 +48,10 @@ import (
 // which copy is kept depends on all of them), a parent cycle, span links or a CONSUMER span
 // (detached work bound across traces), several roots, detached work (a key binding read again
 // at each decision), an open run evicted since the trace was last decided (the whole decision
-// opens it again); and at a trace's second release, which builds the index (a trace released
+// opens it again), open runs so near MaxOpenRuns that the decision's own runs may evict one of
+// the trace's (the whole decision would open that one again within the same decision: the
+// decision may open at most one run an attempt, so the bound is the open runs kept plus the
+// memo's spans); and at a trace's second release, which builds the index (a trace released
 // once never pays for one). A memo forgotten and a trace given up are decided whole, once.
 //
 // The index lives on the memo (traceMemo.ix) under the memo shard's mutex, and indexes the memo's
@@ -72,6 +75,7 @@ const (
 	wholeBadSpan                        // a span without trace or span ID
 	wholeForced                         // the incremental path is off (tests)
 	wholeIndex                          // the trace's second release: its index is built after it
+	wholeOpenFull                       // the open runs are near MaxOpenRuns: the decision may evict
 	wholeReasons
 )
 
@@ -106,6 +110,10 @@ type ixNode struct {
 	gnext   int32  // next member of the same run group
 	pend    bool   // left with its edge pending (Verdict.EdgePending)
 	prov    bool   // decided provisional (Verdict.Provisional): owes its verdict to its chain
+	// stale: settled by ChainWait (modeChains) since the trace's last release: pend is the
+	// settling's, not what a release sees (a release leaves the edge of every span whose chain
+	// is incomplete pending), so the next release decides it again (subset).
+	stale bool
 }
 
 // memoGroup is one run group of a memo: attempts with the same parent span and operation key.
@@ -412,9 +420,13 @@ func (c *Correlator) incrementalReason(t TraceID, m *traceMemo) wholeReason {
 	}
 	c.relMu.Lock()
 	evicted := c.open.Evicted() != ix.openEvicted
+	full := c.open.Len()+len(ix.n) > c.cfg.MaxOpenRuns
 	c.relMu.Unlock()
-	if evicted {
+	switch {
+	case evicted:
 		return wholeEvicted
+	case full:
+		return wholeOpenFull
 	}
 	c.mu.Lock()
 	rec, ok := c.roots.Get(t)
@@ -448,7 +460,7 @@ func (c *Correlator) subset(ms *memoShard, m *traceMemo, t TraceID, nOld int, no
 	for i := range nOld {
 		// A provisional span waits for its chain to the root: only a new span above it (a
 		// descendant of a new span, below) completes it.
-		if !m.emitted[i] && (provisional || !ix.n[i].prov) {
+		if !m.emitted[i] && (provisional || !ix.n[i].prov) || ix.n[i].stale {
 			add(int32(i))
 		}
 	}
@@ -559,14 +571,14 @@ func (c *Correlator) afterWholeLocked(ms *memoShard, m *traceMemo, rel *release,
 	c.runsLeftOpen(ms, m, rel.t, rel, nil)
 	if every {
 		for i := range verdicts {
-			ix.n[i].pend, ix.n[i].prov = verdicts[i].EdgePending, verdicts[i].Provisional
+			ix.n[i].pend, ix.n[i].prov, ix.n[i].stale = verdicts[i].EdgePending, verdicts[i].Provisional, false
 		}
 	}
 	if r := ix.root; r >= 0 && int(r) < len(verdicts) && verdicts[r].HasReach {
 		ix.reach, ix.depth = max(ix.reach, verdicts[r].ReachHops), max(ix.depth, verdicts[r].OrphanedDepthHops)
 	}
 	for _, i := range only {
-		ix.n[i].pend, ix.n[i].prov = verdicts[i].EdgePending, verdicts[i].Provisional
+		ix.n[i].pend, ix.n[i].prov, ix.n[i].stale = verdicts[i].EdgePending, verdicts[i].Provisional, true
 	}
 	ix.openEvicted = c.open.Evicted()
 }
@@ -654,7 +666,7 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 			m.emitted[i] = true
 			m.edged[i] = v.CallerService != ""
 		}
-		ix.n[i].pend, ix.n[i].prov = v.EdgePending, v.Provisional
+		ix.n[i].pend, ix.n[i].prov, ix.n[i].stale = v.EdgePending, v.Provisional, false
 	}
 	for q := range spans {
 		v := &d.Verdicts[q]
@@ -699,7 +711,7 @@ func (c *Correlator) afterSubsetLocked(ms *memoShard, m *traceMemo, rel *release
 	ix := m.ix
 	c.runsLeftOpen(ms, m, rel.t, rel, sub)
 	for _, p := range only {
-		ix.n[sub[p]].pend, ix.n[sub[p]].prov = verdicts[p].EdgePending, verdicts[p].Provisional
+		ix.n[sub[p]].pend, ix.n[sub[p]].prov, ix.n[sub[p]].stale = verdicts[p].EdgePending, verdicts[p].Provisional, true
 	}
 	for p, i := range sub {
 		if i == ix.root && verdicts[p].HasReach {

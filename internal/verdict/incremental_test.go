@@ -24,7 +24,17 @@ import (
 // lockstep runs the releases through both correlators and compares, returning how many
 // releases the incremental one decided incrementally.
 func lockstep(t require.TestingT, name string, spans []verdict.Span, releases [][]int, sweepAfter []int64) uint64 {
+	return lockstepWith(t, name, spans, releases, sweepAfter, verdict.Config{})
+}
+
+// lockstepWith is lockstep with the limits of limits (MaxContextSpans, MaxPendingSpans,
+// MaxOpenRuns) where they are set, for both correlators: memos forgotten and given up, their
+// indexes recycled, open runs evicted.
+func lockstepWith(t require.TestingT, name string, spans []verdict.Span, releases [][]int, sweepAfter []int64, limits verdict.Config) uint64 {
 	inc, whole := newCorrelator(t), newCorrelator(t)
+	if limits.MaxContextSpans > 0 {
+		inc, whole = newCorrelatorLimited(t, limits), newCorrelatorLimited(t, limits)
+	}
 	verdict.SetIncremental(whole, false)
 	var now int64
 	for r, rel := range releases {
@@ -70,6 +80,15 @@ func lockstep(t require.TestingT, name string, spans []verdict.Span, releases []
 	wn, _ := whole.DecisionPaths()
 	require.Zero(t, wn, "the whole correlator decided incrementally")
 	return n
+}
+
+// newCorrelatorLimited is newCorrelator with the memo and open-run limits of limits.
+func newCorrelatorLimited(t require.TestingT, limits verdict.Config) *verdict.Correlator {
+	cfg := newCorrelator(t).Config()
+	cfg.MaxContextSpans, cfg.MaxPendingSpans, cfg.MaxOpenRuns = limits.MaxContextSpans, limits.MaxPendingSpans, limits.MaxOpenRuns
+	c, err := verdict.New(cfg)
+	require.NoError(t, err)
+	return c
 }
 
 // markOnly reduces the provisional verdicts of a decision to their mark: the rest is not a
@@ -150,7 +169,22 @@ func TestIncrementalEqualsWhole(t *testing.T) {
 		}
 		old := verdict.SetLinearIndex(rapid.SampledFrom([]int{2, 64}).Draw(rt, "linearIndex"))
 		defer verdict.SetLinearIndex(old)
-		lockstep(rt, filepath.Base(dirs[fi]), spans, releases, sweeps)
+		// Now and then tight limits: memos forgotten (their indexes recycled into the next
+		// memo's), traces given up, open runs evicted (the whole decision's fallback).
+		// Each limit tight or as shipped, on its own: tight open runs make most decisions whole
+		// (wholeOpenFull), and would hide the memo bounds' effect on the incremental path.
+		def := verdict.DefaultConfig()
+		limits := verdict.Config{MaxContextSpans: def.MaxContextSpans, MaxPendingSpans: def.MaxPendingSpans, MaxOpenRuns: def.MaxOpenRuns}
+		if rapid.Bool().Draw(rt, "tightContext") {
+			limits.MaxContextSpans = rapid.IntRange(1, 30).Draw(rt, "maxContextSpans")
+		}
+		if rapid.Bool().Draw(rt, "tightPending") {
+			limits.MaxPendingSpans = rapid.IntRange(1, 30).Draw(rt, "maxPendingSpans")
+		}
+		if rapid.IntRange(0, 3).Draw(rt, "tightOpen") == 0 {
+			limits.MaxOpenRuns = rapid.IntRange(1, 4).Draw(rt, "maxOpenRuns")
+		}
+		lockstepWith(rt, filepath.Base(dirs[fi]), spans, releases, sweeps, limits)
 	})
 }
 
