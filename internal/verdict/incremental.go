@@ -22,7 +22,10 @@ import (
 //
 //   - the new spans, and the memo's spans that owe their verdict and were never decided with
 //     their root known (deferred); a provisional span (decided, its chain to the root
-//     incomplete) stays so until a span above it arrives: it is among the next;
+//     incomplete) stays so until a span above it arrives: it is among the next; and the spans
+//     ChainWait settled since the trace's last release (ixNode.stale: the settling judged them
+//     as final, a release leaves the edge of a span whose chain is incomplete pending, and a
+//     memo forgotten names the edges pending);
 //   - their descendants in the memo, below those whose chain to the root is complete: a
 //     parent that arrives after its children completes their chain to the root (their edge,
 //     their root, their hop may change), and its spend depends on them. Below a span whose
