@@ -42,7 +42,7 @@ import (
 // Within that subset every rule reads exactly what it reads in the decision of the whole trace,
 // so the verdicts, the carried verdicts and the open runs are those of the whole decision
 // (TestIncrementalEqualsWhole compares the two release by release over every scenario, random
-// splits and sweeps). ChainWait's settling (settleChainsLocked) decides the same way, with the
+// splits, sweeps and tight limits). ChainWait's settling (settleChainsLocked) decides the same way, with the
 // provisional spans among the first.
 //
 // The incremental path falls back to the whole-trace decision (wholeReason, counted in
@@ -58,8 +58,8 @@ import (
 // once never pays for one). A memo forgotten and a trace given up are decided whole, once.
 //
 // The index lives on the memo (traceMemo.ix) under the memo shard's mutex, and indexes the memo's
-// records by position: the memo's slices may move (growMemo) without it, and it is dropped with
-// them when the memo is forgotten (recycleMemo). Open runs are read under relMu (openStays, the
+// records by position: the memo's slices may move (growMemo) without it, and it goes with them
+// when the memo is forgotten (recycleMemo), emptied onto the free list (recycleIndex). Open runs are read under relMu (openStays, the
 // evicted count); a keyed run that another trace continues in another shard between the choice
 // of the subset and the decision's run step is decided as if that trace's release came after.
 // Each shard keeps its counts and working memory (incrShard).
