@@ -429,6 +429,9 @@ func (c *Correlator) inheritContext(sc *scratch, spans []Span, out []Verdict, bi
 			}
 		}
 		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = ctx.detached, ctx.bound, ctx.rec, ctx.hasRoot, ctx.deadline
+		if ctx.detached && sc.rel != nil {
+			sc.rel.detached = true // the incremental path does not apply (incremental.go)
+		}
 		n.root, n.rootID, n.hop = ctx.root, ctx.rootID, ctx.hop
 		for _, ch := range kids[n.kidsFrom:n.kidsEnd] {
 			visit(ch, ctx)

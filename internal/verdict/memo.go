@@ -86,6 +86,13 @@ type release struct {
 	carried []Carried
 	unknown int // runs closed unknown_root among carried run outcomes
 	extra   func(i int) any
+	// opened lists the runs the decision left open; detached tells that a span of the
+	// decision is detached work (incremental.go).
+	opened   []openedRun
+	detached bool
+	// context, when set, marks by decision index the spans there only for what the spans
+	// below them read: their runs are not decided (decideRuns; incremental.go).
+	context []bool
 }
 
 // releaseMode is what a decision within the time model may leave for later.
@@ -125,8 +132,22 @@ type memoShard struct {
 	memos      map[TraceID]*traceMemo
 	owingMemos map[TraceID]*traceMemo // the memos that owe verdicts (Sweep walks these)
 	verdictBuf []Verdict
-	_          [64]byte // keeps two shards' mutexes off one cache line
+	rel        release   // the release deciding (startRelease)
+	inc        incrShard // the incremental path's counts and working memory (incremental.go)
+	_          [64]byte  // keeps two shards' mutexes off one cache line
 }
+
+// startRelease makes r the shard's release record and returns it: a shard decides one release
+// at a time (its mutex held), so a release's state is not allocated anew each time. The caller
+// ends it (endRelease) when its decision is done.
+func (ms *memoShard) startRelease(r release) *release {
+	ms.rel = r
+	return &ms.rel
+}
+
+// endRelease forgets the shard's release record: its callback and carried verdicts are the
+// caller's, not to be kept until the shard's next release.
+func (ms *memoShard) endRelease() { ms.rel = release{} }
 
 // memoShardOf is the memo shard of trace t: its two halves mixed (test and legacy IDs vary in
 // either), the top bits of a Fibonacci hash.
@@ -151,6 +172,9 @@ type traceMemo struct {
 	// provisional: the root is known and the owing spans wait for their chains (ChainWait).
 	provisional bool
 	queued      [2]bool
+	// ix is the structure the incremental path reads (incremental.go), built at the trace's
+	// second release; nil before, and dropped with the memo's slices (recycleMemo).
+	ix *memoIndex
 }
 
 // Release decides spans of one trace that leave now (all of the same trace; see the package
@@ -204,6 +228,7 @@ func (c *Correlator) deferLocked(ms *memoShard, t TraceID, spans []Span, now int
 		m.since = now
 	}
 	c.growMemo(m, len(spans))
+	from := len(m.spans)
 	for i := range spans {
 		m.spans = append(m.spans, spans[i])
 		if extra != nil {
@@ -212,6 +237,7 @@ func (c *Correlator) deferLocked(ms *memoShard, t TraceID, spans []Span, now int
 		m.emitted = append(m.emitted, false)
 		m.edged = append(m.edged, false)
 	}
+	c.keepIndexed(m, from)
 	m.owing += len(spans)
 	ms.owingMemos[t] = m
 	c.relMu.Lock()
@@ -232,22 +258,40 @@ const (
 // decideMemoLocked decides spans with the trace's memo at now (unix ns); modeFinal closes every
 // run and judges deferred spans with whatever is known, and drops the memo. ms, t's shard, is
 // locked; after a release the caller keeps MaxContextSpans (evictOver).
+//
+// Its steps: the spans join the memo; the path is chosen (choosePath: a later release of a
+// trace with an index is decided incrementally, decideIncrementalLocked, unless a fallback
+// applies); the whole trace is decided; the carried verdicts and the stats are gathered; the
+// memo is booked (bookMemoLocked) and its index built or brought up to date.
 func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
 	final := mode == modeFinal
 	m := ms.memos[t]
 	all := spans
-	rel := &release{t: t, mode: mode, now: now, extra: extra}
 	// With a memo, the spans join it first and the decision reads the memo in place (the
 	// earlier spans, then these): no copy of the earlier spans at each release.
 	inMemo := m != nil && len(m.spans) > 0
+	nOld := 0
+	var emitted []bool
 	if inMemo {
-		rel.nOld = len(m.spans)
+		nOld = len(m.spans)
 		c.growMemo(m, len(spans))
 		m.spans = append(m.spans, spans...)
 		all = m.spans
-		rel.emitted = m.emitted
+		emitted = m.emitted
 	}
+	build := false
+	if mode == modeRelease {
+		var incremental bool
+		incremental, build = c.choosePath(ms, t, m, nOld)
+		if incremental {
+			return c.decideIncrementalLocked(ms, dst, t, m, nOld, now, extra)
+		}
+	}
+	rel := ms.startRelease(release{t: t, mode: mode, now: now, extra: extra, nOld: nOld, emitted: emitted, opened: ms.inc.opened[:0]})
+	defer ms.endRelease()
 	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
+	ms.inc.spansDecided += uint64(len(all))
+	ms.inc.opened = rel.opened[:0]
 	var d Decision
 	d.Verdicts = grown(dst, len(spans))
 	copy(d.Verdicts, verdicts[rel.nOld:])
@@ -329,6 +373,24 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 			m.edgePending++
 		}
 	}
+	// The index: built at the trace's second release (a trace released once never pays for
+	// one), else its new spans were linked by choosePath; it learns what this decision left.
+	if build {
+		m.ix = c.newMemoIndex(cap(m.spans))
+		c.keepIndexed(m, 0)
+	}
+	if m.ix != nil {
+		c.afterWholeLocked(ms, m, rel, verdicts, true, nil)
+	}
+	c.memoSpans += len(spans)
+	c.bookMemoLocked(ms, t, m, now)
+	return d
+}
+
+// bookMemoLocked books a memo after a release decided it (its owing spans counted): the memos
+// that owe verdicts, the pending count, the two eviction queues. ms, t's shard, and relMu are
+// locked.
+func (c *Correlator) bookMemoLocked(ms *memoShard, t TraceID, m *traceMemo, now int64) {
 	if m.owing > 0 {
 		ms.owingMemos[t] = m
 		c.pendingSpans += m.owing
@@ -343,12 +405,10 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 		delete(ms.owingMemos, t)
 		m.provisional = false
 	}
-	c.memoSpans += len(spans)
 	if !m.queued[queueSettled] {
 		m.queued[queueSettled] = true
 		c.memoOrder[queueSettled].Push(t)
 	}
-	return d
 }
 
 // dropMemo forgets the memo m of trace t. ms, t's shard, and relMu are locked; the caller gives
@@ -444,7 +504,8 @@ func (c *Correlator) evictMemoLocked(ms *memoShard, q int, t TraceID, now int64)
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
 func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now int64) {
-	rel := &release{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
+	rel := ms.startRelease(release{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted})
+	defer ms.endRelease()
 	verdicts, _ := c.decide(ms.verdictBuf[:0], m.spans, rel)
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
@@ -460,24 +521,61 @@ func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now
 }
 
 // settleChainsLocked judges a trace's provisional spans, whose chains did not complete within
-// ChainWait, against the root the absent-parent rule gives them; carried by the next Sweep.
+// ChainWait, against the root the absent-parent rule gives them; carried by the next Sweep. With
+// an index (and no fallback: incrementalReason) only the provisional spans are decided, with the
+// spans they read (subset), not the whole trace.
 func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
 	m := ms.memos[t]
-	rel := &release{t: t, mode: modeChains, now: now, nOld: len(m.spans), emitted: m.emitted}
-	verdicts, st := c.decide(ms.verdictBuf[:0], m.spans, rel)
+	b := &ms.inc
+	all, emitted := m.spans, m.emitted
+	var sub []int32 // the subset decided (incremental.go), nil when the whole trace is
+	if m.ix != nil && c.incrementalReason(t, m) == wholeNone {
+		sub = c.subset(ms, m, t, len(m.spans), now, true)
+		all, emitted = b.all[:0], b.emit[:0]
+		for _, i := range sub {
+			all = append(all, m.spans[i])
+			emitted = append(emitted, m.emitted[i])
+		}
+		b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
+	}
+	rel := ms.startRelease(release{t: t, mode: modeChains, now: now, nOld: len(all), emitted: emitted, opened: b.opened[:0]})
+	defer ms.endRelease()
+	if sub != nil {
+		rel.context = b.ctxPos
+	}
+	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
+	b.spansDecided += uint64(len(all))
+	if sub != nil {
+		keepCached(m, all, sub)
+	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	for i := range verdicts {
+	settled := b.settled[:0]
+	for p := range verdicts {
+		i := p
+		if sub != nil {
+			i = int(sub[p])
+		}
 		if !m.emitted[i] {
-			c.swept = append(c.swept, Carried{Span: m.spans[i], Verdict: verdicts[i]})
-			c.sweptStats.add(statsOf(m.spans[i:i+1], verdicts[i:i+1], st.RootMissing))
+			c.swept = append(c.swept, Carried{Span: m.spans[i], Verdict: verdicts[p]})
+			c.sweptStats.add(statsOf(m.spans[i:i+1], verdicts[p:p+1], st.RootMissing))
 			m.emitted[i] = true
-			m.edged[i] = verdicts[i].CallerService != ""
-			if verdicts[i].EdgePending {
+			m.edged[i] = verdicts[p].CallerService != ""
+			if verdicts[p].EdgePending {
 				m.edgePending++
 			}
+			settled = append(settled, int32(p))
 		}
 	}
+	if sub != nil {
+		c.afterSubsetLocked(ms, m, rel, verdicts, sub, settled)
+		clear(all) // the buffer's copies point into span strings
+		b.all, b.emit = all[:0], emitted[:0]
+	} else if m.ix != nil {
+		c.afterWholeLocked(ms, m, rel, verdicts, false, settled)
+	}
+	b.settled = settled[:0]
+	b.opened = rel.opened[:0]
 	c.swept = append(c.swept, rel.carried...)
 	c.pendingSpans -= m.owing
 	m.owing, m.provisional = 0, false

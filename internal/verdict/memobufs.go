@@ -11,7 +11,8 @@ import "sync"
 // one is made in): slices of 8 to 1,024 records by capacity class (memoClassSizes: a new slice
 // is of its class's size, at most 7 records or a quarter larger than asked), at most memoFreeRecords
 // records. Larger memos grow by half at least (as append does) and are left to the garbage
-// collector.
+// collector. A forgotten memo's index (incremental.go) goes to the same list, emptied, at most
+// memoFreeIndexes of them, and is taken by the next memo that builds one.
 
 // memoClassSizes are the capacities of recycled memo slices, in records: steps of 8 to 64, then
 // of a quarter at most, to 1,024.
@@ -36,6 +37,19 @@ type memoFree struct {
 	mu      sync.Mutex // guards what follows; taken by growMemo and recycleMemo only
 	lists   [memoClasses][]memoBufs
 	records int // records held by lists (their capacity)
+	// indexes are emptied memo indexes (incremental.go), at most memoFreeIndexes.
+	indexes []*memoIndex
+}
+
+// takeIndex returns an emptied memo index from the list, nil when it has none.
+func (f *memoFree) takeIndex() *memoIndex {
+	if len(f.indexes) == 0 {
+		return nil
+	}
+	ix := f.indexes[len(f.indexes)-1]
+	f.indexes[len(f.indexes)-1] = nil
+	f.indexes = f.indexes[:len(f.indexes)-1]
+	return ix
 }
 
 // memoClass is the capacity class that holds n records, or -1 when n is above every class.
@@ -70,11 +84,13 @@ func (c *Correlator) growMemo(m *traceMemo, n int) {
 	m.spans, m.emitted, m.edged = b.spans, b.emitted, b.edged
 }
 
-// recycleMemo gives m's slices back to the free list when m is forgotten. Nothing may use m's
-// records afterwards.
+// recycleMemo gives m's slices, and its index, back to the free list when m is forgotten.
+// Nothing may use m's records afterwards.
 func (c *Correlator) recycleMemo(m *traceMemo) {
 	c.recycle(memoBufs{spans: m.spans, emitted: m.emitted, edged: m.edged})
 	m.spans, m.emitted, m.edged = nil, nil, nil
+	c.recycleIndex(m.ix) // its index (incremental.go) indexes those records: dropped with them
+	m.ix = nil
 }
 
 // recycle gives b to the free list; its records are cleared (they point into spans' strings)

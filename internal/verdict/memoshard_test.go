@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,14 +116,25 @@ func releaseCopies(t *testing.T, copies [][]verdict.Span, releases [][]int, conc
 	}
 	carried, _ := c.Finish(last)
 	apply(carried)
+	n, _ := c.DecisionPaths()
+	incrementalTaken.Add(n)
 	return out
 }
 
+// incrementalTaken counts the releases releaseCopies' correlators decided incrementally.
+var incrementalTaken atomic.Uint64
+
 // TestConcurrentReleasesEqualSerial releases eight independent copies of every scenario, each
-// in three releases in end order, through one correlator from eight goroutines at once (the
+// in three releases in end order (then in releases of two spans), through one correlator from eight goroutines at once (the
 // memo shards and the shared tables locked in turn, under -race), and checks every copy's
 // verdicts equal those of the copies released one after another.
 func TestConcurrentReleasesEqualSerial(t *testing.T) {
+	before := incrementalTaken.Load()
+	defer func() {
+		if !t.Failed() && incrementalTaken.Load() == before {
+			t.Error("no release was decided incrementally")
+		}
+	}()
 	dirs, err := filepath.Glob("../../testdata/scenarios/s*")
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs)
@@ -131,23 +143,26 @@ func TestConcurrentReleasesEqualSerial(t *testing.T) {
 			spans := scenarioSpans(t, filepath.Join(d, "trace.json"))
 			order := indexes(len(spans))
 			slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(spans[a].End, spans[b].End) })
-			third := max(len(order)/3, 1)
-			var releases [][]int
-			for len(order) > 0 {
-				n := min(third, len(order))
-				releases = append(releases, order[:n])
-				order = order[n:]
-			}
 			copies := make([][]verdict.Span, 8)
 			for k := range copies {
 				copies[k] = copyOf(spans, k)
 			}
-			want := releaseCopies(t, copies, releases, false)
-			for k := 1; k < len(copies); k++ {
-				require.Equal(t, want[0], want[k], "copy %d released alone differs from copy 0", k)
+			// In three releases, and two spans a release: most of these decided incrementally
+			// (incremental.go), each shard's working memory in use by its goroutines in turn.
+			for _, size := range []int{max(len(order)/3, 1), 2} {
+				var releases [][]int
+				for rest := order; len(rest) > 0; {
+					n := min(size, len(rest))
+					releases = append(releases, rest[:n])
+					rest = rest[n:]
+				}
+				want := releaseCopies(t, copies, releases, false)
+				for k := 1; k < len(copies); k++ {
+					require.Equal(t, want[0], want[k], "copy %d released alone differs from copy 0", k)
+				}
+				got := releaseCopies(t, copies, releases, true)
+				require.Equal(t, want, got, "releases of %d spans", size)
 			}
-			got := releaseCopies(t, copies, releases, true)
-			require.Equal(t, want, got)
 		})
 	}
 }

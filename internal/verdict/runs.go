@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -55,6 +56,12 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 		s := &spans[i]
 		if !nodes[i].valid || nodes[i].isRoot && !isDelivery(s) || !c.rules.isAttempt(s) {
 			continue // roots are never attempts, but for a delivery that begins a trace
+		}
+		if sc.rel != nil && sc.rel.context != nil && sc.rel.context[i] {
+			// Read only for its context (an incremental decision's ancestor): an attempt, its
+			// run decided before.
+			out[i].Attempt = 1
+			continue
 		}
 		refs = append(refs, attemptRef{runKey{parent: s.ParentID, op: opKey(s)}, int32(i)})
 	}
@@ -208,7 +215,18 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 	last := c.finalAttempt(spans, run)
 	total := cont.offset + len(run)
 	if !c.runOver(sc.rel, spans, nodes, last, total) {
-		c.runStaysOpen(sc.rel, spans, last, total, cont, split || cont.split, c.runOutcome(spans, nodes, out, last), c.rules.attemptResult(&spans[last]) == resultOK, c.loopStopsAt(spans, nodes, last))
+		// Until when it stays open while its attempts and the spans above them stay as they are
+		// (runOver's rules that the release's time decides): incremental.go.
+		stopsAt := c.loopStopsAt(spans, nodes, last)
+		until := int64(math.MaxInt64)
+		if stopsAt != 0 {
+			until = stopsAt
+		}
+		if c.cfg.RunTimeout > 0 {
+			until = min(until, spans[last].End+int64(c.cfg.RunTimeout))
+		}
+		sc.rel.opened = append(sc.rel.opened, openedRun{pos: last, until: until})
+		c.runStaysOpen(sc.rel, spans, last, total, cont, split || cont.split, c.runOutcome(spans, nodes, out, last), c.rules.attemptResult(&spans[last]) == resultOK, stopsAt)
 		return
 	}
 	v := &out[last]

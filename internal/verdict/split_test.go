@@ -31,7 +31,7 @@ import (
 // scenarioSpans reads a scenario's trace.json into correlator spans: the fields the rules read,
 // from the attribute names of the processor's default configuration (a small reader of this
 // test's own: the processor's spanread is not importable from here).
-func scenarioSpans(t *testing.T, path string) []verdict.Span {
+func scenarioSpans(t testing.TB, path string) []verdict.Span {
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)

@@ -44,6 +44,9 @@ type Correlator struct {
 	open                    *bounded.Table[runID, *openRun] // within MaxOpenRuns (openruns.go)
 	swept                   []Carried
 	sweptStats              Stats
+	// noIncremental decides every release of a trace whole (tests compare the incremental path,
+	// incremental.go, with it).
+	noIncremental bool
 
 	evictedContext, evictedPending, evictedExpired uint64
 }

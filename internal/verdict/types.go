@@ -179,7 +179,9 @@ type Verdict struct {
 	EdgePending bool
 	// Provisional is set (not written) on an orphaned span whose chain to its root is not
 	// complete in a release (reach.go markProvisional): the processor marks it deferred and its
-	// verdict is carried when the chain completes or ChainWait passes.
+	// verdict is carried when the chain completes or ChainWait passes. The other fields of a
+	// provisional verdict are not its verdict: an incremental decision (incremental.go) does
+	// not read the spans below a span whose chain is incomplete.
 	Provisional bool
 }
 
