@@ -56,8 +56,10 @@ type Config struct {
 	DetachConsumers bool
 	// DetachLinkedRoots treats a trace whose root carries span links as detached work.
 	DetachLinkedRoots bool
-	// DetachLateEntries treats a SERVER or CONSUMER span that starts after its parent had ended
-	// (a redirect followed later, a fire-and-forget call) as detached work.
+	// DetachLateEntries treats a SERVER span that starts after its parent had ended as a
+	// follow-up nobody waits for (a redirect followed later) when its root completed and the
+	// span it follows ended without an error or a cancellation (isFollowUp); otherwise it is
+	// judged like any span.
 	DetachLateEntries bool
 	// MaxRootRecords bounds the root records kept for spans and traces that arrive later.
 	MaxRootRecords int
@@ -77,8 +79,9 @@ type Config struct {
 	// spans are judged without it (unknown, runs unknown_root).
 	MaxRequestDuration time.Duration
 	// ChainWait is how long an orphaned span whose chain to its root is incomplete waits for
-	// it (Verdict.Provisional) before the single root known judges it. The processor sets it to
-	// decision_wait.
+	// it (Verdict.Provisional) before the single root known judges it; also how long after a
+	// loop recorded the cancellation its run waits for a further attempt before it is over
+	// (loopStopsAt). The processor sets it to decision_wait.
 	ChainWait time.Duration
 }
 

@@ -344,7 +344,7 @@ func groupChildren(sc *scratch, spans []Span, out []Verdict) {
 // findRoots is step 4: every valid span without a parent is a root (DESIGN.md "Words": a trace
 // may hold several; each span is judged against the root at the top of its own subtree). Then,
 // under the lock, what is known of the trace from earlier decisions (the root above each span
-// whose parent is absent: rootOfAbsentParent) and the roots that idempotency keys bind to, once
+// whose parent is absent: rootOfAbsentParentLocked) and the roots that idempotency keys bind to, once
 // per key.
 func (c *Correlator) findRoots(sc *scratch, spans []Span) (knownRoots, map[uint64]rootRecord) {
 	nodes := sc.nodes
@@ -419,14 +419,7 @@ func (c *Correlator) inheritContext(sc *scratch, spans []Span, out []Verdict, bi
 			ctx.detached, ctx.bound, ctx.hasRoot, ctx.deadline = true, false, false, s.Deadline
 		}
 		if ctx.detached && !ctx.bound {
-			// Bound by an idempotency key that the request's own trace carried too (the job's
-			// key, S7); a key seen only in the detached work is its own business (a mailer's
-			// keys for its mail provider) and binds nothing.
-			if rec2, ok := bindings[s.KeyHash]; s.KeyHash != 0 && ok {
-				ctx.bound, ctx.rec, ctx.hasRoot, ctx.root, ctx.rootID = true, rec2, true, -1, SpanID{}
-			} else if ctx.deadline > 0 {
-				ctx.bound = true
-			}
+			bindDetached(s, &ctx, bindings)
 		}
 		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = ctx.detached, ctx.bound, ctx.rec, ctx.hasRoot, ctx.deadline
 		if ctx.detached && sc.rel != nil {

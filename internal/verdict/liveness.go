@@ -3,6 +3,22 @@ package verdict
 // The rules of detached work and of liveness (DESIGN.md "Words": detached work, liveness of a
 // span; docs/verdicts.md "Detached work", "Liveness").
 
+// bindDetached binds detached work at s to a root again where DESIGN.md says it is the
+// request's own ("detached work": never orphaned unless an idempotency key or a propagated
+// deadline binds it to a root): by an idempotency key that the request's own trace carried too
+// (the job's key, S7), judged against that request's root from then on; else by a deadline
+// propagated into it, judged against the deadline. A key seen only in the detached work is its
+// own business (a mailer's keys for its mail provider) and binds nothing. The request-reply
+// hop, where the request waits for the work, is not detached in the first place
+// (startsDetachedWork).
+func bindDetached(s *Span, ctx *spanContext, bindings map[uint64]rootRecord) {
+	if rec, ok := bindings[s.KeyHash]; s.KeyHash != 0 && ok {
+		ctx.bound, ctx.rec, ctx.hasRoot, ctx.root, ctx.rootID = true, rec, true, -1, SpanID{}
+	} else if ctx.deadline > 0 {
+		ctx.bound = true
+	}
+}
+
 // startsDetachedWork reports whether span i begins work meant to outlive the request, given
 // what it inherits (ctx): it is a messaging CONSUMER span that its producing request does not
 // wait for (see requestAwaits), or it is a follow-up (see isFollowUp).

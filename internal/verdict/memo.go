@@ -623,8 +623,7 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	c.open.All(func(id runID, r *openRun) bool {
-		timedOut := c.cfg.RunTimeout > 0 && now-r.last.End > int64(c.cfg.RunTimeout+c.cfg.ClockSkew)
-		if timedOut || r.stopsAt != 0 && now > r.stopsAt {
+		if c.runTimedOut(r.last.End, now, c.cfg.ClockSkew) || r.stopsAt != 0 && now > r.stopsAt {
 			c.open.Delete(id)
 			c.sweptRun(r)
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"time"
 )
 
 // runKey identifies the attempts of one logical operation: same parent span, same operation key.
@@ -240,42 +241,71 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 }
 
 // runOver reports whether a run whose final attempt so far is last, with total attempts, is
-// over (DESIGN.md "Run outcomes"), one named step per rule: its loop recorded the cancellation
-// and stopped (loopStopped); a delivery waits for max_attempts or run_timeout (isDelivery); its
-// final attempt is terminal (success, a non-retryable error, a cancellation), max_attempts is
-// reached, no attempt can join it any more (its loop,
-// the attempts' parent span, has arrived, or run_timeout has passed since it ended), or the
-// decision is final (a decision of all of a trace's spans at once, a trace given up). Otherwise
-// it stays open (memo.go): a later attempt, in a later decision or (through the idempotency
-// key) another trace, continues it.
+// over (DESIGN.md "Run outcomes"; docs/verdicts.md "When a run is over"), one named step per
+// rule, in this order:
+//  1. the decision is whole (rel nil: all of a trace's spans at once): every run is over;
+//  2. the decision is final (a trace given up, shutdown): every run but a delivery's;
+//  3. loopStopped: its loop recorded the cancellation and no attempt followed;
+//  4. isDelivery: a delivery of a message is over only when attemptsExhausted or runTimedOut;
+//  5. finalAttemptTerminal: success, a non-retryable error, a cancellation;
+//  6. attemptsExhausted: max_attempts is reached;
+//  7. loopArrived: the loop around its attempts (their parent span) has arrived, for attempts
+//     without an idempotency key;
+//  8. runTimedOut: run_timeout has passed since its final attempt ended.
+//
+// Otherwise it stays open (openruns.go): a later attempt, in a later decision or (through the
+// idempotency key) another trace, continues it.
 func (c *Correlator) runOver(rel *release, spans []Span, nodes []node, last int32, total int) bool {
 	s := &spans[last]
 	switch {
-	case rel == nil:
+	case rel == nil: // 1.
 		return true
-	case rel.mode == modeFinal:
-		// The trace is given up or decided last (shutdown): every run is over, but a delivery's,
-		// which another trace given up with it may continue (Finish closes it).
+	case rel.mode == modeFinal: // 2.
+		// Every run is over, but a delivery's, which another trace given up with it may
+		// continue (Finish closes it).
 		return !isDelivery(s)
-	case c.loopStopped(rel, spans, nodes, last):
+	case c.loopStopped(rel, spans, nodes, last): // 3.
 		return true
-	case isDelivery(s):
+	case isDelivery(s): // 4.
 		// A message may be delivered again (its ack or commit lost) in another trace, whatever
 		// this delivery did: the run waits for run_timeout or max_attempts.
-		return c.cfg.MaxAttempts > 0 && total >= c.cfg.MaxAttempts ||
-			c.cfg.RunTimeout > 0 && rel.now-s.End > int64(c.cfg.RunTimeout)
-	case c.rules.attemptResult(s) != resultRetryable:
+		return c.attemptsExhausted(total) || c.runTimedOut(s.End, rel.now, 0)
+	case c.finalAttemptTerminal(s): // 5.
 		return true
-	case c.cfg.MaxAttempts > 0 && total >= c.cfg.MaxAttempts:
+	case c.attemptsExhausted(total): // 6.
 		return true
-	case nodes[last].parent >= 0 && s.KeyHash == 0:
-		// The loop around the attempts ended and is here: no attempt starts after it. Attempts
-		// that carry an idempotency key may be re-sent in another trace, by another loop.
+	case loopArrived(nodes, last, s): // 7.
 		return true
-	case c.cfg.RunTimeout > 0 && rel.now-s.End > int64(c.cfg.RunTimeout):
+	case c.runTimedOut(s.End, rel.now, 0): // 8.
 		return true
 	}
 	return false
+}
+
+// finalAttemptTerminal: the run's final attempt so far ended it: it succeeded, failed with a
+// non-retryable error, or recorded a cancellation (attemptResult).
+func (c *Correlator) finalAttemptTerminal(s *Span) bool {
+	return c.rules.attemptResult(s) != resultRetryable
+}
+
+// attemptsExhausted: a run of total attempts has reached max_attempts (0: no limit).
+func (c *Correlator) attemptsExhausted(total int) bool {
+	return c.cfg.MaxAttempts > 0 && total >= c.cfg.MaxAttempts
+}
+
+// loopArrived: the loop around the attempts (the final attempt's parent span) ended and is
+// here, so no attempt starts after it. Attempts that carry an idempotency key may be re-sent in
+// another trace, by another loop: for them the loop's arrival ends nothing.
+func loopArrived(nodes []node, last int32, s *Span) bool {
+	return nodes[last].parent >= 0 && s.KeyHash == 0
+}
+
+// runTimedOut: run_timeout (0: never) has passed, at now on the collector's clock (unix ns),
+// since a run's final attempt ended at end, with slack added to the timeout: none within a
+// release; the clock-skew tolerance when the sweep closes a run left open (Sweep), as its final
+// attempt's end is on its own service's clock.
+func (c *Correlator) runTimedOut(end, now int64, slack time.Duration) bool {
+	return c.cfg.RunTimeout > 0 && now-end > int64(c.cfg.RunTimeout+slack)
 }
 
 // loopStopped reports whether, by the release's time, the run's loop recorded the cancellation
@@ -325,11 +355,17 @@ func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last 
 	case v.Liveness == LivenessOrphaned: // 4.
 		return OutcomeDeliveredToNobody
 	}
-	switch res { // 5.
+	return resultOutcome(res) // 5.
+}
+
+// resultOutcome: rule 5, the outcome the final attempt's own result gives a run whose root was
+// live when it ended: success, a retryable failure (a cancellation or timeout far from the gone
+// time is the attempt's own timeout), else a hard failure.
+func resultOutcome(res result) Outcome {
+	switch res {
 	case resultOK:
 		return OutcomeSuccess
 	case resultRetryable, resultCancelled:
-		// A cancellation or timeout far from the gone time is the attempt's own timeout.
 		return OutcomeRetryableFailure
 	}
 	return OutcomeHardFailure

@@ -2,14 +2,22 @@
 // (liveness), how retry attempts group into runs, how each run ended (its outcome), and what
 // model spend it carried. It is the correlation and classification core of orphanwatch and has
 // no OpenTelemetry Collector types in its API: readers (the orphan processor, the offline CLI)
-// turn their span format into [Span] values, call [Correlator.Observe] when spans arrive and
-// [Correlator.Decide] once a trace's spans are held, and write the returned [Verdict] values back.
+// turn their span format into [Span] values, call [Correlator.Observe] when spans arrive, and
+// [Correlator.Release] as a trace's spans leave the processor (the time model: what is kept
+// between releases, carried verdicts, open runs), or [Correlator.Decide] to decide one batch
+// whole, and write the returned [Verdict] values back.
 //
 // Where each verdict is decided:
-//   - root end reason and gone time: [rootRecordOf] in root.go;
-//   - detached work and liveness: [Correlator.Decide] in decide.go (liveness.go holds the rules);
-//   - attempts, runs and outcomes: runs.go ([groupRuns], [runOutcome]);
-//   - model spend and cost: spend.go.
+//   - the steps in order: [Correlator.decide] in decide.go;
+//   - root end reason and gone time: [Correlator.rootRecordOf] in root.go;
+//   - detached work and liveness: liveness.go ([Correlator.startsDetachedWork], [bindDetached],
+//     [Correlator.judgeLiveness]);
+//   - attempts, runs and outcomes: runs.go ([Correlator.decideRuns], [Correlator.runOver],
+//     [Correlator.runOutcome]); runs left open: openruns.go;
+//   - model spend and cost: spend.go; edges and cancellation reach: reach.go;
+//   - what is kept between releases: memo.go ([Correlator.Release], trace memos and their
+//     bounds; memobufs.go recycles their records), incremental.go (a later release decides
+//     only what it changes), state.go and keyindex.go (root records, idempotency keys).
 //
 // The words are those of the project's DESIGN.md; docs/verdicts.md records the choices made
 // where it was silent.
