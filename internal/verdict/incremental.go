@@ -626,20 +626,10 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 	copy(d.Verdicts, verdicts[len(old):])
 	d.Carried = rel.carried
 	for p, i := range old {
-		switch v := &verdicts[p]; {
-		case !m.emitted[i] && !v.Provisional:
-			d.Carried = append(d.Carried, Carried{Span: m.spans[i], Verdict: *v})
-		case m.emitted[i] && v.CallerService != "" && !m.edged[i]:
-			d.Carried = append(d.Carried, Carried{Span: m.spans[i], Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
-			m.edged[i] = true
-		}
+		carryEarlier(&d, m, int(i), &verdicts[p])
 	}
 	d.Stats = statsOf(all[len(old):], verdicts[len(old):], st.RootMissing)
-	for i := range d.Carried {
-		if cv := &d.Carried[i]; cv.Part == PartAll {
-			d.Stats.add(statsOf([]Span{cv.Span}, []Verdict{cv.Verdict}, st.RootMissing))
-		}
-	}
+	d.addCarriedStats(st.RootMissing)
 	d.Stats.UnknownRootRuns += rel.unknown
 	for p := range verdicts {
 		if v := &verdicts[p]; v.HasReach {

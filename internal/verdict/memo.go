@@ -297,21 +297,10 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	copy(d.Verdicts, verdicts[rel.nOld:])
 	d.Carried = rel.carried
 	for i := 0; i < rel.nOld; i++ {
-		switch v := &verdicts[i]; {
-		case !rel.emitted[i] && !v.Provisional:
-			d.Carried = append(d.Carried, Carried{Span: all[i], Verdict: *v})
-		case rel.emitted[i] && v.CallerService != "" && !m.edged[i]:
-			// Its caller's span, or a span above it, came after it left: the edge is named now.
-			d.Carried = append(d.Carried, Carried{Span: all[i], Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
-			m.edged[i] = true
-		}
+		carryEarlier(&d, m, i, &verdicts[i])
 	}
 	d.Stats = statsOf(all[rel.nOld:], verdicts[rel.nOld:], st.RootMissing)
-	for i := range d.Carried {
-		if cv := &d.Carried[i]; cv.Part == PartAll {
-			d.Stats.add(statsOf([]Span{cv.Span}, []Verdict{cv.Verdict}, st.RootMissing))
-		}
-	}
+	d.addCarriedStats(st.RootMissing)
 	d.Stats.UnknownRootRuns += rel.unknown
 	for i := range verdicts {
 		if v := &verdicts[i]; v.HasReach {
@@ -408,6 +397,30 @@ func (c *Correlator) bookMemoLocked(ms *memoShard, t TraceID, m *traceMemo, now 
 	if !m.queued[queueSettled] {
 		m.queued[queueSettled] = true
 		c.memoOrder[queueSettled].Push(t)
+	}
+}
+
+// carryEarlier appends to d what span i of the memo m, released before, is owed by its verdict
+// v in this decision: its whole verdict when it left deferred and is decided now (not
+// provisional any more), or its edge alone (PartEdge) when it left with its verdict and a span
+// above it, its caller's, came after it. m's shard is locked.
+func carryEarlier(d *Decision, m *traceMemo, i int, v *Verdict) {
+	switch {
+	case !m.emitted[i] && !v.Provisional:
+		d.Carried = append(d.Carried, Carried{Span: m.spans[i], Verdict: *v})
+	case m.emitted[i] && v.CallerService != "" && !m.edged[i]:
+		d.Carried = append(d.Carried, Carried{Span: m.spans[i], Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
+		m.edged[i] = true
+	}
+}
+
+// addCarriedStats adds to d's stats the whole verdicts it carries (a part counts nowhere: its
+// span was counted when it left).
+func (d *Decision) addCarriedStats(rootMissing bool) {
+	for i := range d.Carried {
+		if cv := &d.Carried[i]; cv.Part == PartAll {
+			d.Stats.add(statsOf([]Span{cv.Span}, []Verdict{cv.Verdict}, rootMissing))
+		}
 	}
 }
 
