@@ -145,21 +145,7 @@ func TestIncrementalEqualsWhole(t *testing.T) {
 			}
 			return cmp.Compare(spans[a].End, spans[b].End)
 		})
-		nb := rapid.IntRange(1, len(spans)).Draw(rt, "releases")
-		cuts := map[int]bool{}
-		for len(cuts) < nb-1 {
-			cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
-		}
-		var releases [][]int
-		var cur []int
-		for k, i := range order {
-			if cuts[k] {
-				releases = append(releases, cur)
-				cur = nil
-			}
-			cur = append(cur, i)
-		}
-		releases = append(releases, cur)
+		releases := drawReleases(rt, order)
 		// Between releases: nothing, or time passes (a moment, past ChainWait, past
 		// run_timeout) with a sweep after it or without (the next release sees it first).
 		sweeps := make([]int64, len(releases))

@@ -296,21 +296,7 @@ func TestReleaseAnySplitEqualsOneDecide(t *testing.T) {
 		want := oneDecide(rt, spans)
 		order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
 		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(spans[a].End, spans[b].End) })
-		nb := rapid.IntRange(1, len(spans)).Draw(rt, "releases")
-		cuts := map[int]bool{}
-		for len(cuts) < nb-1 {
-			cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
-		}
-		var releases [][]int
-		var cur []int
-		for k, i := range order {
-			if cuts[k] {
-				releases = append(releases, cur)
-				cur = nil
-			}
-			cur = append(cur, i)
-		}
-		releases = append(releases, cur)
+		releases := drawReleases(rt, order)
 		got := splitReleases(rt, spans, releases)
 		for i := range spans {
 			require.Equal(rt, comparable(want[i]), comparable(got[i]), "%s span %x %q (kind %d), %d releases",
@@ -325,4 +311,24 @@ func indexes(n int) []int {
 		out[i] = i
 	}
 	return out
+}
+
+// drawReleases cuts order (span indexes in the order they end) into a drawn number of releases
+// at drawn places, each release a non-empty run of order.
+func drawReleases(rt *rapid.T, order []int) [][]int {
+	nb := rapid.IntRange(1, len(order)).Draw(rt, "releases")
+	cuts := map[int]bool{}
+	for len(cuts) < nb-1 {
+		cuts[rapid.IntRange(1, len(order)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
+	}
+	var releases [][]int
+	var cur []int
+	for k, i := range order {
+		if cuts[k] {
+			releases = append(releases, cur)
+			cur = nil
+		}
+		cur = append(cur, i)
+	}
+	return append(releases, cur)
 }
