@@ -80,7 +80,7 @@ func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef)
 
 // priorClosed: the open run prior is over, a new run began after it; its outcome leaves now.
 func (c *Correlator) priorClosed(rel *release, prior *openRun) {
-	rel.carried = append(rel.carried, Carried{Span: prior.last, Part: PartRun,
+	rel.carried = append(rel.carried, Carried{Span: carriedOf(&prior.last), Part: PartRun,
 		Verdict: Verdict{Outcome: prior.outcome, RunAttempts: prior.attempts, RunOK: prior.ok}})
 	if prior.outcome == OutcomeUnknownRoot {
 		rel.unknown++
@@ -123,14 +123,14 @@ func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last i
 	c.open.Delete(id)
 	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind {
 		v := &out[last]
-		rel.carried = append(rel.carried, Carried{Span: *s, Part: PartRun,
+		rel.carried = append(rel.carried, Carried{Span: carriedOf(s), Part: PartRun,
 			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
 	}
 }
 
 // sweptRun carries the outcome of an open run closed outside a release.
 func (c *Correlator) sweptRun(r *openRun) {
-	c.swept = append(c.swept, Carried{Span: r.last, Part: PartRun,
+	c.swept = append(c.swept, Carried{Span: carriedOf(&r.last), Part: PartRun,
 		Verdict: Verdict{Outcome: r.outcome, RunAttempts: r.attempts, RunOK: r.ok}})
 	if r.outcome == OutcomeUnknownRoot {
 		c.sweptStats.UnknownRootRuns++

@@ -131,7 +131,7 @@ func TestOperationAttributes(t *testing.T) {
 	}
 	written := func(part verdict.Part) map[string]any {
 		sp := ptrace.NewSpan()
-		writeCarried(sp, &verdict.Carried{Span: verdict.Span{Extra: got}, Part: part})
+		writeCarried(sp, &verdict.Carried{Span: verdict.CarriedSpan{Extra: got}, Part: part})
 		m := map[string]any{}
 		var order []string
 		for k, v := range sp.Events().At(0).Attributes().All() {
@@ -180,7 +180,7 @@ func TestCarriedIDs(t *testing.T) {
 	}{{tid, sid}, {tid, pcommon.SpanID{}}, {pcommon.TraceID{}, sid}}
 	for _, c := range cases {
 		sp := ptrace.NewSpan()
-		writeCarried(sp, &verdict.Carried{Span: verdict.Span{TraceID: verdict.TraceID(c.tid), SpanID: verdict.SpanID(c.sid)}, Part: verdict.PartEdge})
+		writeCarried(sp, &verdict.Carried{Span: verdict.CarriedSpan{TraceID: verdict.TraceID(c.tid), SpanID: verdict.SpanID(c.sid)}, Part: verdict.PartEdge})
 		a := sp.Events().At(0).Attributes()
 		gt, _ := a.Get(verdict.AttrEventTraceID)
 		gs, _ := a.Get(verdict.AttrEventSpanID)
