@@ -40,8 +40,8 @@ type Carried struct {
 
 // CarriedSpan is what a carried verdict keeps of its span: what names it in the event (trace
 // and span ID, name, kind, start, service), its end (the event's time), and the reader's Extra.
-// About 100 bytes where the span's whole record is 328: a carried verdict is made for most
-// spans of a trace released in many parts.
+// 96 bytes where the span's whole record is 328: a carried verdict is made for most spans of a
+// trace released in many parts.
 type CarriedSpan struct {
 	TraceID    TraceID
 	SpanID     SpanID
