@@ -38,18 +38,12 @@ func lockstepWith(t require.TestingT, name string, spans []verdict.Span, release
 	verdict.SetIncremental(whole, false)
 	var now int64
 	for r, rel := range releases {
-		in := make([]verdict.Span, len(rel))
-		for k, i := range rel {
-			in[k] = spans[i]
-			now = max(now, spans[i].End+int64(time.Second))
-		}
+		var in []verdict.Span
+		in, now = releaseSpans(spans, rel, now)
 		inc.Observe(in)
 		whole.Observe(in)
 		for _, g := range byTrace(spans, rel) {
-			part := make([]verdict.Span, len(g))
-			for k, i := range g {
-				part[k] = spans[i]
-			}
+			part := pick(spans, g)
 			extra := func(k int) any { return g[k] }
 			di := inc.Release(nil, part, now, extra)
 			dw := whole.Release(nil, part, now, extra)

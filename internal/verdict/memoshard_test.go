@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,17 +71,11 @@ func releaseCopies(t *testing.T, copies [][]verdict.Span, releases [][]int, conc
 		spans := copies[k]
 		var now int64
 		for _, rel := range releases {
-			in := make([]verdict.Span, len(rel))
-			for n, i := range rel {
-				in[n] = spans[i]
-				now = max(now, spans[i].End+int64(time.Second))
-			}
+			var in []verdict.Span
+			in, now = releaseSpans(spans, rel, now)
 			c.Observe(in)
 			for _, g := range byTrace(spans, rel) {
-				part := make([]verdict.Span, len(g))
-				for n, i := range g {
-					part[n] = spans[i]
-				}
+				part := pick(spans, g)
 				d := c.Release(nil, part, now, func(n int) any { return g[n] })
 				apply(d.Carried)
 				if !d.Deferred {

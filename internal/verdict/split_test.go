@@ -241,17 +241,11 @@ func splitReleases(t require.TestingT, spans []verdict.Span, releases [][]int) [
 	}
 	var now int64
 	for _, rel := range releases {
-		in := make([]verdict.Span, len(rel))
-		for k, i := range rel {
-			in[k] = spans[i]
-			now = max(now, spans[i].End+int64(time.Second))
-		}
+		var in []verdict.Span
+		in, now = releaseSpans(spans, rel, now)
 		c.Observe(in)
 		for _, g := range byTrace(spans, rel) {
-			part := make([]verdict.Span, len(g))
-			for k, i := range g {
-				part[k] = spans[i]
-			}
+			part := pick(spans, g)
 			d := c.Release(nil, part, now, func(k int) any { return g[k] })
 			apply(d.Carried)
 			if !d.Deferred {
@@ -331,4 +325,23 @@ func drawReleases(rt *rapid.T, order []int) [][]int {
 		cur = append(cur, i)
 	}
 	return append(releases, cur)
+}
+
+// releaseSpans is the spans of one release (indexes into spans), and the release's time: now,
+// or a second after the latest end among them if that is later.
+func releaseSpans(spans []verdict.Span, rel []int, now int64) ([]verdict.Span, int64) {
+	in := pick(spans, rel)
+	for _, i := range rel {
+		now = max(now, spans[i].End+int64(time.Second))
+	}
+	return in, now
+}
+
+// pick is the spans at the given indexes, in their order.
+func pick(spans []verdict.Span, idx []int) []verdict.Span {
+	out := make([]verdict.Span, len(idx))
+	for k, i := range idx {
+		out[k] = spans[i]
+	}
+	return out
 }
