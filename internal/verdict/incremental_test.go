@@ -108,13 +108,7 @@ func sortCarried(cs []verdict.Carried) {
 }
 
 func TestIncrementalEqualsWhole(t *testing.T) {
-	dirs, err := filepath.Glob("../../testdata/scenarios/s*")
-	require.NoError(t, err)
-	require.NotEmpty(t, dirs)
-	files := make([][]verdict.Span, len(dirs))
-	for i, d := range dirs {
-		files[i] = scenarioSpans(t, filepath.Join(d, "trace.json"))
-	}
+	dirs, files := allScenarioSpans(t)
 	// Every scenario, each span its own release (roots first): the most releases a trace can
 	// have; with the index's maps made from the third span on, and without them.
 	var taken uint64

@@ -277,13 +277,7 @@ func comparable(v verdict.Verdict) verdict.Verdict {
 }
 
 func TestReleaseAnySplitEqualsOneDecide(t *testing.T) {
-	dirs, err := filepath.Glob("../../testdata/scenarios/s*")
-	require.NoError(t, err)
-	require.NotEmpty(t, dirs)
-	files := make([][]verdict.Span, len(dirs))
-	for i, d := range dirs {
-		files[i] = scenarioSpans(t, filepath.Join(d, "trace.json"))
-	}
+	dirs, files := allScenarioSpans(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		fi := rapid.IntRange(0, len(files)-1).Draw(rt, "scenario")
 		spans := files[fi]
@@ -344,4 +338,17 @@ func pick(spans []verdict.Span, idx []int) []verdict.Span {
 		out[k] = spans[i]
 	}
 	return out
+}
+
+// allScenarioSpans is every scenario's directory (testdata/scenarios/s*) and its spans
+// (trace.json), in the same order.
+func allScenarioSpans(t *testing.T) ([]string, [][]verdict.Span) {
+	dirs, err := filepath.Glob("../../testdata/scenarios/s*")
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	files := make([][]verdict.Span, len(dirs))
+	for i, d := range dirs {
+		files[i] = scenarioSpans(t, filepath.Join(d, "trace.json"))
+	}
+	return dirs, files
 }
