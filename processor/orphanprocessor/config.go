@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 )
 
 // Config is the configuration of the `orphan` processor. Every field has a default (see

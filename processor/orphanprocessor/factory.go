@@ -15,7 +15,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 )
 
 // NewFactory returns the factory of the `orphan` processor.

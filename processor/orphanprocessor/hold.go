@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 )
 
 // The hold: the traces waiting for their decision, sharded by trace ID (holdShards: one

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 )
 
 // The component's files: processor.go is its face (ConsumeTraces: taking spans in; Start,

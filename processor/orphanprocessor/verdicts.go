@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 )
 
 // Writing verdicts: deciding a released trace and writing its verdicts, carried verdicts
