@@ -80,9 +80,9 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		return
 	}
 	p.updateHeldRoots(h.id, d.Reach)
-	p.lat.counted(h.id, p.clock.Now())
+	p.lat.Counted(h.id, p.clock.Now())
 	if p.atOnce {
-		p.lat.expire(time.Time{}) // every decision is final
+		p.lat.Expire(time.Time{}) // every decision is final
 	}
 	provisional := int64(0)
 	for i := range verdicts {
@@ -342,7 +342,7 @@ func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Car
 		writeCarried(byTrace[carried[i].Span.TraceID].sp, &carried[i])
 	}
 	for t := range byTrace {
-		p.lat.counted(t, now)
+		p.lat.Counted(t, now)
 	}
 	n := len(byTrace)
 	p.tel.ProcessorOrphanCarrierSpans.Add(ctx, int64(n), p.tel.ID)
