@@ -22,6 +22,7 @@ type metricsExporter struct {
 	settings component.TelemetrySettings
 	recorder *Recorder
 	tel      *metadata.TelemetryBuilder
+	obs      *Observing // observe mode; nil in annotate mode
 
 	mu       sync.Mutex
 	server   *http.Server
@@ -41,10 +42,23 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 	if err != nil {
 		return nil, err
 	}
-	return &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, recorder: rec, tel: tel}, nil
+	e := &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, recorder: rec, tel: tel}
+	if cfg.Mode == ModeObserve {
+		if e.obs, err = NewObserving(cfg, rec, set.Logger, nil, nil); err != nil {
+			tel.Shutdown()
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
+// consumeTraces counts td: in observe mode the verdicts decided here, in annotate mode the
+// attributes the orphan processor wrote. td is only read.
 func (e *metricsExporter) consumeTraces(_ context.Context, td ptrace.Traces) error {
+	if e.obs != nil {
+		e.obs.Consume(td)
+		return nil
+	}
 	e.recorder.Record(td)
 	return nil
 }
@@ -79,6 +93,9 @@ func (e *metricsExporter) start(ctx context.Context, host component.Host) error 
 	}
 	e.server = srv
 	e.serveErr = make(chan error, 1)
+	if e.obs != nil {
+		e.obs.Start()
+	}
 	e.settings.Logger.Info("Serving orphanwatch metrics",
 		zap.String("endpoint", ln.Addr().String()), zap.String("path", e.cfg.Path))
 	go func(done chan<- error) {
@@ -96,6 +113,9 @@ func (e *metricsExporter) start(ctx context.Context, host component.Host) error 
 func (e *metricsExporter) shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.obs != nil {
+		e.obs.Shutdown() // what is still owed is counted before the last scrape
+	}
 	e.tel.Shutdown()
 	if e.server == nil {
 		return nil

@@ -28,6 +28,11 @@ type Config struct {
 	// arrived, so that orphans arriving meanwhile deepen it (docs/verdicts.md "When verdicts are
 	// decided"). In the processor, 0 decides each batch whole as it arrives.
 	DecisionWait time.Duration `mapstructure:"decision_wait"`
+	// DecisionWaitAfterRoot is how long the decision of a trace's spans waits after its root
+	// span arrived (and of spans arriving after that, from their arrival): children exported
+	// a little after their root, and clock skew. In the spirit of tail_sampling's
+	// decision_wait_after_root_received. A value above decision_wait acts as decision_wait.
+	DecisionWaitAfterRoot time.Duration `mapstructure:"decision_wait_after_root"`
 	// MaxRequestDuration is how long spans that arrived before their root wait for it: after
 	// that they are judged without it (liveness unknown, runs unknown_root).
 	MaxRequestDuration time.Duration `mapstructure:"max_request_duration"`
@@ -193,9 +198,16 @@ type DetachedConfig struct {
 	LateEntrySpans bool `mapstructure:"late_entry_spans"`
 }
 
-// LimitsConfig bounds what the correlator keeps between decisions, in every component that
-// decides. Each bound has an eviction policy and a counter.
+// LimitsConfig bounds what a component that decides keeps: the traces waiting for their
+// decision, and what the correlator keeps between decisions. Each bound has an eviction policy
+// and a counter.
 type LimitsConfig struct {
+	// MaxTraces bounds the traces waiting for their decision (their spans held by the
+	// processor, their records by an observing exporter); the oldest is decided early when full.
+	MaxTraces int `mapstructure:"max_traces"`
+	// MaxSpansPerTrace bounds the spans (or records) waiting for one trace's decision; a full
+	// trace is decided early.
+	MaxSpansPerTrace int `mapstructure:"max_spans_per_trace"`
 	// MaxRootRecords bounds root records kept for late spans and key-bound traces (FIFO).
 	MaxRootRecords int `mapstructure:"max_root_records"`
 	// MaxIdempotencyKeys bounds idempotency-key hashes remembered (FIFO).
@@ -215,10 +227,12 @@ type LimitsConfig struct {
 	MaxOpenRuns int `mapstructure:"max_open_runs"`
 }
 
-// DefaultLimits returns the correlator's default bounds.
+// DefaultLimits returns the default bounds.
 func DefaultLimits() LimitsConfig {
 	vc := verdict.DefaultConfig()
 	return LimitsConfig{
+		MaxTraces:          50_000,
+		MaxSpansPerTrace:   10_000,
 		MaxRootRecords:     vc.MaxRootRecords,
 		MaxIdempotencyKeys: vc.MaxKeys,
 		MaxMultiRootSpans:  vc.MaxIndexedSpans,
@@ -232,11 +246,12 @@ func DefaultLimits() LimitsConfig {
 func Default() Config {
 	vc := verdict.DefaultConfig()
 	return Config{
-		DecisionWait:       30 * time.Second,
-		MaxRequestDuration: vc.MaxRequestDuration,
-		ClockSkewTolerance: vc.ClockSkew,
-		RunTimeout:         vc.RunTimeout,
-		MaxAttempts:        vc.MaxAttempts,
+		DecisionWait:          30 * time.Second,
+		DecisionWaitAfterRoot: 2 * time.Second,
+		MaxRequestDuration:    vc.MaxRequestDuration,
+		ClockSkewTolerance:    vc.ClockSkew,
+		RunTimeout:            vc.RunTimeout,
+		MaxAttempts:           vc.MaxAttempts,
 		Attributes: AttributesConfig{
 			Attempt:        defaultAttempts,
 			IdempotencyKey: defaultIdempotencyKeys,
@@ -293,6 +308,15 @@ func (c *Config) Validate(lim LimitsConfig) error {
 	var errs []error
 	if c.DecisionWait < 0 {
 		errs = append(errs, fmt.Errorf("decision_wait: must not be negative, got %s", c.DecisionWait))
+	}
+	if c.DecisionWaitAfterRoot < 0 {
+		errs = append(errs, fmt.Errorf("decision_wait_after_root: must not be negative, got %s", c.DecisionWaitAfterRoot))
+	}
+	if lim.MaxTraces <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_traces: must be positive, got %d", lim.MaxTraces))
+	}
+	if lim.MaxSpansPerTrace <= 0 {
+		errs = append(errs, fmt.Errorf("limits.max_spans_per_trace: must be positive, got %d", lim.MaxSpansPerTrace))
 	}
 	for name, list := range map[string][]DeadlineConfig{
 		"attributes.deadlines": c.Attributes.Deadlines, "attributes.extra_deadlines": c.Attributes.ExtraDeadlines,

@@ -6,7 +6,6 @@ package orphanprocessor
 
 import (
 	"context"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
@@ -27,13 +26,8 @@ func NewFactory() processor.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Config:                rules.Default(),
-		DecisionWaitAfterRoot: 2 * time.Second,
-		Limits: LimitsConfig{
-			MaxTraces:        50_000,
-			MaxSpansPerTrace: 10_000,
-			LimitsConfig:     rules.DefaultLimits(),
-		},
+		Config: rules.Default(),
+		Limits: LimitsConfig{LimitsConfig: rules.DefaultLimits()},
 	}
 }
 
