@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
@@ -44,7 +46,14 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 	}
 	e := &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, recorder: rec, tel: tel}
 	if cfg.Mode == ModeObserve {
-		if e.obs, err = NewObserving(cfg, rec, set.Logger, nil, nil); err != nil {
+		id := attribute.String(exporterAttribute, set.ID.String())
+		latency := func(s float64) {
+			tel.ExporterOrphanmetricsVerdictLatency.Record(context.Background(), s, metric.WithAttributes(id))
+		}
+		if e.obs, err = NewObserving(cfg, rec, set.Logger, latency, nil); err == nil {
+			err = registerObserve(tel, id, e.obs.Observer())
+		}
+		if err != nil {
 			tel.Shutdown()
 			return nil, err
 		}

@@ -13,14 +13,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 	"pgregory.net/rapid"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
@@ -293,4 +297,62 @@ func TestObserveEqualsAnnotateAnyOrder(t *testing.T) {
 		got := observedSeries(rt, batches, zap.NewNop(), false)
 		assert.Equal(rt, want[i], got, "%s: %d batches", cases[i].dir, len(batches))
 	})
+}
+
+// TestObserveTelemetry: the observing exporter's own telemetry says what it keeps, and reads 0
+// once everything is counted; S2's abandoned root is held decision_wait, then counted.
+func TestObserveTelemetry(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	set := exportertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	cfg := orphanmetricsexporter.NewDefaultConfig()
+	cfg.NetAddr.Endpoint = "localhost:0"
+	cfg.DecisionWait = 500 * time.Millisecond
+	cfg.DecisionWaitAfterRoot = 0 // decided as it arrives
+	cfg.RunTimeout = 100 * time.Millisecond
+	exp, err := orphanmetricsexporter.NewFactory().CreateTraces(context.Background(), set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+
+	var s2 ptrace.Traces
+	for _, sc := range loadScenarioFiles(t) {
+		if sc.dir == "s02_caller_leaves" {
+			s2 = sc.traces
+		}
+	}
+	n := int64(s2.SpanCount())
+	require.NoError(t, exp.ConsumeTraces(context.Background(), s2))
+
+	gauge := func(name, state string) int64 {
+		m, err := tel.GetMetric(name)
+		require.NoError(t, err, name)
+		var sum int64
+		for _, p := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+			if v, ok := p.Attributes.Value("state"); state == "" || (ok && v.AsString() == state) {
+				sum += p.Value
+			}
+		}
+		return sum
+	}
+	counter := func(name string) int64 {
+		m, err := tel.GetMetric(name)
+		require.NoError(t, err, name)
+		var sum int64
+		for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+			sum += p.Value
+		}
+		return sum
+	}
+	assert.Equal(t, int64(0), gauge("otelcol_exporter_orphanmetrics_records", "waiting"), "decided as it arrived")
+	assert.Equal(t, int64(1), gauge("otelcol_exporter_orphanmetrics_held_roots", ""), "the cancelled root, held for its reach")
+	assert.Equal(t, n, counter("otelcol_exporter_orphanmetrics_spans_judged"))
+	deadline := time.Now().Add(10 * time.Second)
+	for gauge("otelcol_exporter_orphanmetrics_held_roots", "") != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Equal(t, int64(0), gauge("otelcol_exporter_orphanmetrics_held_roots", ""), "counted after decision_wait")
+	assert.Equal(t, int64(0), gauge("otelcol_exporter_orphanmetrics_open_runs", ""))
+	assert.Equal(t, int64(0), gauge("otelcol_exporter_orphanmetrics_records", "pending"))
 }
