@@ -319,7 +319,6 @@ func (s *stack) metricNames(t *testing.T, prefix string) []string {
 	return out
 }
 
-
 type price struct{ In, Out float64 }
 
 // shippedPrices reads the price table of a shipped config: the prices setting of whichever

@@ -143,7 +143,7 @@ func StartPrometheus(t testing.TB, bin string, config []byte, extraFiles map[str
 	p := &Prometheus{Port: FreePort(t), Dir: dir}
 	p.Process = StartProcess(t, "prometheus", bin, append([]string{
 		"--config.file=" + cfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", p.Port),
 		"--enable-feature=exemplar-storage",
 		"--log.level=warn",
