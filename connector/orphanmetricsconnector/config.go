@@ -39,24 +39,38 @@ type Config struct {
 	// connector's own attributes.
 	ConstLabels map[string]string `mapstructure:"const_labels"`
 
-	// MetricsFlushInterval is how often the accumulated (cumulative) metrics are sent to the
-	// metrics pipeline. Default [DefaultMetricsFlushInterval]. Must be positive.
+	// MetricsFlushInterval is how often the accumulated metrics are sent to the metrics
+	// pipeline. Default [DefaultMetricsFlushInterval]. Must be positive.
 	MetricsFlushInterval time.Duration `mapstructure:"metrics_flush_interval"`
+
+	// AggregationTemporality of the sums and histograms sent: [TemporalityCumulative] (the
+	// default: totals since each series started, what Prometheus and remote write take) or
+	// [TemporalityDelta] (what each series gained since the previous successful flush, which
+	// is the start time of its points; series that gained nothing are not sent), as
+	// spanmetrics' setting of that name.
+	AggregationTemporality string `mapstructure:"aggregation_temporality"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
+
+// Values of aggregation_temporality.
+const (
+	TemporalityCumulative = "cumulative"
+	TemporalityDelta      = "delta"
+)
 
 // NewDefaultConfig returns the default configuration: the exporter's metric defaults and a
 // flush every [DefaultMetricsFlushInterval].
 func NewDefaultConfig() *Config {
 	e := orphanmetricsexporter.NewDefaultConfig()
 	return &Config{
-		Namespace:            e.Namespace,
-		LabelLimits:          e.LabelLimits,
-		OutliveBuckets:       e.OutliveBuckets,
-		HopBuckets:           e.HopBuckets,
-		MetricsFlushInterval: DefaultMetricsFlushInterval,
+		Namespace:              e.Namespace,
+		LabelLimits:            e.LabelLimits,
+		OutliveBuckets:         e.OutliveBuckets,
+		HopBuckets:             e.HopBuckets,
+		MetricsFlushInterval:   DefaultMetricsFlushInterval,
+		AggregationTemporality: TemporalityCumulative,
 	}
 }
 
@@ -65,6 +79,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.MetricsFlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("metrics_flush_interval: must be positive, got %v", c.MetricsFlushInterval))
+	}
+	if c.AggregationTemporality != TemporalityCumulative && c.AggregationTemporality != TemporalityDelta {
+		errs = append(errs, fmt.Errorf("aggregation_temporality: must be %s or %s, got %q", TemporalityCumulative, TemporalityDelta, c.AggregationTemporality))
 	}
 	return errors.Join(append(errs, c.recorderConfig().ValidateMetrics())...)
 }
