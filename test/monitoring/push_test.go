@@ -47,7 +47,9 @@ var absenceAlerts = map[string]bool{
 //
 // With scenario traffic sent to both, every pipeline-health alert expression (each side of
 // its comparisons, and every selector in it) and every pipeline-health panel query returns
-// data from both collectors' series, and the alerts that fire on missing data stay quiet.
+// data from both collectors' series, the alerts that fire on missing data stay quiet, every
+// model is billed at its own price of the shipped table, and every orphaned-spend panel
+// query returns non-zero data.
 func TestPushMonitoring(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three collectors and Prometheus")
@@ -186,6 +188,8 @@ service:
 
 	alerts := pipelineAlerts(t)
 	panels := pipelineQueries(t)
+	spend, err := dashboards.Queries(repoFile(t, "dashboards/orphaned-spend.json"))
+	require.NoError(t, err)
 	var pending []string
 	ok := e2e.WaitFor(90*time.Second, func() bool {
 		pending = pending[:0]
@@ -197,6 +201,13 @@ service:
 				pending = append(pending, msg)
 			}
 		}
+		// The orphaned-spend dashboard on pushed series: every panel has non-zero data (the
+		// spend over the range per service and model, per run outcome, among them).
+		for _, q := range spend {
+			if msg := s.checkQuery(q); msg != "" {
+				pending = append(pending, msg)
+			}
+		}
 		// Each push collector's telemetry: the processor's series of two instances.
 		v, err := s.instant(`count(count by (instance) ({__name__=~"otelcol_processor_orphan_spans_processed(_total)?"}))`)
 		if err != nil || len(v) != 1 || v[0].Value != 2 {
@@ -205,7 +216,7 @@ service:
 		return len(pending) == 0
 	})
 	assert.True(t, ok, "without data or firing:\n%s", strings.Join(pending, "\n"))
-	t.Logf("%d pipeline-health alerts and %d pipeline-health panel queries checked", len(alerts), len(panels))
+	t.Logf("%d pipeline-health alerts, %d pipeline-health and %d orphaned-spend panel queries checked", len(alerts), len(panels), len(spend))
 	s.checkRulesHealthy(t)
 }
 
