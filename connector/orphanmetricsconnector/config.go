@@ -47,7 +47,8 @@ type Config struct {
 	// default: totals since each series started, what Prometheus and remote write take) or
 	// [TemporalityDelta] (what each series gained since the previous successful flush, which
 	// is the start time of its points; series that gained nothing are not sent), as
-	// spanmetrics' setting of that name.
+	// spanmetrics' setting of that name (whose spellings AGGREGATION_TEMPORALITY_CUMULATIVE and
+	// AGGREGATION_TEMPORALITY_DELTA are taken too).
 	AggregationTemporality string `mapstructure:"aggregation_temporality"`
 
 	// prevent unkeyed literal initialization
@@ -80,10 +81,22 @@ func (c *Config) Validate() error {
 	if c.MetricsFlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("metrics_flush_interval: must be positive, got %v", c.MetricsFlushInterval))
 	}
-	if c.AggregationTemporality != TemporalityCumulative && c.AggregationTemporality != TemporalityDelta {
+	if c.temporality() == "" {
 		errs = append(errs, fmt.Errorf("aggregation_temporality: must be %s or %s, got %q", TemporalityCumulative, TemporalityDelta, c.AggregationTemporality))
 	}
 	return errors.Join(append(errs, c.recorderConfig().ValidateMetrics())...)
+}
+
+// temporality is AggregationTemporality as TemporalityCumulative or TemporalityDelta, or ""
+// when it is neither (nor spanmetrics' spelling of either).
+func (c *Config) temporality() string {
+	switch c.AggregationTemporality {
+	case TemporalityCumulative, "AGGREGATION_TEMPORALITY_CUMULATIVE":
+		return TemporalityCumulative
+	case TemporalityDelta, "AGGREGATION_TEMPORALITY_DELTA":
+		return TemporalityDelta
+	}
+	return ""
 }
 
 // recorderConfig is the exporter configuration with the connector's metric settings: what

@@ -51,7 +51,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 		return nil, err
 	}
 	conv := newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource)
-	conv.delta = cfg.AggregationTemporality == TemporalityDelta
+	conv.delta = cfg.temporality() == TemporalityDelta
 	return &metricsConnector{
 		cfg:    cfg,
 		logger: set.Logger,
