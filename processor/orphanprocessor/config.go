@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // Config is the configuration of the `orphan` processor. Every field has a default (see
@@ -37,6 +37,13 @@ type Config struct {
 	RunTimeout time.Duration `mapstructure:"run_timeout"`
 	// MaxAttempts closes a run when reached. 0: no limit.
 	MaxAttempts int `mapstructure:"max_attempts"`
+	// SendBatchMaxSize bounds the spans handed on to the next consumer in one call, as the batch
+	// processor's setting of the same name does: what a tick, a limit or shutdown releases is
+	// split into calls of at most this many spans (a span is never split; the spans of one trace
+	// may go in several calls). Default 8192, the batch processor's usual value; one request of
+	// everything held at shutdown (500,000 spans, 163 MB) was refused by a downstream collector
+	// with default settings (issue 30).
+	SendBatchMaxSize int `mapstructure:"send_batch_max_size"`
 
 	// Attributes names the span attributes read (attempt, idempotency key, deadlines, tokens,
 	// model, cost).
@@ -200,6 +207,11 @@ type LimitsConfig struct {
 	MaxTraces int `mapstructure:"max_traces"`
 	// MaxSpansPerTrace bounds spans held for one trace; a full trace is decided early.
 	MaxSpansPerTrace int `mapstructure:"max_spans_per_trace"`
+	// MaxHeldBytes bounds the spans held, in bytes of their OTLP protobuf encoding (each batch's
+	// ptrace.ProtoMarshaler.TracesSize, shared evenly among its spans); when exceeded, the oldest
+	// traces are decided early (evictions{state="bytes"}). The heap the spans take is a few times
+	// this (README). 0: no bound in bytes.
+	MaxHeldBytes int64 `mapstructure:"max_held_bytes"`
 	// MaxRootRecords bounds root records kept for late spans and key-bound traces (FIFO).
 	MaxRootRecords int `mapstructure:"max_root_records"`
 	// MaxIdempotencyKeys bounds idempotency-key hashes remembered (FIFO).
@@ -232,6 +244,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxTraces <= 0 {
 		errs = append(errs, fmt.Errorf("limits.max_traces: must be positive, got %d", c.Limits.MaxTraces))
+	}
+	if c.SendBatchMaxSize <= 0 {
+		errs = append(errs, fmt.Errorf("send_batch_max_size: must be positive, got %d", c.SendBatchMaxSize))
+	}
+	if c.Limits.MaxHeldBytes < 0 {
+		errs = append(errs, fmt.Errorf("limits.max_held_bytes: must not be negative (0: no bound), got %d", c.Limits.MaxHeldBytes))
 	}
 	if c.Limits.MaxSpansPerTrace <= 0 {
 		errs = append(errs, fmt.Errorf("limits.max_spans_per_trace: must be positive, got %d", c.Limits.MaxSpansPerTrace))

@@ -13,9 +13,9 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/spanread"
 )
 
 // NewFactory returns the factory of the `orphan` processor.
@@ -57,6 +57,15 @@ var (
 	}
 )
 
+// defaultSendBatchMaxSize is send_batch_max_size's default: the batch processor's usual
+// send_batch_max_size, 8192 spans (about 2.7 MB of OTLP at the 330 bytes a span of issue 30's
+// traffic took), under the 4 MiB an OTLP gRPC receiver takes by default and the 20 MiB of an
+// OTLP HTTP receiver.
+const defaultSendBatchMaxSize = 8192
+
+// defaultMaxHeldBytes is limits.max_held_bytes's default (see the README for the heap it takes).
+const defaultMaxHeldBytes = 256 << 20
+
 func createDefaultConfig() component.Config {
 	vc := verdict.DefaultConfig()
 	return &Config{
@@ -66,6 +75,7 @@ func createDefaultConfig() component.Config {
 		ClockSkewTolerance:    vc.ClockSkew,
 		RunTimeout:            vc.RunTimeout,
 		MaxAttempts:           vc.MaxAttempts,
+		SendBatchMaxSize:      defaultSendBatchMaxSize,
 		Attributes: AttributesConfig{
 			Attempt:        defaultAttempts,
 			IdempotencyKey: defaultIdempotencyKeys,
@@ -86,6 +96,7 @@ func createDefaultConfig() component.Config {
 		Limits: LimitsConfig{
 			MaxTraces:          50_000,
 			MaxSpansPerTrace:   10_000,
+			MaxHeldBytes:       defaultMaxHeldBytes,
 			MaxRootRecords:     vc.MaxRootRecords,
 			MaxIdempotencyKeys: vc.MaxKeys,
 			MaxMultiRootSpans:  vc.MaxIndexedSpans,

@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // The component's files: processor.go is its face (ConsumeTraces: taking spans in; Start,
@@ -109,7 +109,7 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		defer p.sweepMu.Unlock()
 		r, k := corr.Held()
 		memo, pending, open := corr.Kept()
-		return kept{Roots: int64(r), Keys: int64(k), Pending: int64(pending), OpenRuns: int64(open), Context: int64(memo - pending)}
+		return kept{Roots: int64(r), Keys: int64(k), Pending: int64(pending), OpenRuns: int64(open), Context: int64(memo - pending), HeldBytes: p.heldBytes.Load()}
 	})
 	if err != nil {
 		return nil, err
@@ -279,6 +279,11 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	defer in.recycle()
 	now := p.clock.Now()
 	b := in.group(p.reader, td)
+	if p.cfg.Limits.MaxHeldBytes > 0 && !p.atOnce && len(in.spans) > 0 {
+		// What the batch's spans weigh, shared evenly among them (limits.max_held_bytes): one
+		// pass of pdata's own size computation over the batch, no copy.
+		b.spanBytes = max(int64((&ptrace.ProtoMarshaler{}).TracesSize(td))/int64(len(in.spans)+len(in.pass)), 1)
+	}
 	// Every span of the batch that will leave counts before any release can see the batch.
 	b.left = len(in.spans) + len(in.pass)
 	// Whether each trace's root was known before this batch (its spans are then late), then
