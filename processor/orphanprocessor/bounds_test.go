@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -430,7 +433,8 @@ type overload struct {
 	early                   int   // of them, before shutdown (decided early)
 	evictedBytes            int64 // evictions{state="bytes"}
 	maxHeap                 uint64
-	maxHeld                 int64 // held_bytes at most
+	maxRSS                  uint64 // resident set size (Linux; with the race detector's shadow memory under -race)
+	maxHeld                 int64  // held_bytes at most
 	recovered               time.Duration
 	heapPerHeldByte         float64 // heap taken per byte counted in held_bytes
 }
@@ -505,6 +509,7 @@ func overloadRun(t *testing.T, batches int, maxHeld int64) overload {
 			runtime.ReadMemStats(&ms)
 			mu.Lock()
 			res.maxHeap = max(res.maxHeap, ms.HeapAlloc)
+			res.maxRSS = max(res.maxRSS, rss())
 			res.maxHeld = max(res.maxHeld, p.heldBytes.Load())
 			mu.Unlock()
 			select {
@@ -588,3 +593,17 @@ func TestMemoryOverloadUnbounded(t *testing.T) {
 // overloadBatches is how many batches of 1,000 spans TestMemoryOverload sends: 104,950 spans
 // with their roots, 34 MB of OTLP, about 100 MiB of heap when held.
 const overloadBatches = 100
+
+// rss is the process's resident set size in bytes (/proc/self/statm); 0 where it cannot be read.
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}
