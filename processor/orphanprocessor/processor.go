@@ -23,7 +23,7 @@ import (
 // Shutdown and the release loop). intake.go groups a batch's spans by trace; hold.go is where a
 // trace waits for its decision (holdShards: the shard of its trace ID, each a holdStore by ID,
 // arrival and due time under its own mutex); release.go how decided spans leave (whole batches as they came,
-// or span by span); verdicts.go where a released trace is decided (decide, via the correlator's
+// or span by span, in calls of at most send_batch_max_size spans); verdicts.go where a released trace is decided (decide, via the correlator's
 // Release) and its verdicts, carried verdicts and carrier spans are written (writeVerdict,
 // writeCarried, passCarried); roots.go the abandoned roots held after their trace; telemetry.go
 // the counters; keysharing.go the tier's shared keys; replay.go the processor on a recording's
