@@ -314,29 +314,30 @@ func TestSlowStoreGetsNoDuplicate(t *testing.T) {
 	// One retry after a timeout: given up 8 s after the first attempt.
 	retry.InitialInterval, retry.MaxInterval, retry.MaxElapsedTime = 50*time.Millisecond, 200*time.Millisecond, 8*time.Second
 	// run holds the traffic, shuts the processor down (everything leaves) and waits until the
-	// store has received more than the spans sent (duplicates) or, having all of them, the
-	// exporter's timeout and one retry have passed with nothing more: a request that timed out
-	// is sent again by then.
-	run := func(t *testing.T, sendMax int) (spans, distinct, requests, largest int) {
+	// store has received more than the spans sent (duplicates) or, having all of them, dupWait
+	// has passed with nothing more: longer than the exporter's timeout and one retry when no
+	// duplicate is expected (a request that timed out is sent again by then), as long as a
+	// duplicate may take under the race detector on a loaded machine when one is.
+	run := func(t *testing.T, sendMax int, dupWait time.Duration) (spans, distinct, requests, largest int) {
 		st := newStore(perSpan)
 		exp := startExporter(t, startStore(t, st), timeout, &retry, configcompression.Type("none"))
 		cfg := heldConfig()
 		cfg.SendBatchMaxSize = sendMax
 		holdAndShutdown(t, cfg, exp, heldTraffic(n))
 		require.True(t, st.waitFor(n, 30*time.Second), "the store got every span, at least once")
-		st.waitFor(n+1, timeout+time.Second)
+		st.waitFor(n+1, dupWait)
 		require.NoError(t, exp.Shutdown(context.Background()))
 		return st.counts()
 	}
 	t.Run("bounded", func(t *testing.T) {
-		spans, distinct, requests, largest := run(t, defaultSendBatchMaxSize)
+		spans, distinct, requests, largest := run(t, defaultSendBatchMaxSize, timeout+time.Second)
 		t.Logf("store: %d spans, %d distinct, %d requests, largest %d", spans, distinct, requests, largest)
 		assert.Equal(t, n, distinct, "every span stored")
 		assert.Equal(t, n, spans, "none twice")
 		assert.LessOrEqual(t, largest, defaultSendBatchMaxSize)
 	})
 	t.Run("unbounded", func(t *testing.T) {
-		spans, distinct, requests, largest := run(t, n)
+		spans, distinct, requests, largest := run(t, n, 40*time.Second)
 		t.Logf("store: %d spans, %d distinct, %d requests, largest %d", spans, distinct, requests, largest)
 		assert.Equal(t, n, largest, "one request of everything")
 		assert.Greater(t, spans, n, "timed out, sent again, stored twice")
