@@ -182,7 +182,7 @@ func (p *orphanProcessor) holdInShards(ctx context.Context, in *intake, now time
 			}
 			if s.root && !h.hasRoot {
 				h.hasRoot = true
-				p.lat.rootArrived(g.id, now)
+				p.lat.RootArrived(g.id, now)
 				p.setDueLocked(sh, h, now.Add(p.afterRoot))
 			}
 			sh.hold(h, s.ref, left)
@@ -250,7 +250,7 @@ func (p *orphanProcessor) holdBatch(ctx context.Context, in *intake, now time.Ti
 			}
 			if s.root && !h.hasRoot {
 				h.hasRoot = true
-				p.lat.rootArrived(g.id, now)
+				p.lat.RootArrived(g.id, now)
 			}
 			h.add(s.ref, left)
 			left--

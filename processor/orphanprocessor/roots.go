@@ -117,7 +117,7 @@ func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) e
 	for _, hr := range roots {
 		writeVerdict(hr.ref.sp.Attributes(), &hr.v)
 		lv.add(hr.ref)
-		p.lat.counted(hr.trace, now)
+		p.lat.Counted(hr.trace, now)
 		if lv.spans >= p.cfg.SendBatchMaxSize {
 			p.send(ctx, lv, 0, &ref)
 		}
