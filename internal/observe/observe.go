@@ -75,7 +75,14 @@ type Observer struct {
 	rootQueue []*heldRoot // by due time (all wait the same)
 
 	stats counters
+
+	sweepMu   sync.Mutex
+	lastSweep time.Time
 }
+
+// SweepInterval is how often Tick sweeps the correlator's memory (the processor's sweep
+// interval).
+const SweepInterval = time.Second
 
 // heldRoot is an abandoned root (cancelled, deadline exceeded) whose verdict is counted
 // decision_wait after it arrived, so that orphans arriving after it deepen its orphaned depth
@@ -334,6 +341,16 @@ func (o *Observer) Tick() {
 	now := o.now()
 	o.ReleaseDue(now)
 	o.flushRoots(now)
+	// The correlator's memory is swept at most once per SweepInterval, as the processor does.
+	o.sweepMu.Lock()
+	due := now.Sub(o.lastSweep) >= SweepInterval
+	if due {
+		o.lastSweep = now
+	}
+	o.sweepMu.Unlock()
+	if !due {
+		return
+	}
 	carried, st := o.corr.Sweep(now.UnixNano())
 	o.later(now, carried, &st)
 	if o.lat != nil {

@@ -86,7 +86,9 @@ type orphanProcessor struct {
 }
 
 func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
-	corr, err := verdict.New(cfg.verdictConfig())
+	vc := cfg.verdictConfig()
+	vc.PrefixPriced = prefixPricedLogger(set.Logger)
+	corr, err := verdict.New(vc)
 	if err != nil {
 		return nil, err
 	}
@@ -319,4 +321,15 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		p.tel.ProcessorOrphanSpansLate.Add(ctx, late, p.tel.ID)
 	}
 	return p.releaseWith(ctx, ready, in.pass)
+}
+
+// prefixPricedLogger logs, once per model name (verdict.Config.PrefixPriced), a model that the
+// prices table prices by the entry that prefixes its name: right for a dated version
+// (gpt-4o-2024-08-06 by gpt-4o), wrong for another model (gpt-4o-mini by gpt-4o, 16 times its
+// price), which an entry of its own fixes.
+func prefixPricedLogger(logger *zap.Logger) func(model, entry string) {
+	return func(model, entry string) {
+		logger.Info("Model priced by the prices entry that prefixes its name; give it an entry of its own if its price differs",
+			zap.String("model", model), zap.String("prices_entry", entry))
+	}
 }
