@@ -465,8 +465,8 @@ func (c *Correlator) inheritContext(sc *scratch, spans []Span, out []Verdict, bi
 func (c *Correlator) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *Stats) {
 	for i := range spans {
 		s, n, v := &spans[i], &sc.nodes[i], &out[i]
-		if n.valid && n.isRoot && n.detached {
-			v.EndReason = EndReasonDetached // detachedRoot
+		if detachedRoot(n) {
+			v.EndReason = EndReasonDetached
 		}
 		switch {
 		case !n.valid:
@@ -543,14 +543,21 @@ func (c *Correlator) skewOf(s *Span, n *node) int64 {
 	if n.hasRoot {
 		clock, known = n.rec.service, true
 	}
-	if gone, ok := c.goneOf(n); ok && n.gaveUp > 0 && gone == n.gaveUp && (!n.hasRoot || n.gaveUp < n.rec.gone) &&
-		(n.deadline == 0 || n.gaveUp < n.deadline) {
+	if c.callerJudges(n) {
 		clock, known = n.gaveUpSvc, true
 	}
 	if known && s.Service == clock {
 		return 0
 	}
 	return int64(c.cfg.ClockSkew)
+}
+
+// callerJudges reports whether the end of a caller that gave up is the span's gone time:
+// earlier than its root's gone time and every deadline above it.
+func (c *Correlator) callerJudges(n *node) bool {
+	gone, ok := c.goneOf(n)
+	return ok && n.gaveUp > 0 && gone == n.gaveUp && (!n.hasRoot || n.gaveUp < n.rec.gone) &&
+		(n.deadline == 0 || n.gaveUp < n.deadline)
 }
 
 // startOrder orders spans by start time, then span ID and kind, so that the order of a run's

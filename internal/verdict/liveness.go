@@ -35,10 +35,12 @@ func bindDetached(s *Span, ctx *spanContext, bindings map[uint64]rootRecord) {
 // detached work): nobody waits for it past the request's end, and nobody gave it up either.
 func handedOver(rec rootRecord) bool { return rec.reason == EndReasonCompleted }
 
-// detachedRoot: the root of a trace of detached work (a parentless CONSUMER span, a root with
-// links: rootIsDetached) is not a root request; it is counted with the end reason detached
-// (DESIGN.md "Words": detached work), and its work is judged by its own results unless a key
-// or a deadline binds it (bindDetached). judgeSpans writes it.
+// detachedRoot reports whether a span is the root of a trace of detached work (a parentless
+// CONSUMER span, a root with links: rootIsDetached). It is not a root request: it is counted
+// with the end reason detached (DESIGN.md "Words": detached work), has no gone time of its own,
+// and the work below it is judged by its own results unless a key or a deadline binds it
+// (bindDetached).
+func detachedRoot(n *node) bool { return n.valid && n.isRoot && n.detached }
 
 // startsDetachedWork reports whether span i begins work meant to outlive the request, given
 // what it inherits (ctx): it is a messaging CONSUMER span that its producing request does not
