@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/rules"
 )
 
 // DefaultMetricsFlushInterval is how often the accumulated metrics are sent down the metrics
@@ -43,6 +44,18 @@ type Config struct {
 	// metrics pipeline. Default [DefaultMetricsFlushInterval]. Must be positive.
 	MetricsFlushInterval time.Duration `mapstructure:"metrics_flush_interval"`
 
+	// Mode says where the verdicts come from, as the exporter's: observe (the default) decides
+	// them here, with the rule settings below; annotate reads the orphanwatch.* attributes the
+	// orphan processor wrote.
+	Mode string `mapstructure:"mode"`
+
+	// Config holds the verdict rules used in observe mode, under the orphan processor's keys
+	// (decision_wait, decision_wait_after_root, max_request_duration, clock_skew_tolerance,
+	// run_timeout, max_attempts, attributes, cancellation, retryable, prices, detached).
+	rules.Config `mapstructure:",squash"`
+	// Limits bound what observe mode keeps (the processor's limits of the same names).
+	Limits rules.LimitsConfig `mapstructure:"limits"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -57,6 +70,9 @@ func NewDefaultConfig() *Config {
 		OutliveBuckets:       e.OutliveBuckets,
 		HopBuckets:           e.HopBuckets,
 		MetricsFlushInterval: DefaultMetricsFlushInterval,
+		Mode:                 e.Mode,
+		Config:               e.Config,
+		Limits:               e.Limits,
 	}
 }
 
@@ -66,11 +82,13 @@ func (c *Config) Validate() error {
 	if c.MetricsFlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("metrics_flush_interval: must be positive, got %v", c.MetricsFlushInterval))
 	}
-	return errors.Join(append(errs, c.recorderConfig().ValidateMetrics())...)
+	rc := c.recorderConfig()
+	return errors.Join(append(errs, rc.ValidateMetrics(), rc.ValidateMode())...)
 }
 
-// recorderConfig is the exporter configuration with the connector's metric settings: what
-// the shared recorder is made from (its HTTP settings are not used).
+// recorderConfig is the exporter configuration with the connector's metric, mode and rule
+// settings: what the shared recorder and observe mode are made from (its HTTP settings are not
+// used).
 func (c *Config) recorderConfig() *orphanmetricsexporter.Config {
 	e := orphanmetricsexporter.NewDefaultConfig()
 	e.Namespace = c.Namespace
@@ -78,5 +96,8 @@ func (c *Config) recorderConfig() *orphanmetricsexporter.Config {
 	e.OutliveBuckets = c.OutliveBuckets
 	e.HopBuckets = c.HopBuckets
 	e.ConstLabels = c.ConstLabels
+	e.Mode = c.Mode
+	e.Config = c.Config
+	e.Limits = c.Limits
 	return e
 }

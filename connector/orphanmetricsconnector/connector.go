@@ -27,6 +27,7 @@ type metricsConnector struct {
 	next   consumer.Metrics
 	tel    *telemetry
 	conv   converter
+	obs    *orphanmetricsexporter.Observing // observe mode; nil in annotate mode
 
 	flushMu sync.Mutex // one flush at a time
 
@@ -37,9 +38,16 @@ type metricsConnector struct {
 }
 
 func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*metricsConnector, error) {
-	rec, err := orphanmetricsexporter.NewRecorder(cfg.recorderConfig())
+	rc := cfg.recorderConfig()
+	rec, err := orphanmetricsexporter.NewRecorder(rc)
 	if err != nil {
 		return nil, err
+	}
+	var obs *orphanmetricsexporter.Observing
+	if rc.Mode == orphanmetricsexporter.ModeObserve {
+		if obs, err = orphanmetricsexporter.NewObserving(rc, rec, set.Logger, nil, nil); err != nil {
+			return nil, err
+		}
 	}
 	tel, err := newTelemetry(set, func(report func(string, int64)) {
 		for _, l := range orphanmetricsexporter.LimitedLabels {
@@ -55,6 +63,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 		rec:    rec,
 		next:   next,
 		tel:    tel,
+		obs:    obs,
 		conv:   newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource),
 	}, nil
 }
@@ -63,9 +72,14 @@ func (c *metricsConnector) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-// ConsumeTraces records td; it never fails (malformed attributes are counted in
-// <namespace>.spans_skipped, as by the exporter).
+// ConsumeTraces counts td: in observe mode the verdicts decided here, in annotate mode the
+// attributes the orphan processor wrote. It never fails (malformed attributes are counted in
+// <namespace>.spans_skipped, as by the exporter). td is only read.
 func (c *metricsConnector) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
+	if c.obs != nil {
+		c.obs.Consume(td)
+		return nil
+	}
 	c.rec.Record(td)
 	return nil
 }
@@ -77,6 +91,9 @@ func (c *metricsConnector) Start(context.Context, component.Host) error {
 		return errors.New("orphanmetrics: already started")
 	}
 	c.started = true
+	if c.obs != nil {
+		c.obs.Start()
+	}
 	c.stop, c.stopped = make(chan struct{}), make(chan struct{})
 	go c.loop(c.stop, c.stopped)
 	return nil
@@ -110,6 +127,9 @@ func (c *metricsConnector) Shutdown(ctx context.Context) error {
 	c.started = false
 	close(c.stop)
 	<-c.stopped
+	if c.obs != nil {
+		c.obs.Shutdown() // what is still owed is counted, then flushed below
+	}
 	if err := c.flush(ctx); err != nil {
 		return fmt.Errorf("orphanmetrics: final flush: %w", err)
 	}

@@ -16,8 +16,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // TestExtraAttributesKeepDefaults: an extra_ list adds after the defaults; the list itself
@@ -26,6 +27,8 @@ func TestExtraAttributesKeepDefaults(t *testing.T) {
 	cfg := loadConfig(t, "extra")
 	require.NoError(t, confmap.Validate(cfg))
 	eff := cfg.Attributes.Effective()
+	def := rules.Default().Attributes
+	defaultIdempotencyKeys, defaultAttempts, defaultDeadlines, defaultInputTokens := def.IdempotencyKey, def.Attempt, def.Deadlines, def.InputTokens
 	assert.Equal(t, append(append([]string{}, defaultIdempotencyKeys...), "messaging.kafka.message.key"), eff.IdempotencyKey)
 	assert.Equal(t, append(append([]string{}, defaultAttempts...), "retry.attempt"), eff.Attempt)
 	assert.Equal(t, append(append([]DeadlineConfig{}, defaultDeadlines...), DeadlineConfig{Attribute: "app.deadline", Format: spanread.FormatRFC3339}), eff.Deadlines)

@@ -12,9 +12,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/spanread"
 )
 
 // processorAttribute is the attribute of every measurement that names the processor instance.
