@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/latency"
+	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -86,7 +87,9 @@ type orphanProcessor struct {
 }
 
 func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
-	corr, err := verdict.New(cfg.verdictConfig())
+	vc := cfg.verdictConfig()
+	vc.PrefixPriced = rules.PrefixPricedLogger(set.Logger)
+	corr, err := verdict.New(vc)
 	if err != nil {
 		return nil, err
 	}
