@@ -22,7 +22,9 @@
 # annotate": which to run, baseline first); DECISION_WAIT (30s, the shipped default, for the
 # processor and the observing exporter alike); PORT_BASE (24000);
 # PPROF (empty; 1: the pprof extension, on 127.0.0.1, writes a CPU profile of each run, from
-# start to shut-down, to bench/e2e-NAME-ROUND.cpu.pprof: `go tool pprof -top` it);
+# start to shut-down, to bench/e2e-NAME-ROUND.cpu.pprof: `go tool pprof -top` it; and the heap
+# profile as the load ends, when the most records wait, to bench/e2e-NAME-ROUND.heap.pprof:
+# `go tool pprof -sample_index=inuse_space -top` it);
 # TELEMETRYGEN (path; default: installed with go install at TELEMETRYGEN_VERSION, v0.161.0, the
 # newest the module proxy serves: v0.165.x is not published there).
 set -euo pipefail
@@ -168,6 +170,10 @@ run() {
 		--telemetry-attributes 'server.port=8080' \
 		--telemetry-attributes 'http.response.status_code=200' >"$WORK/telemetrygen.log" 2>&1 ||
 		{ cat "$WORK/telemetrygen.log" >&2; exit 1; }
+	if [ -n "$PPROF" ]; then
+		curl -sf "http://$PPROF_ADDR/debug/pprof/heap" -o "bench/e2e-$1-$2.heap.pprof" ||
+			echo "$1: no heap profile" >&2
+	fi
 	# Wait (bounded) until every accepted span has left through the debug exporter and, in
 	# observe, the exporter decided every record waiting for its trace's decision (about
 	# decision_wait_after_root, 2 s, after the last root): its work is counted as the processor's
