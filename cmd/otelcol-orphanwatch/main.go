@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"go.opentelemetry.io/collector/component"
@@ -23,8 +24,42 @@ import (
 	"github.com/orphanwatch/orphanwatch/config"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// Version is the release this source tree is on its way to, reported by a binary that was
+// built with neither -ldflags nor a module version (`go run`, `go build -buildvcs=false`).
+// RELEASING.md says when to bump it.
+const Version = "0.1.0-dev"
+
+// version, when not empty, is the version the distribution reports (`--version`, and
+// component.BuildInfo.Version in its logs and telemetry): set at build time with
+// `go build -ldflags "-X main.version=0.2.0"`.
+var version string
+
+// buildVersion is the version the distribution reports: -ldflags' version; else the main
+// module's version in the build info (`v0.2.0` when installed with
+// `go install github.com/orphanwatch/orphanwatch/cmd/otelcol-orphanwatch@v0.2.0`, a
+// pseudo-version like `v0.1.1-0.20261202075810-73105de12345+dirty` when built by `go build` in
+// a clone); else [Version]. A leading "v" is dropped, as the collector's distributions write
+// theirs (`0.165.0`).
+func buildVersion() string {
+	module := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		module = bi.Main.Version
+	}
+	return resolveVersion(version, module)
+}
+
+// resolveVersion picks the reported version from the -ldflags value and the main module's
+// version in the build info ("" or "(devel)" when there is none).
+func resolveVersion(ldflags, module string) string {
+	v := ldflags
+	if v == "" && module != "" && module != "(devel)" {
+		v = module
+	}
+	if v == "" {
+		v = Version
+	}
+	return strings.TrimPrefix(v, "v")
+}
 
 func main() {
 	if err := run(); err != nil {
@@ -42,7 +77,7 @@ func run() error {
 		BuildInfo: component.BuildInfo{
 			Command:     "otelcol-orphanwatch",
 			Description: "orphanwatch: an OpenTelemetry Collector that finds work delivered to nobody",
-			Version:     version,
+			Version:     buildVersion(),
 		},
 		Factories: components,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
