@@ -1,8 +1,10 @@
 // Command otelcol-orphanwatch is the orphanwatch collector distribution: OTLP and Zipkin
 // receivers, memory_limiter, batch, the orphan processor, the orphanmetrics exporter, OTLP and
 // debug exporters, and the health_check extension. Started without --config it runs the
-// embedded default pipeline (config/collector.yaml) on localhost ports: OTLP 4317/4318,
-// Zipkin 9411, orphan metrics 9464, health 13133, own telemetry 8888.
+// embedded default pipeline (config/collector.yaml) on localhost ports (LISTEN_HOST moves
+// them): OTLP 4317/4318, Zipkin 9411, orphan metrics 9464, health 13133, own telemetry 8888.
+// `--version` prints the version it was built as (see buildVersion); a config that references
+// an orphanwatch variable (ORPHANWATCH_...) left unset does not resolve (providerFactories).
 package main
 
 import (
@@ -14,10 +16,6 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/provider/envprovider"
-	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
-	"go.opentelemetry.io/collector/confmap/provider/httpprovider"
-	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.yaml.in/yaml/v3"
 
@@ -83,11 +81,8 @@ func run() error {
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
 			ResolverSettings: confmap.ResolverSettings{
 				// A default, replaced by any --config flag.
-				URIs: []string{def},
-				ProviderFactories: []confmap.ProviderFactory{
-					fileprovider.NewFactory(), envprovider.NewFactory(),
-					yamlprovider.NewFactory(), httpprovider.NewFactory(),
-				},
+				URIs:              []string{def},
+				ProviderFactories: providerFactories(),
 			},
 		},
 	}
