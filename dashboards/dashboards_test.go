@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -221,6 +223,22 @@ func servedMetrics(t *testing.T) map[string]bool {
 	for _, m := range []string{"otelcol_receiver_accepted_spans", "otelcol_receiver_refused_spans", "otelcol_receiver_failed_spans"} {
 		served[m] = true
 	}
+	// The kafka receiver's own telemetry (the tier's members), from the contrib module this
+	// repository is built with.
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver").Output()
+	require.NoError(t, err)
+	src, err = os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "internal", "metadata", "generated_telemetry.go"))
+	require.NoError(t, err)
+	kafka := 0
+	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		if strings.HasSuffix(m[1], "Histogram") {
+			addFamily(served, m[2], dto.MetricType_HISTOGRAM)
+		} else {
+			served[m[2]] = true
+		}
+		kafka++
+	}
+	require.NotZero(t, kafka, "no metric found in the kafka receiver's generated_telemetry.go")
 	// The hop histograms of cancellation reach (issue 13), by root service, from the
 	// orphanwatch.cancel.reach_hops and orphanwatch.orphaned.depth_hops attributes the processor
 	// writes on cancelled and deadline_exceeded roots (verdictTraces carries both). Listed here

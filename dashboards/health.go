@@ -95,5 +95,18 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 			query("A", `sum by (reason) (rate(orphanwatch_spans_skipped_total[$__rate_interval])) * 60`, "{{reason}}")),
 	)
 
+	// The tier's members (config/scaleout/member.yaml) read their spans from Kafka: the kafka
+	// receiver's own telemetry (contrib kafkareceiver, documentation.md), per partition.
+	section(d, &id, "Kafka (scale-out members)",
+		graph(id.next(), "Kafka consumer lag (seconds behind)",
+			"How long the spans of a member's partitions wait in Kafka before the member reads them: the records not yet read (otelcol_kafka_receiver_offset_lag) over the rate the member reads them. Steady is fine; rising means the member does not keep up (alert OrphanwatchKafkaLagHigh). Only members with a kafka receiver show here.",
+			"s", 12, 8,
+			query("A", `sum by (instance, topic) (otelcol_kafka_receiver_offset_lag{`+inst+`}) / sum by (instance, topic) (rate(otelcol_kafka_receiver_records{`+inst+`}[$__rate_interval]))`, "{{instance}} {{topic}}")),
+		graph(id.next(), "Kafka consumer lag (records)",
+			"Records of the span topic not yet read, per member and partition, as the kafka receiver last saw them after a fetch. The sum over the tier is the group's lag (kafka-consumer-groups.sh --describe).",
+			"short", 12, 8,
+			query("A", `sum by (instance, partition) (otelcol_kafka_receiver_offset_lag{`+inst+`})`, "{{instance}} partition {{partition}}")),
+	)
+
 	return d.Build()
 }
