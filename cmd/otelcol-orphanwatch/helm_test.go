@@ -1,0 +1,125 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/otelcol"
+	"go.yaml.in/yaml/v3"
+)
+
+// helmValues is the part of deploy/helm/values.yaml this test reads.
+type helmValues struct {
+	Mode         string `yaml:"mode"`
+	ReplicaCount int    `yaml:"replicaCount"`
+	Image        struct {
+		Repository string `yaml:"repository"`
+	} `yaml:"image"`
+	Command struct {
+		Name string `yaml:"name"`
+	} `yaml:"command"`
+	PodSecurityContext struct {
+		RunAsUser int `yaml:"runAsUser"`
+	} `yaml:"podSecurityContext"`
+	LivenessProbe  helmProbe `yaml:"livenessProbe"`
+	ReadinessProbe helmProbe `yaml:"readinessProbe"`
+	Ports map[string]struct {
+		Enabled       bool `yaml:"enabled"`
+		ContainerPort int  `yaml:"containerPort"`
+	} `yaml:"ports"`
+	Config map[string]any `yaml:"config"`
+}
+
+// helmProbe is a probe of the chart's values.
+type helmProbe struct {
+	HTTPGet struct {
+		Port int `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
+// withoutNulls drops the keys set to null, as the chart's merge of `config` into its default
+// config removes them.
+func withoutNulls(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+		case map[string]any:
+			out[k] = withoutNulls(x)
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestHelmValues: deploy/helm/values.yaml runs the distribution's binary as one deployment
+// replica, as the image's user; its `config` (without the chart defaults it sets to null)
+// validates with this distribution; it removes the chart's defaults this distribution does not
+// have; every listener's port is a container port and every enabled port is listened on; the
+// probes ask the health_check extension.
+func TestHelmValues(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "helm", "values.yaml"))
+	require.NoError(t, err)
+	var v helmValues
+	require.NoError(t, yaml.Unmarshal(b, &v))
+	assert.Equal(t, "deployment", v.Mode)
+	assert.Equal(t, 1, v.ReplicaCount, "more replicas would split traces")
+	assert.Equal(t, "otelcol-orphanwatch", v.Command.Name, "the binary the image holds")
+	assert.Equal(t, "localhost/otelcol-orphanwatch", v.Image.Repository, "deploy/image/build.sh's image")
+	assert.Equal(t, 65532, v.PodSecurityContext.RunAsUser, "the image's USER")
+
+	// Chart defaults this distribution has no component for: set to null.
+	recv, _ := v.Config["receivers"].(map[string]any)
+	require.Contains(t, recv, "prometheus")
+	assert.Nil(t, recv["prometheus"], "the chart's prometheus receiver")
+	pipes := v.Config["service"].(map[string]any)["pipelines"].(map[string]any)
+	for _, p := range []string{"logs", "metrics"} {
+		require.Contains(t, pipes, p)
+		assert.Nil(t, pipes[p], "the chart's %s pipeline", p)
+	}
+
+	cfg, err := yaml.Marshal(withoutNulls(v.Config))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	require.NoError(t, os.WriteFile(path, cfg, 0o600))
+	t.Setenv("MY_POD_IP", "127.0.0.1")
+	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+		BuildInfo: component.NewDefaultBuildInfo(),
+		Factories: components,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+			URIs: []string{"file:" + path}, ProviderFactories: providerFactories(),
+		}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, col.DryRun(t.Context()))
+
+	listened := map[int]bool{}
+	for _, m := range regexp.MustCompile(`endpoint: \$\{env:MY_POD_IP\}:(\d+)`).FindAllSubmatch(cfg, -1) {
+		p, _ := strconv.Atoi(string(m[1]))
+		listened[p] = true
+	}
+	require.Len(t, listened, 7, "otlp grpc+http, zipkin, jaeger grpc+thrift_http, orphanmetrics, health_check")
+	ports := map[int]bool{8888: true} // the chart's telemetry reader, on ${env:MY_POD_IP}:8888
+	for name, p := range v.Ports {
+		if p.Enabled {
+			assert.True(t, listened[p.ContainerPort] || p.ContainerPort == 8888, "port %s (%d) is listened on by nothing", name, p.ContainerPort)
+			ports[p.ContainerPort] = true
+		}
+	}
+	for p := range listened {
+		if p != 13133 { // probed, not served
+			assert.True(t, ports[p], "listener on %d has no container port", p)
+		}
+	}
+	assert.True(t, listened[v.LivenessProbe.HTTPGet.Port], "liveness probe on %d", v.LivenessProbe.HTTPGet.Port)
+	assert.Equal(t, 13133, v.LivenessProbe.HTTPGet.Port)
+	assert.Equal(t, 13133, v.ReadinessProbe.HTTPGet.Port)
+}
