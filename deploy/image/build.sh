@@ -24,6 +24,14 @@
 #                 reads them) and on PUBLISH_HOST; defaults 4317 4318 9411 14250 14268 9464
 #                 13133 8888
 #   CHECK_TIMEOUT --check's bound on the wait for the health check (default 60)
+#   PODMAN_OPTS, RUN_OPTS
+#                 options for podman itself and for `podman run` (--run, --check). When they
+#                 are unset and the image does not start with podman's defaults, the script
+#                 tries once more with `--runtime runc` and lower ulimits (nofile and nproc
+#                 4096), and says so: crun refuses hosts with hybrid cgroups ("cgroups in hybrid
+#                 mode not supported") and its default ulimits need CAP_SYS_RESOURCE ("setrlimit
+#                 RLIMIT_NOFILE: Operation not permitted"), as on this project's CI VM
+#                 (Debian's runc package: apt-get install runc).
 set -euo pipefail
 
 mode=build
@@ -71,11 +79,37 @@ else
   buildah bud --build-arg "VERSION=$version" -f "$root/deploy/image/Containerfile" -t "$image:$tag" -t "$image:latest" "$ctx"
 fi
 
+# prun runs `podman run` with PODMAN_OPTS and RUN_OPTS (word-split on purpose).
+prun() {
+  # shellcheck disable=SC2086
+  podman ${PODMAN_OPTS:-} run ${RUN_OPTS:-} "$@"
+}
+# pick_runtime checks that the image starts (its --version), falling back to runc when podman's
+# default runtime cannot start containers on this host.
+pick_runtime() {
+  local out
+  if out=$(prun --rm "$image:$tag" --version 2>&1); then
+    return 0
+  fi
+  if [ -z "${PODMAN_OPTS:-}${RUN_OPTS:-}" ] && command -v runc >/dev/null; then
+    echo "podman's default runtime cannot start the image here ($out);" >&2
+    echo "using PODMAN_OPTS='--runtime runc' RUN_OPTS='--ulimit nofile=4096:4096 --ulimit nproc=4096:4096'" >&2
+    PODMAN_OPTS="--runtime runc"
+    RUN_OPTS="--ulimit nofile=4096:4096 --ulimit nproc=4096:4096"
+    if out=$(prun --rm "$image:$tag" --version 2>&1); then
+      return 0
+    fi
+  fi
+  echo "FAIL: the image does not start: $out" >&2
+  exit 1
+}
+
 case "$mode" in
 build)
   echo "built $image:$tag"
   ;;
 run)
+  pick_runtime
   pub=${PUBLISH_HOST:-127.0.0.1}
   args=()
   for v in OTLP_GRPC_PORT:4317 OTLP_HTTP_PORT:4318 ZIPKIN_PORT:9411 JAEGER_GRPC_PORT:14250 \
@@ -84,7 +118,7 @@ run)
     port=${!name:-${v##*:}}
     args+=(-e "$name=$port" -p "$pub:$port:$port")
   done
-  podman run -d --rm --name "${NAME:-otelcol-orphanwatch}" "${args[@]}" "$image:$tag"
+  prun -d --rm --name "${NAME:-otelcol-orphanwatch}" "${args[@]}" "$image:$tag"
   echo "started ${NAME:-otelcol-orphanwatch}: health http://$pub:${HEALTH_PORT:-13133}/, metrics http://$pub:${METRICS_PORT:-9464}/metrics"
   echo "stop it with: podman stop ${NAME:-otelcol-orphanwatch}"
   ;;
@@ -94,12 +128,13 @@ check)
     echo "FAIL: the image runs as '$user', not 65532:65532" >&2
     exit 1
   fi
-  got=$(podman run --rm "$image:$tag" --version)
+  pick_runtime
+  got=$(prun --rm "$image:$tag" --version)
   if [ "$got" != "otelcol-orphanwatch version $version" ]; then
     echo "FAIL: the image's --version says '$got', not '$version'" >&2
     exit 1
   fi
-  cid=$(podman run -d -p 127.0.0.1::13133 "$image:$tag")
+  cid=$(prun -d -p 127.0.0.1::13133 "$image:$tag")
   trap 'podman rm -f "$cid" >/dev/null 2>&1 || true; rm -rf "$ctx"' EXIT
   addr=$(podman port "$cid" 13133/tcp | head -n1)
   echo "== health check on http://$addr/ (at most ${CHECK_TIMEOUT:-60}s)"
