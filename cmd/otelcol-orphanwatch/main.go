@@ -35,8 +35,8 @@ var version string
 // buildVersion is the version the distribution reports: -ldflags' version; else the main
 // module's version in the build info (`v0.2.0` when installed with
 // `go install github.com/orphanwatch/orphanwatch/cmd/otelcol-orphanwatch@v0.2.0`, a
-// pseudo-version like `v0.1.1-0.20261202075810-73105de12345+dirty` when built by `go build` in
-// a clone); else [Version]. A leading "v" is dropped, as the collector's distributions write
+// pseudo-version like `v0.0.0-20261202084609-3011ee878998` when built by `go build` in a git
+// clone, "+dirty" added with uncommitted changes); else [Version]. A leading "v" is dropped, as the collector's distributions write
 // theirs (`0.165.0`).
 func buildVersion() string {
 	module := ""
