@@ -30,7 +30,7 @@ type helmValues struct {
 	} `yaml:"podSecurityContext"`
 	LivenessProbe  helmProbe `yaml:"livenessProbe"`
 	ReadinessProbe helmProbe `yaml:"readinessProbe"`
-	Ports map[string]struct {
+	Ports          map[string]struct {
 		Enabled       bool `yaml:"enabled"`
 		ContainerPort int  `yaml:"containerPort"`
 	} `yaml:"ports"`
