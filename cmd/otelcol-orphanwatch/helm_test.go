@@ -34,7 +34,14 @@ type helmValues struct {
 		Enabled       bool `yaml:"enabled"`
 		ContainerPort int  `yaml:"containerPort"`
 	} `yaml:"ports"`
-	Config map[string]any `yaml:"config"`
+	Config    map[string]any `yaml:"config"`
+	ConfigMap struct {
+		Create       bool   `yaml:"create"`
+		ExistingName string `yaml:"existingName"`
+	} `yaml:"configMap"`
+	ExtraEnvs []struct {
+		Name string `yaml:"name"`
+	} `yaml:"extraEnvs"`
 }
 
 // helmProbe is a probe of the chart's values.
@@ -122,4 +129,72 @@ func TestHelmValues(t *testing.T) {
 	assert.True(t, listened[v.LivenessProbe.HTTPGet.Port], "liveness probe on %d", v.LivenessProbe.HTTPGet.Port)
 	assert.Equal(t, 13133, v.LivenessProbe.HTTPGet.Port)
 	assert.Equal(t, 13133, v.ReadinessProbe.HTTPGet.Port)
+}
+
+// TestHelmTierValues: values-front.yaml and values-member.yaml run config/scaleout's front.yaml
+// and member.yaml from a ConfigMap made of the file itself (the command in their header), give
+// the pods every variable the file needs without a default, and LISTEN_HOST and KAFKA_BROKERS;
+// their enabled ports are the file's listeners (the health check probed, not published); the
+// members are a StatefulSet (stable names for static membership).
+func TestHelmTierValues(t *testing.T) {
+	envNoDefault := regexp.MustCompile(`\$\{env:([A-Z_]+)\}`)
+	listener := regexp.MustCompile(`\$\{env:LISTEN_HOST:-localhost\}:\$\{env:[A-Z_]+_PORT:-(\d+)\}`)
+	for _, tc := range []struct{ values, config, mode string }{
+		{"values-front.yaml", "front.yaml", "deployment"},
+		{"values-member.yaml", "member.yaml", "statefulset"},
+	} {
+		t.Run(tc.values, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "helm", tc.values))
+			require.NoError(t, err)
+			var v helmValues
+			require.NoError(t, yaml.Unmarshal(raw, &v))
+			assert.Equal(t, tc.mode, v.Mode)
+			assert.Equal(t, "otelcol-orphanwatch", v.Command.Name)
+			assert.Equal(t, 65532, v.PodSecurityContext.RunAsUser)
+			assert.False(t, v.ConfigMap.Create, "the ConfigMap is made of the file")
+			require.NotEmpty(t, v.ConfigMap.ExistingName)
+			assert.Contains(t, string(raw), "kubectl create configmap "+v.ConfigMap.ExistingName+" --from-file=relay=config/scaleout/"+tc.config)
+			assert.Empty(t, v.Config, "the config is the ConfigMap's")
+
+			cfg, err := os.ReadFile(filepath.Join("..", "..", "config", "scaleout", tc.config))
+			require.NoError(t, err)
+			var body []byte
+			for _, l := range regexp.MustCompile(`(?m)^[^#\n]*$`).FindAll(cfg, -1) { // comments out
+				body = append(append(body, l...), '\n')
+			}
+			envs := map[string]bool{}
+			for _, e := range v.ExtraEnvs {
+				envs[e.Name] = true
+			}
+			for _, want := range []string{"LISTEN_HOST", "KAFKA_BROKERS"} {
+				assert.True(t, envs[want], "extraEnvs: %s", want)
+			}
+			needed := 0
+			for _, m := range envNoDefault.FindAllSubmatch(body, -1) {
+				needed++
+				assert.True(t, envs[string(m[1])], "%s needs %s (no default): extraEnvs lacks it", tc.config, m[1])
+			}
+			listened := map[int]bool{8888: true} // the telemetry reader: host LISTEN_HOST, port TELEMETRY_PORT
+			for _, m := range listener.FindAllSubmatch(body, -1) {
+				p, _ := strconv.Atoi(string(m[1]))
+				listened[p] = true
+			}
+			require.True(t, listened[13133], "%s: health_check", tc.config)
+			enabled := map[int]bool{}
+			for name, p := range v.Ports {
+				if p.Enabled {
+					enabled[p.ContainerPort] = true
+					assert.True(t, listened[p.ContainerPort], "port %s (%d): %s listens on nothing there", name, p.ContainerPort, tc.config)
+				}
+			}
+			for p := range listened {
+				if p != 13133 {
+					assert.True(t, enabled[p], "%s listens on %d: no container port", tc.config, p)
+				}
+			}
+			assert.Equal(t, 13133, v.LivenessProbe.HTTPGet.Port)
+			assert.Equal(t, 13133, v.ReadinessProbe.HTTPGet.Port)
+			t.Logf("%s: %d variables without default, listeners %v", tc.config, needed, listened)
+		})
+	}
 }
