@@ -378,3 +378,38 @@ func TestObservePrefixPricedLogged(t *testing.T) {
 	assert.Equal(t, "gpt-4o-mini", lines[0].ContextMap()["model"])
 	assert.Equal(t, "gpt-4o", lines[0].ContextMap()["prices_entry"])
 }
+
+// TestObserveConcurrentConsumers: traces consumed by several goroutines at once, with the
+// tick running, give the series of the same traces consumed one after another (under -race:
+// no data race between intake, decisions and ticks).
+func TestObserveConcurrentConsumers(t *testing.T) {
+	cases := loadScenarioFiles(t)
+	run := func(parallel bool) map[string]float64 {
+		cfg := orphanmetricsexporter.NewDefaultConfig()
+		cfg.Prices = scenarioPrices
+		cfg.DecisionWait = time.Hour
+		cfg.DecisionWaitAfterRoot = 0
+		rec, err := orphanmetricsexporter.NewRecorder(cfg)
+		require.NoError(t, err)
+		obs, err := orphanmetricsexporter.NewObserving(cfg, rec, zap.NewNop(), nil, nil)
+		require.NoError(t, err)
+		obs.Start()
+		var wg sync.WaitGroup
+		for _, sc := range cases {
+			td := ptrace.NewTraces()
+			sc.traces.CopyTo(td)
+			if parallel {
+				wg.Add(1)
+				go func() { defer wg.Done(); obs.Consume(td) }()
+			} else {
+				obs.Consume(td)
+			}
+		}
+		wg.Wait()
+		obs.Shutdown()
+		return seriesOf(t, rec)
+	}
+	want := run(false)
+	require.NotEmpty(t, want)
+	assert.Equal(t, want, run(true))
+}
