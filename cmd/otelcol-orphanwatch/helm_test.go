@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,8 +41,34 @@ type helmValues struct {
 		ExistingName string `yaml:"existingName"`
 	} `yaml:"configMap"`
 	ExtraEnvs []struct {
-		Name string `yaml:"name"`
+		Name  string `yaml:"name"`
+		Value string `yaml:"value"`
 	} `yaml:"extraEnvs"`
+	UseGOMEMLIMIT bool `yaml:"useGOMEMLIMIT"`
+	Resources     struct {
+		Limits struct {
+			Memory string `yaml:"memory"`
+		} `yaml:"limits"`
+	} `yaml:"resources"`
+}
+
+// checkMemory: the memory limiter's limit is about 80 % of the container's memory limit and
+// GOMEMLIMIT about 80 % of the limiter's limit minus its spike (README "Memory"), the chart's
+// own GOMEMLIMIT off.
+func checkMemory(t *testing.T, v helmValues, limitMiB, spikeMiB float64) {
+	t.Helper()
+	assert.False(t, v.UseGOMEMLIMIT, "the chart's GOMEMLIMIT is 80 %% of the container's limit")
+	gi, err := strconv.ParseFloat(strings.TrimSuffix(v.Resources.Limits.Memory, "Gi"), 64)
+	require.NoError(t, err, "limits.memory %q in Gi", v.Resources.Limits.Memory)
+	assert.InDelta(t, 0.8*gi*1024, limitMiB, 2, "memory_limiter's limit: 80 %% of %s", v.Resources.Limits.Memory)
+	var gomem float64
+	for _, e := range v.ExtraEnvs {
+		if e.Name == "GOMEMLIMIT" {
+			gomem, err = strconv.ParseFloat(strings.TrimSuffix(e.Value, "MiB"), 64)
+			require.NoError(t, err, "GOMEMLIMIT %q in MiB", e.Value)
+		}
+	}
+	assert.InDelta(t, 0.8*(limitMiB-spikeMiB), gomem, 2, "GOMEMLIMIT")
 }
 
 // helmProbe is a probe of the chart's values.
@@ -108,6 +135,9 @@ func TestHelmValues(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, col.DryRun(t.Context()))
 
+	ml := v.Config["processors"].(map[string]any)["memory_limiter"].(map[string]any)
+	checkMemory(t, v, float64(ml["limit_mib"].(int)), float64(ml["spike_limit_mib"].(int)))
+
 	listened := map[int]bool{}
 	for _, m := range regexp.MustCompile(`endpoint: \$\{env:MY_POD_IP\}:(\d+)`).FindAllSubmatch(cfg, -1) {
 		p, _ := strconv.Atoi(string(m[1]))
@@ -163,9 +193,16 @@ func TestHelmTierValues(t *testing.T) {
 				body = append(append(body, l...), '\n')
 			}
 			envs := map[string]bool{}
+			mib := map[string]float64{}
 			for _, e := range v.ExtraEnvs {
 				envs[e.Name] = true
+				mib[e.Name], _ = strconv.ParseFloat(e.Value, 64)
 			}
+			// The config's memory_limiter reads MEMORY_LIMIT_MIB and MEMORY_SPIKE_LIMIT_MIB.
+			for _, want := range []string{"${env:MEMORY_LIMIT_MIB:-", "${env:MEMORY_SPIKE_LIMIT_MIB:-"} {
+				require.Contains(t, string(cfg), want, tc.config)
+			}
+			checkMemory(t, v, mib["MEMORY_LIMIT_MIB"], mib["MEMORY_SPIKE_LIMIT_MIB"])
 			for _, want := range []string{"LISTEN_HOST", "KAFKA_BROKERS"} {
 				assert.True(t, envs[want], "extraEnvs: %s", want)
 			}
