@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,16 +113,32 @@ func readSpan(service string, sp ptrace.Span) verdict.Span {
 			s.Deadline = int64(f * 1e9)
 		}
 	}
+	// The target as the processor's reader builds it (spanread's target): RPC method, messaging
+	// destination, host and port with the path, then the tool name.
 	switch {
+	case str("rpc.method") != "":
+		s.Target = verdict.NewTargetHash().Add(str("rpc.service")).Add("/").Add(str("rpc.method"))
+	case str("messaging.destination.name") != "":
+		s.Target = verdict.NewTargetHash().Add(str("messaging.destination.name"))
 	case str("server.address") != "":
 		s.Target = verdict.NewTargetHash().Add(str("server.address"))
 		if p := str("server.port"); p != "" {
 			s.Target = s.Target.Add(":").Add(p)
 		}
-	case str("rpc.service") != "":
-		s.Target = verdict.NewTargetHash().Add(str("rpc.service")).Add("/").Add(str("rpc.method"))
-	case str("messaging.destination.name") != "":
-		s.Target = verdict.NewTargetHash().Add(str("messaging.destination.name"))
+		path := str("url.path")
+		if path == "" {
+			path = urlPath(str("url.full"))
+		}
+		s.Target = s.Target.Add(path)
+	}
+	if s.Target == 0 && str("gen_ai.request.model") != "" {
+		s.Target = verdict.NewTargetHash().Add(str("gen_ai.request.model"))
+	}
+	if tool := str("gen_ai.tool.name"); tool != "" {
+		if s.Target == 0 {
+			s.Target = verdict.NewTargetHash()
+		}
+		s.Target = s.Target.Add("#").Add(tool)
 	}
 	s.Operation = str("gen_ai.operation.name")
 	_, tool := a.Get("gen_ai.tool.name")
@@ -129,9 +146,6 @@ func readSpan(service string, sp ptrace.Span) verdict.Span {
 	s.Model = str("gen_ai.response.model")
 	if s.Model == "" {
 		s.Model = str("gen_ai.request.model")
-	}
-	if s.Target == 0 && str("gen_ai.request.model") != "" {
-		s.Target = verdict.NewTargetHash().Add(str("gen_ai.request.model"))
 	}
 	if n, ok := num("gen_ai.usage.input_tokens"); ok && n >= 0 {
 		s.InputTokens = n
@@ -152,6 +166,24 @@ func readSpan(service string, sp ptrace.Span) verdict.Span {
 		}
 	}
 	return s
+}
+
+// urlPath is the path of an absolute URL (spanread.URLPath, which this package cannot import).
+func urlPath(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return ""
+	}
+	rest := u[i+3:]
+	j := strings.IndexAny(rest, "/?#")
+	if j < 0 || rest[j] != '/' {
+		return ""
+	}
+	rest = rest[j:]
+	if k := strings.IndexAny(rest, "?#"); k >= 0 {
+		rest = rest[:k]
+	}
+	return rest
 }
 
 // byTrace groups span indexes by trace, traces in order of first appearance.
