@@ -655,7 +655,7 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	c.open.All(func(id runID, r *openRun) bool {
-		if c.runTimedOut(r.last.End, now, c.cfg.ClockSkew) || r.stopsAt != 0 && now > r.stopsAt {
+		if r.overAt != overNever && now > r.overAt { // runOverAt: the rules of time
 			c.open.Delete(id)
 			c.sweptRun(r)
 		}

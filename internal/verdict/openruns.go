@@ -24,10 +24,11 @@ type openRun struct {
 	base     int  // attempts before the first one of trace's own part of the run
 	split    bool // it began because the run before it was over
 	outcome  Outcome
-	ok       bool
-	// stopsAt: unix ns after which the run is over because its loop recorded the cancellation
-	// (loopStopsAt); 0 when that rule does not apply.
-	stopsAt int64
+	ok       bool  // an attempt succeeded (its final attempt is the first that did)
+	end      int64 // the latest end among its attempts (unix ns)
+	// overAt: the collector's time (unix ns) after which the run is over while nothing of it
+	// changes (runOverAt); Sweep closes it then.
+	overAt int64
 }
 
 // continuation is the open run an attempt group continues.
@@ -80,31 +81,37 @@ func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef)
 
 // priorClosed: the open run prior is over, a new run began after it; its outcome leaves now.
 func (c *Correlator) priorClosed(rel *release, prior *openRun) {
-	rel.carried = append(rel.carried, Carried{Span: carriedOf(&prior.last), Part: PartRun,
-		Verdict: Verdict{Outcome: prior.outcome, RunAttempts: prior.attempts, RunOK: prior.ok}})
-	if prior.outcome == OutcomeUnknownRoot {
+	c.carryRun(rel, &prior.last, prior.outcome, prior.attempts, prior.ok)
+}
+
+// carryRun carries the outcome of a run over whose final attempt s left before (PartRun).
+func (c *Correlator) carryRun(rel *release, s *Span, outcome Outcome, attempts int, ok bool) {
+	rel.carried = append(rel.carried, Carried{Span: carriedOf(s), Part: PartRun,
+		Verdict: Verdict{Outcome: outcome, RunAttempts: attempts, RunOK: ok}})
+	if outcome == OutcomeUnknownRoot {
 		rel.unknown++
 	}
 }
 
-// runStaysOpen records the run whose final attempt so far is spans[last] as open.
-func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool, stopsAt int64) {
-	s := &spans[last]
+// runStaysOpen records the run whose final attempt so far is s as open: spans[last] of the
+// decision, or (last -1) the final attempt of the open run it continues; r is the run so far,
+// overAt when it is over (runOverAt).
+func (c *Correlator) runStaysOpen(rel *release, s *Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool, r *runSoFar, overAt int64) {
 	id := runIDOf(rel.t, s)
-	r, _ := c.open.Get(id)
-	if r == nil {
-		r = &openRun{}
-		c.open.Put(id, r) // the oldest open run is closed (carried) when MaxOpenRuns are kept
+	o, _ := c.open.Get(id)
+	if o == nil {
+		o = &openRun{}
+		c.open.Put(id, o) // the oldest open run is closed (carried) when MaxOpenRuns are kept
 	}
-	keep := r.last.Extra
-	sameLast := r.last.SpanID == s.SpanID && r.last.Kind == s.Kind
-	r.trace, r.last, r.attempts, r.base, r.split, r.outcome, r.ok, r.stopsAt = rel.t, *s, total, cont.offset, split, outcome, ok, stopsAt
+	keep := o.last.Extra
+	sameLast := o.last.SpanID == s.SpanID && o.last.Kind == s.Kind
+	o.trace, o.last, o.attempts, o.base, o.split, o.outcome, o.ok, o.end, o.overAt = rel.t, *s, total, cont.offset, split, outcome, ok, r.end, overAt
 	switch {
-	case r.last.Extra != nil:
+	case o.last.Extra != nil:
 	case sameLast:
-		r.last.Extra = keep
-	case int(last) >= rel.nOld && rel.extra != nil:
-		r.last.Extra = rel.extra(int(last) - rel.nOld)
+		o.last.Extra = keep
+	case last >= 0 && int(last) >= rel.nOld && rel.extra != nil:
+		o.last.Extra = rel.extra(int(last) - rel.nOld)
 	}
 }
 
@@ -123,7 +130,9 @@ func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last i
 	c.open.Delete(id)
 	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind {
 		v := &out[last]
-		rel.carried = append(rel.carried, Carried{Span: carriedOf(s), Part: PartRun,
+		// The open run's record of the attempt keeps the reader's Extra (the memo's keeps it
+		// only for spans that left without a verdict).
+		rel.carried = append(rel.carried, Carried{Span: carriedOf(&prior.last), Part: PartRun,
 			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
 	}
 }
