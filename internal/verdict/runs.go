@@ -64,6 +64,8 @@ type runSoFar struct {
 	loopEnd int64
 	members []int32 // its attempts in this decision
 	prior   *Span   // the final attempt of the open run it continues, when that is not in the decision
+	// followed: a later attempt of the operation began a new run after it (startsNewRun).
+	followed bool
 }
 
 // add counts attempt i in the run.
@@ -130,6 +132,7 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 				if len(run) == 0 {
 					c.priorClosed(sc.rel, cont.prior) // the open run was over: its outcome leaves now
 				} else {
+					r.followed = true // cur began a new run: this one is over
 					c.closeRun(sc, spans, nodes, out, run, split, cont, &r, st)
 				}
 				run = run[:0]
@@ -342,41 +345,44 @@ func (c *Correlator) runOver(rel *release, at int64) bool {
 // compare their time with it (runOver, Sweep) and the incremental path keeps it (openedRun.until),
 // so a rule added here holds on every path. One named step per rule, in this order:
 //  1. the decision is whole (rel nil: all of a trace's spans at once): every run is over;
-//  2. the decision is final (a trace given up, shutdown): every run but a delivery's, which
+//  2. followed: a later attempt of the operation began a new run after it (startsNewRun);
+//  3. the decision is final (a trace given up, shutdown): every run but a delivery's, which
 //     another trace given up with it may continue (Finish closes it);
-//  3. attemptsExhausted: max_attempts is reached;
-//  4. goesOnAcrossTraces: a keyed run or a delivery's is over only when no attempt came within
+//  4. attemptsExhausted: max_attempts is reached;
+//  5. goesOnAcrossTraces: a keyed run or a delivery's is over only when no attempt came within
 //     run_timeout (noAttemptAfter), whatever its attempts did;
-//  5. succeeded: an attempt succeeded (a hedge that lost to it and ended later is one run with
+//  6. succeeded: an attempt succeeded (a hedge that lost to it and ended later is one run with
 //     it when it comes with it or before the loop's span: the attempts wait for their parent,
 //     Verdict.Provisional);
-//  6. loopEndedAfter: the loop's span ended after every attempt of the run ended: over once a
+//  7. loopEndedAfter: the loop's span ended after every attempt of the run ended: over once a
 //     try started before the loop's span ended could have come (loopSettled);
-//  7. noAttemptAfter: run_timeout has passed since its attempts ended.
+//  8. noAttemptAfter: run_timeout has passed since its attempts ended.
 //
 // Each waiting rule adds what a span that ended in time may still take to be released
 // (settled: decision_wait, the longest the processor holds a span, and the clock-skew
 // tolerance, the attempts' ends being on their own service's clock). A loop that outlives its
-// parent (an attempt ended after the loop's span) waits for step 7.
+// parent (an attempt ended after the loop's span) waits for step 8.
 func (c *Correlator) runOverAt(rel *release, s *Span, total int, r *runSoFar) int64 {
 	switch {
 	case rel == nil: // 1.
 		return overNow
-	case rel.mode == modeFinal: // 2.
+	case r.followed: // 2.
+		return overNow
+	case rel.mode == modeFinal: // 3.
 		if isDelivery(s) {
 			return overNever
 		}
 		return overNow
-	case c.attemptsExhausted(total): // 3.
+	case c.attemptsExhausted(total): // 4.
 		return overNow
-	case goesOnAcrossTraces(s): // 4.
+	case goesOnAcrossTraces(s): // 5.
 		return c.noAttemptAfter(r.end)
-	case r.ok: // 5.
+	case r.ok: // 6.
 		return overNow
-	case loopEndedAfter(r): // 6.
+	case loopEndedAfter(r): // 7.
 		return min(c.loopSettled(r.loopEnd), c.noAttemptAfter(r.end))
 	}
-	return c.noAttemptAfter(r.end) // 7.
+	return c.noAttemptAfter(r.end) // 8.
 }
 
 // attemptsExhausted: a run of total attempts has reached max_attempts (0: no limit).
@@ -391,7 +397,7 @@ func (c *Correlator) settled(t int64) int64 {
 	return t + int64(c.cfg.ChainWait+c.cfg.ClockSkew)
 }
 
-// noAttemptAfter: step 7, when no further attempt can come any more: run_timeout (0: never)
+// noAttemptAfter: step 8, when no further attempt can come any more: run_timeout (0: never)
 // after the run's attempts ended at end, settled.
 func (c *Correlator) noAttemptAfter(end int64) int64 {
 	if c.cfg.RunTimeout <= 0 {
@@ -400,7 +406,7 @@ func (c *Correlator) noAttemptAfter(end int64) int64 {
 	return c.settled(end + int64(c.cfg.RunTimeout))
 }
 
-// loopSettled: step 6, when a try that started before the loop's span ended (at loopEnd) and
+// loopSettled: step 7, when a try that started before the loop's span ended (at loopEnd) and
 // ended soon after it has come: loopEnd, settled.
 func (c *Correlator) loopSettled(loopEnd int64) int64 {
 	return c.settled(loopEnd)
