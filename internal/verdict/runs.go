@@ -346,8 +346,8 @@ func (c *Correlator) runOver(rel *release, at int64) bool {
 // so a rule added here holds on every path. One named step per rule, in this order:
 //  1. the decision is whole (rel nil: all of a trace's spans at once): every run is over;
 //  2. followed: a later attempt of the operation began a new run after it (startsNewRun);
-//  3. the decision is final (a trace given up, shutdown): every run but a delivery's, which
-//     another trace given up with it may continue (Finish closes it);
+//  3. the decision is final (a trace given up, shutdown): every run but a keyed run's or a
+//     delivery's, which another trace given up with it may continue (Finish closes it);
 //  4. attemptsExhausted: max_attempts is reached;
 //  5. goesOnAcrossTraces: a keyed run or a delivery's is over only when no attempt came within
 //     run_timeout (noAttemptAfter), whatever its attempts did;
@@ -369,7 +369,7 @@ func (c *Correlator) runOverAt(rel *release, s *Span, total int, r *runSoFar) in
 	case r.followed: // 2.
 		return overNow
 	case rel.mode == modeFinal: // 3.
-		if isDelivery(s) {
+		if goesOnAcrossTraces(s) {
 			return overNever
 		}
 		return overNow
