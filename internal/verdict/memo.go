@@ -224,15 +224,17 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 }
 
 // ReleaseLast is Release when no later release will come (the processor's shutdown): nothing
-// is deferred or left open; spans whose root has not arrived are judged without it.
-func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64) Decision {
+// is deferred; spans whose root has not arrived are judged without it; every run is over but a
+// keyed run's or a delivery's, which another trace released last may continue (Finish closes
+// them; extra, as Release's, gives the Extra of their final attempts).
+func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64, extra func(i int) any) Decision {
 	if len(spans) == 0 {
 		return Decision{}
 	}
 	ms := c.memoShardOf(spans[0].TraceID)
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, nil)
+	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, extra)
 }
 
 // deferLocked keeps the spans in their trace's memo, owing their verdicts. ms, t's shard, is

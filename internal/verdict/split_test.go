@@ -27,7 +27,9 @@ import (
 // (PartAll: the whole verdict of a span that left deferred or provisional; PartRun: the outcome
 // of the run it left open; PartEdge: the edge named after it left), and the cancellation reach
 // of abandoned roots raised to what later releases saw (Decision.Reach, as the processor's held
-// roots do), exactly the verdict one Decide of each whole trace gives.
+// roots do), exactly the verdict one decision of everything gives (wholeAfterLast: every trace
+// released whole, then Finish; Decide of each whole trace, but that keyed runs go on across
+// traces, S26).
 
 // scenarioSpans reads a scenario's trace.json into correlator spans: the fields the rules read,
 // from the attribute names of the processor's default configuration (a small reader of this
@@ -215,28 +217,6 @@ func newCorrelator(t require.TestingT) *verdict.Correlator {
 	return c
 }
 
-// oneDecide is every trace's spans decided at once, after all were observed.
-func oneDecide(t require.TestingT, spans []verdict.Span) []verdict.Verdict {
-	c := newCorrelator(t)
-	c.Observe(spans)
-	out := make([]verdict.Verdict, len(spans))
-	all := make([]int, len(spans))
-	for i := range all {
-		all[i] = i
-	}
-	for _, g := range byTrace(spans, all) {
-		in := make([]verdict.Span, len(g))
-		for k, i := range g {
-			in[k] = spans[i]
-		}
-		vs, _ := c.Decide(in)
-		for k, i := range g {
-			out[i] = vs[k]
-		}
-	}
-	return out
-}
-
 // splitReleases decides the spans in the releases given (span indexes) and returns every span's
 // effective verdict.
 func splitReleases(t require.TestingT, spans []verdict.Span, releases [][]int) []verdict.Verdict {
@@ -313,7 +293,7 @@ func TestReleaseAnySplitEqualsOneDecide(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		fi := rapid.IntRange(0, len(files)-1).Draw(rt, "scenario")
 		spans := files[fi]
-		want := oneDecide(rt, spans)
+		want := wholeAfterLast(rt, spans) // Decide of each trace, but for keyed runs across traces (S26): one run
 		order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
 		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(spans[a].End, spans[b].End) })
 		releases := drawReleases(rt, order)

@@ -23,7 +23,7 @@ type Scenario struct {
 	Build func() (ptrace.Traces, Expected)
 }
 
-// All returns S1..S24 in order. S8 has no files (it is S2 shuffled: use S8Batches).
+// All returns S1..S28 in order. S8 has no files (it is S2 shuffled: use S8Batches).
 func All() []Scenario {
 	return []Scenario{
 		{"S1", "s01_happy_fanout", "happy fan-out", S1},
@@ -50,6 +50,10 @@ func All() []Scenario {
 		{"S22", "s22_server_not_attempt_arrays", "a SERVER span is never an attempt; arrays of one value", S22},
 		{"S23", "s23_proxy_client_left", "a proxy that saw its client leave", S23},
 		{"S24", "s24_request_reply_queue", "request-reply over a queue", S24},
+		{"S25", "s25_loop_outlives_parent", "a loop outlives its parent", S25},
+		{"S26", "s26_keyed_resend_after_success", "a keyed re-send after a success", S26},
+		{"S27", "s27_hedge_loser_cancelled_early", "hedged tries, the loser cancelled long before the winner finished", S27},
+		{"S28", "s28_two_endpoints_one_host", "two endpoints of one host are two operations", S28},
 	}
 }
 
