@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // TestExtraAttributesKeepDefaults: an extra_ list adds after the defaults; the list itself

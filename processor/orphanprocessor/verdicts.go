@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // Writing verdicts: deciding a released trace and writing its verdicts, carried verdicts
