@@ -19,13 +19,14 @@ import (
 //     MaxContextSpans, oldest first out; memos that owe verdicts within MaxPendingSpans and
 //     MaxRequestDuration, after which their spans are judged without a root (unknown) and
 //     carried, counted as evicted.
-//   - open runs: a run whose final attempt so far is not terminal, whose loop has not ended
-//     and whose run_timeout has not passed stays open (runOver) instead of taking an outcome.
+//   - open runs: a run that is not over by the release's time (runOverAt: no success, its loop's
+//     span not ended after its attempts, or its attempts carry an idempotency key or a message,
+//     and run_timeout not passed) stays open instead of taking an outcome.
 //     Later attempts, released later or in another trace with the same idempotency key
 //     (queue redelivery, a client re-sending), continue it: numbered on, and the attempt that
 //     closes it carries the outcome. A run closed without an attempt of its own in the release
-//     (its loop arrived, its run_timeout passed, a new run began after it) has its outcome
-//     carried. Open runs are kept within MaxOpenRuns, oldest closed first, counted.
+//     (its loop's end settled, its run_timeout passed, a new run began after it) has its
+//     outcome carried. Open runs are kept within MaxOpenRuns, oldest closed first, counted.
 //
 // Carried verdicts leave on another span of their trace (the processor puts them on the root
 // when it can) or on a span made to carry them.

@@ -1,11 +1,10 @@
 package verdict
 
-// Open runs (memo.go's package comment): a run whose final attempt so far is not terminal, whose
-// loop has not ended and whose run_timeout has not passed stays open instead of taking an
-// outcome (runOver); later attempts, released later or in another trace with the same
-// idempotency key, continue it. Open runs are kept by runID within MaxOpenRuns, the oldest
+// Open runs (memo.go's package comment): a run that is not over by the release's time stays
+// open instead of taking an outcome (runOverAt, runOver); later attempts, released later or in
+// another trace with the same idempotency key, continue it. Open runs are kept by runID within MaxOpenRuns, the oldest
 // closed first (its outcome carried, counted), and closed by Sweep once no attempt can join
-// them any more (run_timeout after their final attempt ended, plus the clock-skew tolerance).
+// them any more (the moment runOverAt gave, openRun.overAt).
 
 // runID identifies an open run: within a trace, parent span and operation key; across traces,
 // an attempt that carries an idempotency key joins the runs of its key, service and operation.
