@@ -23,7 +23,7 @@ type Scenario struct {
 	Build func() (ptrace.Traces, Expected)
 }
 
-// All returns S1..S28 in order. S8 has no files (it is S2 shuffled: use S8Batches).
+// All returns S1..S29 in order. S8 has no files (it is S2 shuffled: use S8Batches).
 func All() []Scenario {
 	return []Scenario{
 		{"S1", "s01_happy_fanout", "happy fan-out", S1},
@@ -54,6 +54,7 @@ func All() []Scenario {
 		{"S26", "s26_keyed_resend_after_success", "a keyed re-send after a success", S26},
 		{"S27", "s27_hedge_loser_cancelled_early", "hedged tries, the loser cancelled long before the winner finished", S27},
 		{"S28", "s28_two_endpoints_one_host", "two endpoints of one host are two operations", S28},
+		{"S29", "s29_loop_ended_between_tries", "the loop's span ended between two tries", S29},
 	}
 }
 

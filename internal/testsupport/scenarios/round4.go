@@ -2,10 +2,11 @@ package scenarios
 
 import "go.opentelemetry.io/collector/pdata/ptrace"
 
-// S25 to S28: the shapes of issue 27, items 1 and 5 (DESIGN.md "Run outcomes": when a run is
+// S25 to S29: the shapes of issue 27, items 1 and 5 (DESIGN.md "Run outcomes": when a run is
 // over; "Words": run, the final attempt, the target): a loop that outlives its parent, a keyed
 // re-send after a success, hedged tries whose loser was cancelled long before the winner
-// finished, two endpoints of one host. Services beyond SCENARIOS.md's: api, payments, ranker.
+// finished, two endpoints of one host, a loop's span that ended between two tries. Services
+// beyond SCENARIOS.md's: api, payments, ranker.
 
 const paymentsHost = "payments"
 
@@ -171,5 +172,59 @@ func S28() (ptrace.Traces, Expected) {
 	e.Runs(Critic, opSearch, Success, 1)
 	e.Attempts(Critic, opSearch, LLive, 2)
 	e.SpendSeconds(Critic, LLive, 0.70)
+	return b.Traces(), e.Build()
+}
+
+// ---------------------------------------------------------------------------------------
+// S29
+
+// S29: the loop's span ended between two tries.
+//
+// As S25, but researcher's handler (0.02-3.00, 504) ends during a backoff, no try in flight:
+// 0.10-1.00 and 1.50-2.40 (503) before it, 4.00-4.50 (503) and 5.50-6.00 (200) after it. The run
+// the handler saw was over when it ended, after every try of it had ended (DESIGN.md "Run
+// outcomes": the span around the attempts ended after the final attempt ended): two tries,
+// retryable_failure, live. The tries after it are a new run under the same parent, numbered from
+// 1, dispatched after the gone time: delivered_to_nobody (result ok). Two runs, whatever the
+// moment of the decision; S25, with a try in flight at the handler's end, is one.
+func S29() (ptrace.Traces, Expected) {
+	b := NewBuilder(29)
+	tr := b.NewTrace()
+	e := NewExpect("S29", b, "The loop's span ended between two tries. Root 0.00-3.00 (499); researcher's handler "+
+		"0.02-3.00 (504) ends during a backoff: tries 0.10-1.00, 1.50-2.40 (503) before it are one run, retryable_failure; "+
+		"tries 4.00-4.50 (503) and 5.50-6.00 (200) after it a new run of 2, delivered_to_nobody.")
+	e.Gone(tr, 3.00, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
+	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
+	call, handler := subAgentCall(root, Researcher, 0.01, 3.00, 0.02, 3.00, 0, 504)
+	call.ErrorType("context canceled")
+	e.Span(call, Live().Single(Cancelled, bad))
+	e.Span(handler, Live())
+	tries := []struct {
+		start, end float64
+		status     int
+		v          V
+	}{
+		{0.10, 1.00, 503, Live().Attempt(1)},
+		{1.50, 2.40, 503, Live().Attempt(2).Run(RetryableFailure, 2, bad)},
+		{4.00, 4.50, 503, Orphaned(1.50, true).Attempt(1)},
+		{5.50, 6.00, 200, Orphaned(3.00, true).Attempt(2).Run(DeliveredToNobody, 2, ok)},
+	}
+	for _, t := range tries {
+		get := handler.HTTPClient("GET", SearchTool, HTTPPort, searchPath, t.start, t.end, t.status)
+		e.Span(get, t.v)
+	}
+
+	e.Roots(Gateway, Cancelled, 1)
+	e.Reach(Gateway, 1, 0, 1)
+	agentCall(e, Researcher, Cancelled, LLive)
+	e.SpendSeconds(Gateway, LLive, 2.99)
+	e.Runs(Researcher, opSearch, RetryableFailure, 1)
+	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
+	e.Attempts(Researcher, opSearch, LLive, 2)
+	e.Attempts(Researcher, opSearch, LStartedAfterGone, 2)
+	e.SpendSeconds(Researcher, LLive, 1.80)
+	e.SpendSeconds(Researcher, LOrphaned, 1.00)
+	e.Outlive(Researcher, 2, 4.50)
 	return b.Traces(), e.Build()
 }
