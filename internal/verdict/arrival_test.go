@@ -302,7 +302,8 @@ func (b *shapes) loopOutlivingParent(rt *rapid.T) {
 }
 
 // keyedResends: a client sends one idempotency key in two or three traces, the first try
-// succeeding (it never got the answer) or failing, re-sent 10 s to three minutes later.
+// succeeding (it never got the answer) or failing, re-sent 10 s to three minutes later; a trace
+// may try twice itself.
 func (b *shapes) keyedResends(rt *rapid.T) {
 	key := uint64(b.traces+1)<<32 | uint64(rapid.IntRange(1, 1<<20).Draw(rt, "key"))<<1 | 1 // one key a shape
 	t := 0.0
@@ -310,8 +311,13 @@ func (b *shapes) keyedResends(rt *rapid.T) {
 		r := b.span(b.trace(), -1, "shop", "POST /checkout", verdict.KindServer, t, t+2)
 		b.spans[r].IsHTTP, b.spans[r].HTTPStatus = true, 200
 		status := rapid.SampledFrom([]int{200, 503, 504}).Draw(rt, fmt.Sprintf("send%d", k))
-		i := b.call(r, "shop", "payments", t+0.1, t+1.9, status, false)
+		i := b.call(r, "shop", "payments", t+0.1, t+0.9, status, false)
 		b.spans[i].KeyHash = key
+		if rapid.Bool().Draw(rt, fmt.Sprintf("again%d", k)) { // the trace's own retry, with the key
+			status = rapid.SampledFrom([]int{200, 503}).Draw(rt, fmt.Sprintf("sendAgain%d", k))
+			i = b.call(r, "shop", "payments", t+1.0, t+1.9, status, false)
+			b.spans[i].KeyHash = key
+		}
 		t += float64(rapid.SampledFrom([]int{10, 60, 180}).Draw(rt, fmt.Sprintf("resend%d", k)))
 	}
 }

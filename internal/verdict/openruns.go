@@ -65,16 +65,26 @@ func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef)
 	if prior == nil {
 		return continuation{}
 	}
+	own := false // the trace's own attempts of the run, released before, are in the decision again
 	if prior.trace == rel.t {
 		for _, r := range refs {
-			if int(r.i) < rel.nOld && spans[r.i].SpanID == prior.last.SpanID && spans[r.i].Kind == prior.last.Kind {
+			if int(r.i) >= rel.nOld {
+				continue
+			}
+			if s := &spans[r.i]; s.SpanID == prior.last.SpanID && s.Kind == prior.last.Kind && s.TraceID == prior.last.TraceID {
 				return continuation{prior: prior, inDecision: true, offset: prior.base, split: prior.split}
 			}
+			own = true
 		}
 	}
-	// Its attempts left with an earlier release whose memo is gone, or came in another trace:
-	// the group goes on from its count, or begins a new run (decideRuns).
+	// Its final attempt left with an earlier release whose memo is gone, or came in another
+	// trace: the group goes on from its count (from the attempts before the trace's own, when
+	// those are in the decision again: a keyed run whose final attempt, the first that
+	// succeeded, is another trace's), or begins a new run (decideRuns).
 	c.open.Delete(id)
+	if own {
+		return continuation{prior: prior, offset: prior.base, split: prior.split}
+	}
 	return continuation{prior: prior, offset: prior.attempts, split: prior.split}
 }
 
@@ -103,7 +113,7 @@ func (c *Correlator) runStaysOpen(rel *release, s *Span, last int32, total int, 
 		c.open.Put(id, o) // the oldest open run is closed (carried) when MaxOpenRuns are kept
 	}
 	keep := o.last.Extra
-	sameLast := o.last.SpanID == s.SpanID && o.last.Kind == s.Kind
+	sameLast := o.last.SpanID == s.SpanID && o.last.Kind == s.Kind && o.last.TraceID == s.TraceID
 	o.trace, o.last, o.attempts, o.base, o.split, o.outcome, o.ok, o.end, o.overAt = rel.t, *s, total, cont.offset, split, outcome, ok, r.end, overAt
 	switch {
 	case o.last.Extra != nil:
@@ -127,7 +137,7 @@ func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last i
 		return
 	}
 	c.open.Delete(id)
-	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind {
+	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind && prior.last.TraceID == s.TraceID {
 		v := &out[last]
 		// The open run's record of the attempt keeps the reader's Extra (the memo's keeps it
 		// only for spans that left without a verdict).

@@ -342,3 +342,37 @@ func TestFinalAttemptIsTheFirstThatSucceeded(t *testing.T) {
 	assert.Equal(t, OutcomeRetryableFailure, v[2].Outcome, "the last to end carries the outcome")
 	assert.Equal(t, OutcomeNone, v[3].Outcome)
 }
+
+// TestKeyedRunWhoseFinalAttemptIsAnotherTraces: a key's first try succeeds in trace 1 (the run's
+// final attempt, the first that succeeded); trace 2 re-sends it twice, in two releases. The run
+// has three attempts, counted once each, its outcome on trace 1's try when it closes.
+func TestKeyedRunWhoseFinalAttemptIsAnotherTraces(t *testing.T) {
+	c, err := New(DefaultConfig())
+	require.NoError(t, err)
+	mk := func(tr, id, parent byte, kind Kind, start, end float64, status int) Span {
+		s := sp(id, parent, "shop", kind, start, end)
+		s.TraceID = TraceID{tr}
+		s.IsHTTP, s.HTTPStatus = true, status
+		if kind == KindClient {
+			s.Name, s.KeyHash = "POST", 0xabc1
+		}
+		return s
+	}
+	release := func(now float64, spans ...Span) Decision {
+		c.Observe(spans)
+		return c.Release(nil, spans, t0+int64(now*float64(sec)), func(i int) any { return spans[i].SpanID })
+	}
+	d := release(3, mk(1, 1, 0, KindServer, 0, 2, 200), mk(1, 2, 1, KindClient, 0.1, 0.9, 200))
+	assert.Equal(t, OutcomeNone, d.Verdicts[1].Outcome, "a keyed run goes on after a success")
+	d = release(12, mk(2, 1, 0, KindServer, 10, 11, 200), mk(2, 2, 1, KindClient, 10.1, 10.5, 503))
+	assert.Equal(t, 2, d.Verdicts[1].Attempt)
+	d = release(14, mk(2, 3, 1, KindClient, 10.6, 10.9, 200))
+	assert.Equal(t, 3, d.Verdicts[0].Attempt, "trace 2's first re-send is counted once")
+	assert.Equal(t, OutcomeNone, d.Verdicts[0].Outcome)
+	carried, _ := c.Finish(t0 + 20*sec)
+	require.Len(t, carried, 1)
+	assert.Equal(t, SpanID{2}, carried[0].Span.SpanID)
+	assert.Equal(t, TraceID{1}, carried[0].Span.TraceID)
+	assert.Equal(t, OutcomeSuccess, carried[0].Verdict.Outcome)
+	assert.Equal(t, 3, carried[0].Verdict.RunAttempts)
+}

@@ -125,7 +125,7 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 		split := cont.split // the run began because the one before it was over
 		r := runSoFar{attempts: cont.offset, loopEnd: loopEnd, members: sc.members[:0]}
 		if p := cont.prior; p != nil && !cont.inDecision {
-			r.attempts, r.end, r.ok, r.prior = p.attempts, p.end, p.ok, &p.last
+			r.end, r.ok, r.prior = p.end, p.ok, &p.last
 		}
 		for _, ref := range refs[g:e] {
 			if (len(run) > 0 || r.prior != nil) && c.startsNewRun(spans, &r, &spans[ref.i]) {
