@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/rules"
 )
 
 // DefaultMetricsFlushInterval is how often the accumulated metrics are sent down the metrics
@@ -39,24 +40,54 @@ type Config struct {
 	// connector's own attributes.
 	ConstLabels map[string]string `mapstructure:"const_labels"`
 
-	// MetricsFlushInterval is how often the accumulated (cumulative) metrics are sent to the
-	// metrics pipeline. Default [DefaultMetricsFlushInterval]. Must be positive.
+	// MetricsFlushInterval is how often the accumulated metrics are sent to the metrics
+	// pipeline. Default [DefaultMetricsFlushInterval]. Must be positive.
 	MetricsFlushInterval time.Duration `mapstructure:"metrics_flush_interval"`
+
+	// Mode says where the verdicts come from, as the exporter's: observe (the default) decides
+	// them here, with the rule settings below; annotate reads the orphanwatch.* attributes the
+	// orphan processor wrote.
+	Mode string `mapstructure:"mode"`
+
+	// Config holds the verdict rules used in observe mode, under the orphan processor's keys
+	// (decision_wait, decision_wait_after_root, max_request_duration, clock_skew_tolerance,
+	// run_timeout, max_attempts, attributes, cancellation, retryable, prices, detached).
+	rules.Config `mapstructure:",squash"`
+	// Limits bound what observe mode keeps (the processor's limits of the same names).
+	Limits rules.LimitsConfig `mapstructure:"limits"`
+
+	// AggregationTemporality of the sums and histograms sent: [TemporalityCumulative] (the
+	// default: totals since each series started, what Prometheus and remote write take) or
+	// [TemporalityDelta] (what each series gained since the previous successful flush, which
+	// is the start time of its points; series that gained nothing are not sent), as
+	// spanmetrics' setting of that name (whose spellings AGGREGATION_TEMPORALITY_CUMULATIVE and
+	// AGGREGATION_TEMPORALITY_DELTA are taken too).
+	AggregationTemporality string `mapstructure:"aggregation_temporality"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
+
+// Values of aggregation_temporality.
+const (
+	TemporalityCumulative = "cumulative"
+	TemporalityDelta      = "delta"
+)
 
 // NewDefaultConfig returns the default configuration: the exporter's metric defaults and a
 // flush every [DefaultMetricsFlushInterval].
 func NewDefaultConfig() *Config {
 	e := orphanmetricsexporter.NewDefaultConfig()
 	return &Config{
-		Namespace:            e.Namespace,
-		LabelLimits:          e.LabelLimits,
-		OutliveBuckets:       e.OutliveBuckets,
-		HopBuckets:           e.HopBuckets,
-		MetricsFlushInterval: DefaultMetricsFlushInterval,
+		Namespace:              e.Namespace,
+		LabelLimits:            e.LabelLimits,
+		OutliveBuckets:         e.OutliveBuckets,
+		HopBuckets:             e.HopBuckets,
+		MetricsFlushInterval:   DefaultMetricsFlushInterval,
+		AggregationTemporality: TemporalityCumulative,
+		Mode:                   e.Mode,
+		Config:                 e.Config,
+		Limits:                 e.Limits,
 	}
 }
 
@@ -66,11 +97,28 @@ func (c *Config) Validate() error {
 	if c.MetricsFlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("metrics_flush_interval: must be positive, got %v", c.MetricsFlushInterval))
 	}
-	return errors.Join(append(errs, c.recorderConfig().ValidateMetrics())...)
+	if c.temporality() == "" {
+		errs = append(errs, fmt.Errorf("aggregation_temporality: must be %s or %s, got %q", TemporalityCumulative, TemporalityDelta, c.AggregationTemporality))
+	}
+	rc := c.recorderConfig()
+	return errors.Join(append(errs, rc.ValidateMetrics(), rc.ValidateMode())...)
 }
 
-// recorderConfig is the exporter configuration with the connector's metric settings: what
-// the shared recorder is made from (its HTTP settings are not used).
+// temporality is AggregationTemporality as TemporalityCumulative or TemporalityDelta, or ""
+// when it is neither (nor spanmetrics' spelling of either).
+func (c *Config) temporality() string {
+	switch c.AggregationTemporality {
+	case TemporalityCumulative, "AGGREGATION_TEMPORALITY_CUMULATIVE":
+		return TemporalityCumulative
+	case TemporalityDelta, "AGGREGATION_TEMPORALITY_DELTA":
+		return TemporalityDelta
+	}
+	return ""
+}
+
+// recorderConfig is the exporter configuration with the connector's metric, mode and rule
+// settings: what the shared recorder and observe mode are made from (its HTTP settings are not
+// used).
 func (c *Config) recorderConfig() *orphanmetricsexporter.Config {
 	e := orphanmetricsexporter.NewDefaultConfig()
 	e.Namespace = c.Namespace
@@ -78,5 +126,8 @@ func (c *Config) recorderConfig() *orphanmetricsexporter.Config {
 	e.OutliveBuckets = c.OutliveBuckets
 	e.HopBuckets = c.HopBuckets
 	e.ConstLabels = c.ConstLabels
+	e.Mode = c.Mode
+	e.Config = c.Config
+	e.Limits = c.Limits
 	return e
 }

@@ -19,7 +19,8 @@ import (
 
 // metricsConnector records spans with the orphanmetrics exporter's [orphanmetricsexporter.Recorder]
 // and, every metrics_flush_interval and once more at shutdown, sends everything it has
-// accumulated to the metrics pipeline as cumulative OTLP metrics.
+// accumulated to the metrics pipeline as OTLP metrics: cumulative, or with
+// aggregation_temporality delta what changed since the last flush that went.
 type metricsConnector struct {
 	cfg    *Config
 	logger *zap.Logger
@@ -27,6 +28,7 @@ type metricsConnector struct {
 	next   consumer.Metrics
 	tel    *telemetry
 	conv   converter
+	obs    *orphanmetricsexporter.Observing // observe mode; nil in annotate mode
 
 	flushMu sync.Mutex // one flush at a time
 
@@ -37,9 +39,16 @@ type metricsConnector struct {
 }
 
 func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*metricsConnector, error) {
-	rec, err := orphanmetricsexporter.NewRecorder(cfg.recorderConfig())
+	rc := cfg.recorderConfig()
+	rec, err := orphanmetricsexporter.NewRecorder(rc)
 	if err != nil {
 		return nil, err
+	}
+	var obs *orphanmetricsexporter.Observing
+	if rc.Mode == orphanmetricsexporter.ModeObserve {
+		if obs, err = orphanmetricsexporter.NewObserving(rc, rec, set.Logger, nil, nil); err != nil {
+			return nil, err
+		}
 	}
 	tel, err := newTelemetry(set, func(report func(string, int64)) {
 		for _, l := range orphanmetricsexporter.LimitedLabels {
@@ -49,13 +58,16 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	if err != nil {
 		return nil, err
 	}
+	conv := newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource)
+	conv.delta = cfg.temporality() == TemporalityDelta
 	return &metricsConnector{
 		cfg:    cfg,
 		logger: set.Logger,
 		rec:    rec,
 		next:   next,
 		tel:    tel,
-		conv:   newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource),
+		obs:    obs,
+		conv:   conv,
 	}, nil
 }
 
@@ -63,9 +75,14 @@ func (c *metricsConnector) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-// ConsumeTraces records td; it never fails (malformed attributes are counted in
-// <namespace>.spans_skipped, as by the exporter).
+// ConsumeTraces counts td: in observe mode the verdicts decided here, in annotate mode the
+// attributes the orphan processor wrote. It never fails (malformed attributes are counted in
+// <namespace>.spans_skipped, as by the exporter). td is only read.
 func (c *metricsConnector) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
+	if c.obs != nil {
+		c.obs.Consume(td)
+		return nil
+	}
 	c.rec.Record(td)
 	return nil
 }
@@ -77,6 +94,9 @@ func (c *metricsConnector) Start(context.Context, component.Host) error {
 		return errors.New("orphanmetrics: already started")
 	}
 	c.started = true
+	if c.obs != nil {
+		c.obs.Start()
+	}
 	c.stop, c.stopped = make(chan struct{}), make(chan struct{})
 	go c.loop(c.stop, c.stopped)
 	return nil
@@ -92,7 +112,7 @@ func (c *metricsConnector) loop(stop <-chan struct{}, stopped chan<- struct{}) {
 			return
 		case <-t.C:
 			if err := c.flush(context.Background()); err != nil {
-				c.logger.Warn("Sending orphanwatch metrics failed; the next flush sends them again (cumulative)", zap.Error(err))
+				c.logger.Warn("Sending orphanwatch metrics failed; the next flush sends them again", zap.Error(err))
 			}
 		}
 	}
@@ -110,6 +130,9 @@ func (c *metricsConnector) Shutdown(ctx context.Context) error {
 	c.started = false
 	close(c.stop)
 	<-c.stopped
+	if c.obs != nil {
+		c.obs.Shutdown() // what is still owed is counted, then flushed below
+	}
 	if err := c.flush(ctx); err != nil {
 		return fmt.Errorf("orphanmetrics: final flush: %w", err)
 	}
@@ -128,14 +151,17 @@ func (c *metricsConnector) flush(ctx context.Context) error {
 	}
 	md := c.conv.convert(mfs, pcommon.NewTimestampFromTime(began))
 	if md.DataPointCount() == 0 {
+		c.conv.commit() // nothing gained since the last flush: the next deltas start here
 		return nil
 	}
 	err = c.next.ConsumeMetrics(ctx, md)
 	c.tel.flushed(ctx, err == nil)
 	if err == nil {
 		// Exemplars taken before this flush began have been sent: the next flush leaves them
-		// out (a failed flush sends them again).
+		// out (a failed flush sends them again). So have the deltas: the next start here (a
+		// failed flush's are sent again, with the next ones, from the last flush that went).
 		c.conv.exemplarsSince = began
+		c.conv.commit()
 	}
 	return err
 }

@@ -36,8 +36,8 @@ import (
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
-// TestCollectorPipelinePushesOTLP runs a collector in-process: OTLP/HTTP traces in, the orphan
-// processor, the orphanmetrics connector, and a metrics pipeline whose otlp_http exporter
+// TestCollectorPipelinePushesOTLP runs a collector in-process: OTLP/HTTP traces in, the
+// orphanmetrics connector observing them (the shipped default: no processor), and a metrics pipeline whose otlp_http exporter
 // pushes to an OTLP receiver this test starts on 127.0.0.1. S2's traces go in; what the
 // receiver gets must be S2's expected metrics (testdata/scenarios/s02_caller_leaves/expected.json),
 // every series with its value once translated to Prometheus names, under the resource of its
@@ -58,14 +58,13 @@ func TestCollectorPipelinePushesOTLP(t *testing.T) {
 	cfg := fmt.Sprintf(`
 receivers:
   otlp: {protocols: {http: {endpoint: %q}}}
-processors:
-  orphan:
+connectors:
+  orphanmetrics:
+    metrics_flush_interval: 200ms
     decision_wait: 1s
     prices:
       gpt-4o: {input_per_million: 2.50, output_per_million: 10.00}
       gpt-4o-mini: {input_per_million: 0.15, output_per_million: 0.60}
-connectors:
-  orphanmetrics: {metrics_flush_interval: 200ms}
 exporters:
   otlp_http:
     endpoint: http://%s
@@ -73,7 +72,7 @@ exporters:
 service:
   telemetry: {metrics: {level: none}, logs: {level: warn}}
   pipelines:
-    traces: {receivers: [otlp], processors: [orphan], exporters: [orphanmetrics]}
+    traces: {receivers: [otlp], exporters: [orphanmetrics]}
     metrics: {receivers: [orphanmetrics], exporters: [otlp_http]}
 `, in, backend)
 	col, err := otelcol.NewCollector(otelcol.CollectorSettings{

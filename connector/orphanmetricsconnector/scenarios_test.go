@@ -44,6 +44,7 @@ func exporterText(t testing.TB, cfg *orphanmetricsexporter.Config, batches []ptr
 // shuts it down (its final flush sends everything to next).
 func runConnector(t testing.TB, cfg *orphanmetricsconnector.Config, next consumer.Metrics, batches []ptrace.Traces) {
 	t.Helper()
+	cfg.Mode = orphanmetricsexporter.ModeAnnotate // the batches were judged by the orphan processor
 	f := orphanmetricsconnector.NewFactory()
 	c, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(f.Type()), cfg, next)
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package orphanmetricsconnector
 import (
 	"context"
 	"errors"
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"testing"
 	"time"
 
@@ -47,6 +48,7 @@ func newTestConnector(t *testing.T, set connector.Settings, next consumer.Metric
 	t.Helper()
 	cfg := NewDefaultConfig()
 	cfg.MetricsFlushInterval = time.Hour
+	cfg.Mode = orphanmetricsexporter.ModeAnnotate // the tests write the processor's attributes
 	if mod != nil {
 		mod(cfg)
 	}

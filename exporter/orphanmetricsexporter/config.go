@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/config/confighttp"
+
+	"github.com/orphanwatch/orphanwatch/internal/rules"
 )
 
 // Defaults of the configuration, see [Config].
@@ -36,6 +38,14 @@ func DefaultOutliveBuckets() []float64 {
 func DefaultHopBuckets() []float64 {
 	return []float64{0, 1, 2, 3, 4, 5, 6, 8, 10}
 }
+
+// The modes of [Config.Mode].
+const (
+	// ModeObserve decides the verdicts in the exporter (or connector) itself: the default.
+	ModeObserve = "observe"
+	// ModeAnnotate reads the verdicts the orphan processor wrote on the spans.
+	ModeAnnotate = "annotate"
+)
 
 // LimitedLabels are the labels whose values come from span data and are
 // therefore bounded by [LabelLimitsConfig]. All other labels take values from
@@ -76,6 +86,20 @@ type Config struct {
 	// Prometheus label names that do not start with "__" and are not used
 	// by the exporter's own labels.
 	ConstLabels map[string]string `mapstructure:"const_labels"`
+
+	// Mode says where the verdicts come from (DESIGN.md "Two ways to run"): [ModeObserve]
+	// (the default) decides them here, from what is read of each span as it arrives, with the
+	// rule settings below; [ModeAnnotate] reads the orphanwatch.* attributes that the orphan
+	// processor wrote on the spans, and the rule settings are not used.
+	Mode string `mapstructure:"mode"`
+
+	// Config holds the verdict rules used in observe mode, under the orphan processor's keys
+	// (decision_wait, max_request_duration, clock_skew_tolerance, run_timeout, max_attempts,
+	// attributes, cancellation, retryable, prices, detached): internal/rules.
+	rules.Config `mapstructure:",squash"`
+	// Limits bound what observe mode keeps between decisions (the processor's limits of the
+	// same names), each with its eviction counter.
+	Limits rules.LimitsConfig `mapstructure:"limits"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -122,7 +146,22 @@ func (c *Config) Validate() error {
 		add("path: must be a plain URL path without query, fragment or whitespace, got %q", c.Path)
 	}
 
-	return errors.Join(append(errs, c.validateMetrics())...)
+	return errors.Join(append(errs, c.validateMetrics(), c.ValidateMode())...)
+}
+
+// ValidateMode checks mode and, in observe mode, the rule settings (each error naming its
+// field as written in YAML). The connector validates its own with it too.
+func (c *Config) ValidateMode() error {
+	switch c.Mode {
+	case ModeObserve:
+		if c.Keys != nil {
+			return fmt.Errorf("keys: sharing idempotency keys across a tier is done by the orphan processor (mode: annotate); observe mode does not read keys from other members")
+		}
+		return c.Config.Validate(c.Limits)
+	case ModeAnnotate:
+		return nil
+	}
+	return fmt.Errorf("mode: must be %q or %q, got %q", ModeObserve, ModeAnnotate, c.Mode)
 }
 
 // ValidateMetrics checks the fields that shape the metrics: namespace, label_limits,

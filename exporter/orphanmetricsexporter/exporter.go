@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
@@ -22,6 +24,7 @@ type metricsExporter struct {
 	settings component.TelemetrySettings
 	recorder *Recorder
 	tel      *metadata.TelemetryBuilder
+	obs      *Observing // observe mode; nil in annotate mode
 
 	mu       sync.Mutex
 	server   *http.Server
@@ -41,10 +44,30 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 	if err != nil {
 		return nil, err
 	}
-	return &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, recorder: rec, tel: tel}, nil
+	e := &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, recorder: rec, tel: tel}
+	if cfg.Mode == ModeObserve {
+		id := attribute.String(exporterAttribute, set.ID.String())
+		latency := func(s float64) {
+			tel.ExporterOrphanmetricsVerdictLatency.Record(context.Background(), s, metric.WithAttributes(id))
+		}
+		if e.obs, err = NewObserving(cfg, rec, set.Logger, latency, nil); err == nil {
+			err = registerObserve(tel, id, e.obs.Observer())
+		}
+		if err != nil {
+			tel.Shutdown()
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
+// consumeTraces counts td: in observe mode the verdicts decided here, in annotate mode the
+// attributes the orphan processor wrote. td is only read.
 func (e *metricsExporter) consumeTraces(_ context.Context, td ptrace.Traces) error {
+	if e.obs != nil {
+		e.obs.Consume(td)
+		return nil
+	}
 	e.recorder.Record(td)
 	return nil
 }
@@ -79,6 +102,9 @@ func (e *metricsExporter) start(ctx context.Context, host component.Host) error 
 	}
 	e.server = srv
 	e.serveErr = make(chan error, 1)
+	if e.obs != nil {
+		e.obs.Start()
+	}
 	e.settings.Logger.Info("Serving orphanwatch metrics",
 		zap.String("endpoint", ln.Addr().String()), zap.String("path", e.cfg.Path))
 	go func(done chan<- error) {
@@ -96,6 +122,9 @@ func (e *metricsExporter) start(ctx context.Context, host component.Host) error 
 func (e *metricsExporter) shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.obs != nil {
+		e.obs.Shutdown() // what is still owed is counted before the last scrape
+	}
 	e.tel.Shutdown()
 	if e.server == nil {
 		return nil

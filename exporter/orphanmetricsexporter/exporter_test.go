@@ -42,9 +42,12 @@ func TestFactory(t *testing.T) {
 	require.ErrorContains(t, err, "outlive_buckets[1]")
 }
 
+// startExporter starts an exporter in annotate mode: the tests feed it spans with the
+// orphan processor's attributes written by hand.
 func startExporter(t *testing.T, mutate func(*Config)) (exporter.Traces, *Config) {
 	t.Helper()
 	cfg := NewDefaultConfig()
+	cfg.Mode = ModeAnnotate
 	cfg.NetAddr.Endpoint = freeEndpoint(t)
 	if mutate != nil {
 		mutate(cfg)
@@ -181,6 +184,7 @@ func TestConsumeBeforeStart(t *testing.T) {
 	// Recording does not depend on the server: metrics consumed before
 	// Start are served once it runs.
 	cfg := NewDefaultConfig()
+	cfg.Mode = ModeAnnotate
 	cfg.NetAddr.Endpoint = freeEndpoint(t)
 	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)

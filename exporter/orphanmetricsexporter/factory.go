@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/rules"
 )
 
 // NewFactory returns the factory of the orphanmetrics traces exporter.
@@ -28,7 +29,8 @@ func createDefaultConfig() component.Config {
 
 // NewDefaultConfig returns the default configuration: serve on
 // [DefaultEndpoint] at [DefaultPath], namespace [DefaultNamespace],
-// [DefaultLabelLimit] values per label, [DefaultOutliveBuckets].
+// [DefaultLabelLimit] values per label, [DefaultOutliveBuckets], observe mode with the
+// default rules.
 func NewDefaultConfig() *Config {
 	server := confighttp.NewDefaultServerConfig()
 	server.NetAddr.Endpoint = DefaultEndpoint
@@ -39,6 +41,9 @@ func NewDefaultConfig() *Config {
 		LabelLimits:    LabelLimitsConfig{Default: DefaultLabelLimit},
 		OutliveBuckets: DefaultOutliveBuckets(),
 		HopBuckets:     DefaultHopBuckets(),
+		Mode:           ModeObserve,
+		Config:         rules.Default(),
+		Limits:         rules.DefaultLimits(),
 	}
 }
 

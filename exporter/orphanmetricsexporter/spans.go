@@ -218,10 +218,14 @@ const minKeyLen = len("url.full")
 type spanView struct {
 	has  uint64
 	vals [numKeys]pcommon.Value
+	// typed marks the values given as Go values (observe.go: a verdict decided here, or the
+	// attributes kept of a span whose verdict came later), held in typedVals instead of vals.
+	typed     uint64
+	typedVals [numKeys]typedValue
 }
 
 func (v *spanView) read(m pcommon.Map) {
-	v.has = 0
+	v.has, v.typed = 0, 0
 	for k, val := range m.All() {
 		// keyIndex, inlined: this loop is half of the exporter's time.
 		n := len(k)
@@ -248,6 +252,9 @@ func (v *spanView) str(k int) (string, attrState) {
 	if !v.present(k) {
 		return "", attrAbsent
 	}
+	if v.typed&(1<<k) != 0 {
+		return v.typedVals[k].str()
+	}
 	if v.vals[k].Type() != pcommon.ValueTypeStr {
 		return "", attrInvalid
 	}
@@ -264,6 +271,9 @@ func (v *spanView) boolean(k int) (bool, attrState) {
 	if !v.present(k) {
 		return false, attrAbsent
 	}
+	if v.typed&(1<<k) != 0 {
+		return v.typedVals[k].boolean()
+	}
 	if v.vals[k].Type() != pcommon.ValueTypeBool {
 		return false, attrInvalid
 	}
@@ -274,6 +284,9 @@ func (v *spanView) boolean(k int) (bool, attrState) {
 func (v *spanView) integer(k int) (int64, attrState) {
 	if !v.present(k) {
 		return 0, attrAbsent
+	}
+	if v.typed&(1<<k) != 0 {
+		return v.typedVals[k].integer()
 	}
 	val := v.vals[k]
 	switch val.Type() {
@@ -294,6 +307,9 @@ func (v *spanView) integer(k int) (int64, attrState) {
 func (v *spanView) number(k int, decimal, nonNegative bool) (float64, attrState) {
 	if !v.present(k) {
 		return 0, attrAbsent
+	}
+	if v.typed&(1<<k) != 0 {
+		return v.typedVals[k].number(decimal, nonNegative)
 	}
 	var f float64
 	val := v.vals[k]

@@ -2,12 +2,14 @@ package orphanmetricsexporter
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/observe"
 )
 
 // exporterAttribute is the attribute of every measurement that names the exporter instance.
@@ -35,4 +37,41 @@ func newTelemetry(set exporter.Settings, labelValues func(report func(label stri
 		return nil, err
 	}
 	return tb, nil
+}
+
+// registerObserve reports observe mode's state through tb's observable instruments, read from
+// obs on collection; every measurement carries id (`exporter=<component ID>`).
+func registerObserve(tb *metadata.TelemetryBuilder, id attribute.KeyValue, obs *observe.Observer) error {
+	one := metric.WithAttributes(id)
+	gauge := func(reg func(metric.Int64Callback) error, read func() int64) error {
+		return reg(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(read(), one)
+			return nil
+		})
+	}
+	return errors.Join(
+		tb.RegisterExporterOrphanmetricsRecordsCallback(func(_ context.Context, o metric.Int64Observer) error {
+			waiting, _, kept, pending, _, _ := obs.Kept()
+			for state, n := range map[string]int{"waiting": waiting, "kept": kept, "pending": pending} {
+				o.Observe(int64(n), metric.WithAttributes(id, attribute.String("state", state)))
+			}
+			return nil
+		}),
+		gauge(tb.RegisterExporterOrphanmetricsTracesCallback, func() int64 { _, t, _, _, _, _ := obs.Kept(); return int64(t) }),
+		gauge(tb.RegisterExporterOrphanmetricsOpenRunsCallback, func() int64 { _, _, _, _, r, _ := obs.Kept(); return int64(r) }),
+		gauge(tb.RegisterExporterOrphanmetricsHeldRootsCallback, func() int64 { _, _, _, _, _, h := obs.Kept(); return int64(h) }),
+		gauge(tb.RegisterExporterOrphanmetricsSpansJudgedCallback, func() int64 { return obs.Stats().Spans }),
+		tb.RegisterExporterOrphanmetricsEvictionsCallback(func(_ context.Context, o metric.Int64Observer) error {
+			for state, n := range obs.Evictions() {
+				o.Observe(int64(n), metric.WithAttributes(id, attribute.String("state", state)))
+			}
+			return nil
+		}),
+		tb.RegisterExporterOrphanmetricsSpansWithoutVerdictCallback(func(_ context.Context, o metric.Int64Observer) error {
+			for reason, n := range obs.Stats().WithoutVerdict {
+				o.Observe(n, metric.WithAttributes(id, attribute.String("reason", reason)))
+			}
+			return nil
+		}),
+	)
 }

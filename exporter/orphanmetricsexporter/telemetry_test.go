@@ -29,6 +29,7 @@ func TestTwoInstancesReadApart(t *testing.T) {
 		set.ID = id
 		set.TelemetrySettings = tel.NewTelemetrySettings()
 		cfg := NewDefaultConfig()
+		cfg.Mode = ModeAnnotate
 		cfg.NetAddr.Endpoint = "localhost:0"
 		exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
 		require.NoError(t, err)

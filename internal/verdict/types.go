@@ -99,6 +99,10 @@ const (
 	numInvalid
 )
 
+// NumInvalid is the number of Invalid values, Valid included: the size of an array indexed by
+// Invalid.
+const NumInvalid = int(numInvalid)
+
 // String returns the reason as used in telemetry attributes.
 func (r Invalid) String() string {
 	switch r {

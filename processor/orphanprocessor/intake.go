@@ -7,8 +7,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // Taking a batch in (ConsumeTraces): its spans are grouped by trace with no lock held (group),
@@ -174,7 +174,7 @@ func (p *orphanProcessor) holdInShards(ctx context.Context, in *intake, now time
 			}
 			if s.root && !h.hasRoot {
 				h.hasRoot = true
-				p.lat.rootArrived(g.id, now)
+				p.lat.RootArrived(g.id, now)
 				p.setDueLocked(sh, h, now.Add(p.afterRoot))
 			}
 			sh.hold(h, s.ref, left)
@@ -241,7 +241,7 @@ func (p *orphanProcessor) holdBatch(ctx context.Context, in *intake, now time.Ti
 			}
 			if s.root && !h.hasRoot {
 				h.hasRoot = true
-				p.lat.rootArrived(g.id, now)
+				p.lat.RootArrived(g.id, now)
 			}
 			h.add(s.ref, left)
 			left--

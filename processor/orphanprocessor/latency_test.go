@@ -85,21 +85,3 @@ func TestVerdictLatency(t *testing.T) {
 		})
 	}
 }
-
-// TestVerdictLatencyBounded: requests beyond max are observed early, oldest first.
-func TestVerdictLatencyBounded(t *testing.T) {
-	var got []float64
-	l := newVerdictLatency(time.Hour, 2, func(s float64) { got = append(got, s) })
-	t0 := time.Unix(1000, 0)
-	for i := range 3 {
-		id := [16]byte{byte(i + 1)}
-		l.rootArrived(id, t0.Add(time.Duration(i)*time.Second))
-		l.counted(id, t0.Add(time.Duration(i)*time.Second+500*time.Millisecond))
-	}
-	assert.Equal(t, []float64{0.5}, got, "the first request, evicted for the third")
-	l.expire(t0.Add(30 * time.Minute))
-	assert.Len(t, got, 1, "within the horizon")
-	l.expire(time.Time{})
-	assert.Equal(t, []float64{0.5, 0.5, 0.5}, got)
-	assert.False(t, l.tracking())
-}

@@ -15,8 +15,9 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/internal/latency"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // The component's files: processor.go is its face (ConsumeTraces: taking spans in; Start,
@@ -44,7 +45,7 @@ type orphanProcessor struct {
 	reader *spanread.Reader
 	tel    *telemetry
 	clock  clock
-	lat    *verdictLatency // verdict latency per request (latency.go)
+	lat    *latency.Tracker // verdict latency per request (latency.go)
 	// afterRoot is how long a trace is held after its root arrived: decision_wait_after_root,
 	// at most decision_wait (resolved once).
 	afterRoot time.Duration
@@ -85,7 +86,9 @@ type orphanProcessor struct {
 }
 
 func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
-	corr, err := verdict.New(cfg.verdictConfig())
+	vc := cfg.verdictConfig()
+	vc.PrefixPriced = prefixPricedLogger(set.Logger)
+	corr, err := verdict.New(vc)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +120,7 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 	// A run stays open up to run_timeout after its last attempt ended, plus decision_wait and
 	// the clock-skew tolerance (verdict's runOverAt); an abandoned root is held decision_wait.
 	horizon := cfg.RunTimeout + cfg.DecisionWait + cfg.ClockSkewTolerance + 2*sweepInterval
-	p.lat = newVerdictLatency(horizon, cfg.Limits.MaxTraces, func(s float64) {
+	p.lat = latency.New(horizon, cfg.Limits.MaxTraces, func(s float64) {
 		p.tel.ProcessorOrphanVerdictLatency.Record(context.Background(), s, p.tel.ID)
 	})
 	return p, nil
@@ -171,7 +174,7 @@ func (p *orphanProcessor) Shutdown(ctx context.Context) error {
 	carried, st := p.corr.Finish(p.clock.Now().UnixNano())
 	err = errors.Join(err, p.dropped(ctx, p.passCarried(ctx, carried, st, p.clock.Now())))
 	err = errors.Join(err, p.keyShareShutdown(ctx)) // key sharing (keysharing.go)
-	p.lat.expire(time.Time{})                       // every request still tracked: nothing more comes
+	p.lat.Expire(time.Time{})                       // every request still tracked: nothing more comes
 	p.tel.Shutdown()
 	return err
 }
@@ -210,11 +213,11 @@ func (p *orphanProcessor) loop() {
 			_ = p.dropped(ctx, p.release(ctx, p.due(now)))
 			_ = p.dropped(ctx, p.releaseRoots(ctx, p.dueRoots(now, -1)))
 			p.sweep(ctx, now)
-			p.lat.expire(now)
+			p.lat.Expire(now)
 		}
 		if d, ok := p.untilNextDue(); ok {
 			t.Reset(d)
-		} else if at, ok := p.lat.nextExpiry(); ok {
+		} else if at, ok := p.lat.NextExpiry(); ok {
 			// Nothing held or owed: wake once more when a request's verdict latency is due.
 			t.Reset(max(at.Sub(p.clock.Now()), 0))
 		} else {
@@ -241,7 +244,7 @@ func (p *orphanProcessor) sweep(ctx context.Context, now time.Time) {
 	defer p.sweepMu.Unlock()
 	carried, st := p.corr.Sweep(now.UnixNano())
 	_ = p.dropped(ctx, p.passCarried(ctx, carried, st, now))
-	p.lat.expire(now)
+	p.lat.Expire(now)
 }
 
 // untilNextDue is the time until the first held trace is due, or until the next sweep when
@@ -315,4 +318,15 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 		p.tel.ProcessorOrphanSpansLate.Add(ctx, late, p.tel.ID)
 	}
 	return p.releaseWith(ctx, ready, in.pass)
+}
+
+// prefixPricedLogger logs, once per model name (verdict.Config.PrefixPriced), a model that the
+// prices table prices by the entry that prefixes its name: right for a dated version
+// (gpt-4o-2024-08-06 by gpt-4o), wrong for another model (gpt-4o-mini by gpt-4o, 16 times its
+// price), which an entry of its own fixes.
+func prefixPricedLogger(logger *zap.Logger) func(model, entry string) {
+	return func(model, entry string) {
+		logger.Info("Model priced by the prices entry that prefixes its name; give it an entry of its own if its price differs",
+			zap.String("model", model), zap.String("prices_entry", entry))
+	}
 }

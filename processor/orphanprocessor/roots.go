@@ -106,7 +106,7 @@ func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) e
 	for _, hr := range roots {
 		writeVerdict(hr.ref.sp.Attributes(), &hr.v)
 		lv.add(hr.ref)
-		p.lat.counted(hr.trace, now)
+		p.lat.Counted(hr.trace, now)
 	}
 	out := lv.assemble()
 	n := len(roots)

@@ -268,7 +268,7 @@ func (c *fakeClock) waitIdle(t *testing.T, p *orphanProcessor) {
 	if ev.deadline.IsZero() {
 		return
 	}
-	at, ok := p.lat.nextExpiry()
+	at, ok := p.lat.NextExpiry()
 	require.True(t, ok, "the loop armed its timer for %v with nothing held, owed or tracked", ev.deadline)
 	require.Equal(t, at, ev.deadline, "the loop armed its timer for something else than a latency observation")
 	require.Greater(t, ev.deadline.Sub(c.Now()), time.Minute, "a latency observation is minutes away")

@@ -12,9 +12,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/spanread"
 )
 
 // processorAttribute is the attribute of every measurement that names the processor instance.
@@ -48,6 +48,7 @@ func newTelemetry(set processor.Settings, observe func() kept) (*telemetry, erro
 	}
 	t := &telemetry{TelemetryBuilder: tb, id: attribute.String(processorAttribute, set.ID.String())}
 	t.ID = metric.WithAttributeSet(attribute.NewSet(t.id))
+	t.zero()
 	if observe == nil {
 		return t, nil
 	}
@@ -69,6 +70,31 @@ func newTelemetry(set processor.Settings, observe func() kept) (*telemetry, erro
 		return nil, errs
 	}
 	return t, nil
+}
+
+// evictionStates are the values of evictions{state} (documentation.md).
+var evictionStates = []string{"traces", "spans_per_trace", "root_records", "idempotency_keys",
+	"multi_root_spans", "context_spans", "pending_spans", "request_duration", "open_runs", "held_roots"}
+
+// zero adds 0 to the counters of what goes wrong or happens rarely (evictions by state, spans
+// dropped by reason, downstream errors, late spans, missing roots, carriers), so that their
+// series exist from the start, at 0: an alert's rate() and a dashboard's increase() then see
+// the first occurrence (a series that appears at 1 shows no increase), and alert rules and
+// dashboards find the series whether scraped or pushed (docs/monitoring.md). The counters by
+// reason of bad input (spans_without_verdict, attributes_ignored) appear with their reason.
+func (t *telemetry) zero() {
+	ctx := context.Background()
+	for _, c := range []metric.Int64Counter{t.ProcessorOrphanSpansProcessed, t.ProcessorOrphanSpansOrphaned,
+		t.ProcessorOrphanSpansDeferred, t.ProcessorOrphanCarrierSpans, t.ProcessorOrphanSpansLate,
+		t.ProcessorOrphanTracesRootMissing, t.ProcessorOrphanRunsUnknownRoot, t.ProcessorOrphanDownstreamErrors} {
+		c.Add(ctx, 0, t.ID)
+	}
+	for _, s := range evictionStates {
+		t.ProcessorOrphanEvictions.Add(ctx, 0, t.With("state", s))
+	}
+	for _, r := range []string{dropRefused, dropPermanent} {
+		t.ProcessorOrphanSpansDropped.Add(ctx, 0, t.With("reason", r))
+	}
 }
 
 // With returns the measurement option carrying the processor's ID and key=value.

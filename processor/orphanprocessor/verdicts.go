@@ -15,6 +15,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/internal/verdictattrs"
 )
 
 // Writing verdicts: deciding a released trace and writing its verdicts, carried verdicts
@@ -85,9 +86,9 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 		return
 	}
 	p.updateHeldRoots(h.id, d.Reach)
-	p.lat.counted(h.id, p.clock.Now())
+	p.lat.Counted(h.id, p.clock.Now())
 	if p.atOnce {
-		p.lat.expire(time.Time{}) // every decision is final
+		p.lat.Expire(time.Time{}) // every decision is final
 	}
 	provisional := int64(0)
 	for i := range verdicts {
@@ -347,7 +348,7 @@ func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Car
 		writeCarried(byTrace[carried[i].Span.TraceID].sp, &carried[i])
 	}
 	for t := range byTrace {
-		p.lat.counted(t, now)
+		p.lat.Counted(t, now)
 	}
 	n := len(byTrace)
 	p.tel.ProcessorOrphanCarrierSpans.Add(ctx, int64(n), p.tel.ID)
@@ -370,112 +371,8 @@ func (p *orphanProcessor) newSpanID() pcommon.SpanID {
 	return id
 }
 
-// verdictAttrs is how many attributes writeVerdict writes for v.
-func verdictAttrs(v *verdict.Verdict) int {
-	n := 0
-	switch v.Liveness {
-	case verdict.LivenessLive:
-		n += 2
-	case verdict.LivenessOrphaned:
-		n += 3
-	case verdict.LivenessUnknown:
-		n++
-	}
-	if v.Detached {
-		n++
-	}
-	if v.Attempt > 0 {
-		n++
-	}
-	if v.Outcome != verdict.OutcomeNone {
-		n += 3
-	}
-	if v.EndReason != verdict.EndReasonNone {
-		n++
-	}
-	if v.CallerService != "" {
-		n++
-	}
-	if v.SpendRepeated {
-		n++
-	}
-	if v.SpendNested {
-		n++
-	}
-	if v.HasReach {
-		n += 2
-	}
-	if v.Model != "" {
-		n++
-		if v.InputTokens >= 0 {
-			n++
-		}
-		if v.OutputTokens >= 0 {
-			n++
-		}
-		if v.HasCost {
-			n++
-		}
-	}
-	return n
-}
+// verdictAttrs is how many attributes writeVerdict writes for v (internal/verdictattrs).
+func verdictAttrs(v *verdict.Verdict) int { return verdictattrs.Count(v) }
 
-// writeVerdict writes the verdict attributes of docs/verdicts.md; nothing for unknown values.
-func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
-	// One allocation for the span's grown attributes, not one per attribute added.
-	if n := verdictAttrs(v); n > 0 {
-		a.EnsureCapacity(a.Len() + n)
-	}
-	if v.Liveness != verdict.LivenessNone {
-		a.PutStr(verdict.AttrLiveness, v.Liveness.String())
-	}
-	if v.Liveness == verdict.LivenessLive || v.Liveness == verdict.LivenessOrphaned {
-		a.PutBool(verdict.AttrStartedAfterGone, v.StartedAfterGone)
-	}
-	if v.Liveness == verdict.LivenessOrphaned {
-		a.PutDouble(verdict.AttrAfterGone, v.AfterGone)
-	}
-	if v.Detached {
-		a.PutBool(verdict.AttrDetached, true)
-	}
-	if v.Attempt > 0 {
-		a.PutInt(verdict.AttrAttempt, int64(v.Attempt))
-	}
-	if v.Outcome != verdict.OutcomeNone {
-		a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
-		a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
-		if v.RunOK {
-			a.PutStr(verdict.AttrRunResult, "ok")
-		} else {
-			a.PutStr(verdict.AttrRunResult, "error")
-		}
-	}
-	if v.EndReason != verdict.EndReasonNone {
-		a.PutStr(verdict.AttrRootEndReason, v.EndReason.String())
-	}
-	if v.CallerService != "" {
-		a.PutStr(verdict.AttrCallerService, v.CallerService)
-	}
-	if v.SpendRepeated {
-		a.PutBool(verdict.AttrSpendRepeated, true)
-	}
-	if v.SpendNested {
-		a.PutBool(verdict.AttrSpendNested, true)
-	}
-	if v.HasReach {
-		a.PutInt(verdict.AttrCancelReachHops, int64(v.ReachHops))
-		a.PutInt(verdict.AttrOrphanedDepth, int64(v.OrphanedDepthHops))
-	}
-	if v.Model != "" {
-		a.PutStr(verdict.AttrSpendModel, v.Model)
-		if v.InputTokens >= 0 {
-			a.PutInt(verdict.AttrSpendInput, v.InputTokens)
-		}
-		if v.OutputTokens >= 0 {
-			a.PutInt(verdict.AttrSpendOutput, v.OutputTokens)
-		}
-		if v.HasCost {
-			a.PutDouble(verdict.AttrSpendCost, v.Cost)
-		}
-	}
-}
+// writeVerdict writes v's attributes (internal/verdictattrs).
+func writeVerdict(a pcommon.Map, v *verdict.Verdict) { verdictattrs.Write(a, v) }

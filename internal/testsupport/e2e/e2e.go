@@ -114,7 +114,11 @@ func (b *syncBuffer) String() string {
 // Options tune the collector's config.
 type Options struct {
 	DecisionWait string // default "1s"
-	// ExtraOrphan is YAML inserted under processors.orphan (indented by the caller to 4 spaces).
+	// Annotate runs the orphan processor (annotate mode) with the exporter reading its
+	// attributes; by default the exporter observes (the shipped default, no processor).
+	Annotate bool
+	// ExtraOrphan is YAML inserted under the component that decides (the orphanmetrics
+	// exporter, or processors.orphan with Annotate), indented by the caller to 4 spaces.
 	ExtraOrphan string
 	// Env is added to the process's environment (GOMAXPROCS=1, say).
 	Env []string
@@ -131,6 +135,15 @@ func StartCollector(t testing.TB, bin string, o Options) *Collector {
 		o.DecisionWait = "1s"
 	}
 	c := &Collector{OTLPGRPC: FreePort(t), OTLPHTTP: FreePort(t), Zipkin: FreePort(t), Metrics: FreePort(t), Health: FreePort(t), Telemetry: FreePort(t), log: &syncBuffer{}}
+	rules := fmt.Sprintf(`    decision_wait: %s
+    prices:
+      gpt-4o: {input_per_million: 2.50, output_per_million: 10.00}
+      gpt-4o-mini: {input_per_million: 0.15, output_per_million: 0.60}
+%s`, o.DecisionWait, o.ExtraOrphan)
+	orphan, exporter, processors := "", "\n"+rules, "[memory_limiter, batch]"
+	if o.Annotate {
+		orphan, exporter, processors = "  orphan:\n"+rules, "\n    mode: annotate\n", "[memory_limiter, orphan, batch]"
+	}
 	cfg := fmt.Sprintf(`receivers:
   otlp:
     protocols:
@@ -139,15 +152,11 @@ func StartCollector(t testing.TB, bin string, o Options) *Collector {
   zipkin: {endpoint: "127.0.0.1:%d"}
 processors:
   memory_limiter: {check_interval: 1s, limit_percentage: 80, spike_limit_percentage: 20}
-  orphan:
-    decision_wait: %s
-    prices:
-      gpt-4o: {input_per_million: 2.50, output_per_million: 10.00}
-      gpt-4o-mini: {input_per_million: 0.15, output_per_million: 0.60}
 %s
   batch: {timeout: 100ms}
 exporters:
-  orphanmetrics: {endpoint: "127.0.0.1:%d"}
+  orphanmetrics:
+    endpoint: "127.0.0.1:%d"%s
   debug: {verbosity: basic}
 extensions:
   health_check: {endpoint: "127.0.0.1:%d"}
@@ -156,13 +165,13 @@ service:
   pipelines:
     traces:
       receivers: [otlp, zipkin]
-      processors: [memory_limiter, orphan, batch]
+      processors: %s
       exporters: [orphanmetrics, debug]
   telemetry:
     metrics:
       readers:
         - pull: {exporter: {prometheus: {host: "127.0.0.1", port: %d}}}
-`, c.OTLPGRPC, c.OTLPHTTP, c.Zipkin, o.DecisionWait, o.ExtraOrphan, c.Metrics, c.Health, c.Telemetry)
+`, c.OTLPGRPC, c.OTLPHTTP, c.Zipkin, orphan, c.Metrics, exporter, c.Health, processors, c.Telemetry)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -298,8 +307,10 @@ func Sum(ss []Series, name string, match map[string]string) float64 {
 	return total
 }
 
-// Settled reports whether, in one scrape tel of the collector's own metrics, the orphan
-// processor holds and owes nothing (spans_held, pending_spans and open_runs are 0, and it
+// Settled reports whether, in one scrape tel of the collector's own metrics, everything sent
+// has been counted. In observe mode (no orphan processor ran): the orphanmetrics exporter got
+// every span the receivers accepted and owes nothing (records waiting or pending, open runs,
+// held roots all 0). In annotate mode: the orphan processor holds and owes nothing (spans_held, pending_spans and open_runs are 0, and it
 // passed spans on) and everything it passed on has been counted by the orphanmetrics exporter:
 // the exporter's sent_spans plus send_failed_spans equal the processor's spans_processed plus
 // carrier_spans less its spans_dropped. The gauges alone do not tell it: the last verdicts (a
@@ -310,11 +321,20 @@ func Sum(ss []Series, name string, match map[string]string) float64 {
 func Settled(tel []Series) bool {
 	orphan := map[string]string{"processor": "orphan"}
 	exp := map[string]string{"exporter": "orphanmetrics"}
+	counted := Sum(tel, "otelcol_exporter_sent_spans", exp) + Sum(tel, "otelcol_exporter_send_failed_spans", exp)
+	if Sum(tel, "otelcol_processor_orphan_spans_processed", orphan) == 0 {
+		// Observe mode: every span the receivers accepted reached the exporter, and the
+		// exporter owes nothing (no record waits for a decision, a root or a chain; no run is
+		// open; no abandoned root is held).
+		return counted > 0 && counted == Sum(tel, "otelcol_receiver_accepted_spans", nil) &&
+			Sum(tel, "otelcol_exporter_orphanmetrics_records", map[string]string{"state": "waiting"}) == 0 &&
+			Sum(tel, "otelcol_exporter_orphanmetrics_records", map[string]string{"state": "pending"}) == 0 &&
+			Sum(tel, "otelcol_exporter_orphanmetrics_open_runs", nil) == 0 &&
+			Sum(tel, "otelcol_exporter_orphanmetrics_held_roots", nil) == 0
+	}
 	out := Sum(tel, "otelcol_processor_orphan_spans_processed", orphan) + Sum(tel, "otelcol_processor_orphan_carrier_spans", orphan) -
 		Sum(tel, "otelcol_processor_orphan_spans_dropped", orphan)
-	counted := Sum(tel, "otelcol_exporter_sent_spans", exp) + Sum(tel, "otelcol_exporter_send_failed_spans", exp)
-	return Sum(tel, "otelcol_processor_orphan_spans_processed", orphan) > 0 &&
-		Sum(tel, "otelcol_processor_orphan_spans_held", orphan) == 0 &&
+	return Sum(tel, "otelcol_processor_orphan_spans_held", orphan) == 0 &&
 		Sum(tel, "otelcol_processor_orphan_pending_spans", orphan) == 0 &&
 		Sum(tel, "otelcol_processor_orphan_open_runs", orphan) == 0 &&
 		counted == out

@@ -130,6 +130,12 @@ var stabilitySuffix = map[string]string{
 // FromMetadata reads the telemetry metrics of an mdatagen metadata.yaml as the instruments
 // mdatagen would generate from it: name otelcol_<key>, the description with its stability
 // suffix, unit, type, value type and monotonicity. Sorted by name.
+func (m *meter) Int64ObservableCounter(name string, opts ...metric.Int64ObservableCounterOption) (metric.Int64ObservableCounter, error) {
+	c := metric.NewInt64ObservableCounterConfig(opts...)
+	m.p.add(Instrument{name, c.Description(), c.Unit(), "Sum", "Int", "true"})
+	return m.Meter.Int64ObservableCounter(name, opts...)
+}
+
 func FromMetadata(path string) ([]Instrument, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

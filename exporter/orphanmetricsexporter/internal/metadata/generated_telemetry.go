@@ -25,10 +25,18 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                            metric.Meter
-	mu                               sync.Mutex
-	registrations                    []metric.Registration
-	ExporterOrphanmetricsLabelValues metric.Int64ObservableGauge
+	meter                                    metric.Meter
+	mu                                       sync.Mutex
+	registrations                            []metric.Registration
+	ExporterOrphanmetricsEvictions           metric.Int64ObservableCounter
+	ExporterOrphanmetricsHeldRoots           metric.Int64ObservableGauge
+	ExporterOrphanmetricsLabelValues         metric.Int64ObservableGauge
+	ExporterOrphanmetricsOpenRuns            metric.Int64ObservableGauge
+	ExporterOrphanmetricsRecords             metric.Int64ObservableGauge
+	ExporterOrphanmetricsSpansJudged         metric.Int64ObservableCounter
+	ExporterOrphanmetricsSpansWithoutVerdict metric.Int64ObservableCounter
+	ExporterOrphanmetricsTraces              metric.Int64ObservableGauge
+	ExporterOrphanmetricsVerdictLatency      metric.Float64Histogram
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -40,6 +48,111 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterExporterOrphanmetricsEvictionsCallback sets callback for observable ExporterOrphanmetricsEvictions metric.
+func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsEvictionsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterOrphanmetricsEvictions, obs: o})
+		return nil
+	}, builder.ExporterOrphanmetricsEvictions)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterExporterOrphanmetricsHeldRootsCallback sets callback for observable ExporterOrphanmetricsHeldRoots metric.
+func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsHeldRootsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterOrphanmetricsHeldRoots, obs: o})
+		return nil
+	}, builder.ExporterOrphanmetricsHeldRoots)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterExporterOrphanmetricsOpenRunsCallback sets callback for observable ExporterOrphanmetricsOpenRuns metric.
+func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsOpenRunsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterOrphanmetricsOpenRuns, obs: o})
+		return nil
+	}, builder.ExporterOrphanmetricsOpenRuns)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterExporterOrphanmetricsRecordsCallback sets callback for observable ExporterOrphanmetricsRecords metric.
+func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsRecordsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterOrphanmetricsRecords, obs: o})
+		return nil
+	}, builder.ExporterOrphanmetricsRecords)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterExporterOrphanmetricsSpansJudgedCallback sets callback for observable ExporterOrphanmetricsSpansJudged metric.
+func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsSpansJudgedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterOrphanmetricsSpansJudged, obs: o})
+		return nil
+	}, builder.ExporterOrphanmetricsSpansJudged)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterExporterOrphanmetricsSpansWithoutVerdictCallback sets callback for observable ExporterOrphanmetricsSpansWithoutVerdict metric.
+func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsSpansWithoutVerdictCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterOrphanmetricsSpansWithoutVerdict, obs: o})
+		return nil
+	}, builder.ExporterOrphanmetricsSpansWithoutVerdict)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterExporterOrphanmetricsTracesCallback sets callback for observable ExporterOrphanmetricsTraces metric.
+func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsTracesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterOrphanmetricsTraces, obs: o})
+		return nil
+	}, builder.ExporterOrphanmetricsTraces)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterExporterOrphanmetricsLabelValuesCallback sets callback for observable ExporterOrphanmetricsLabelValues metric.
@@ -85,10 +198,59 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ExporterOrphanmetricsEvictions, err = builder.meter.Int64ObservableCounter(
+		"otelcol_exporter_orphanmetrics_evictions",
+		metric.WithDescription("Observe mode: state evicted to stay within the configured limits, by state. [Alpha]"),
+		metric.WithUnit("{items}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterOrphanmetricsHeldRoots, err = builder.meter.Int64ObservableGauge(
+		"otelcol_exporter_orphanmetrics_held_roots",
+		metric.WithDescription("Observe mode: verdicts of abandoned roots held until decision_wait after they arrived, so that later orphans deepen their reach. [Alpha]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ExporterOrphanmetricsLabelValues, err = builder.meter.Int64ObservableGauge(
 		"otelcol_exporter_orphanmetrics_label_values",
 		metric.WithDescription("Distinct values admitted for a label taken from span data; at label_limits, later new values are exported as other. [Alpha]"),
 		metric.WithUnit("{values}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterOrphanmetricsOpenRuns, err = builder.meter.Int64ObservableGauge(
+		"otelcol_exporter_orphanmetrics_open_runs",
+		metric.WithDescription("Observe mode: runs left open by a decision (their final attempt so far not terminal). [Alpha]"),
+		metric.WithUnit("{runs}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterOrphanmetricsRecords, err = builder.meter.Int64ObservableGauge(
+		"otelcol_exporter_orphanmetrics_records",
+		metric.WithDescription("Observe mode: span records kept, by state: waiting (for their trace's decision), kept (between decisions, for later spans of their trace), pending (of those, waiting for their root or chain). [Alpha]"),
+		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterOrphanmetricsSpansJudged, err = builder.meter.Int64ObservableCounter(
+		"otelcol_exporter_orphanmetrics_spans_judged",
+		metric.WithDescription("Observe mode: spans whose verdicts were decided and counted. [Alpha]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterOrphanmetricsSpansWithoutVerdict, err = builder.meter.Int64ObservableCounter(
+		"otelcol_exporter_orphanmetrics_spans_without_verdict",
+		metric.WithDescription("Observe mode: spans that got no verdict or liveness unknown, by reason. [Alpha]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterOrphanmetricsTraces, err = builder.meter.Int64ObservableGauge(
+		"otelcol_exporter_orphanmetrics_traces",
+		metric.WithDescription("Observe mode: traces whose records wait for their decision. [Alpha]"),
+		metric.WithUnit("{traces}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterOrphanmetricsVerdictLatency, err = builder.meter.Float64Histogram(
+		"otelcol_exporter_orphanmetrics_verdict_latency",
+		metric.WithDescription("Observe mode: time from a request's root span arriving to the last verdict counted for the request, observed once nothing more can come for it. [Alpha]"),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries([]float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}...),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

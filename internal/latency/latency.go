@@ -1,4 +1,6 @@
-package orphanprocessor
+// Package latency measures how soon a request's verdicts are Counted, for the components that
+// decide verdicts (the orphan processor, the observing orphanmetrics exporter and connector).
+package latency
 
 import (
 	"sync"
@@ -8,11 +10,11 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
-// verdictLatency is the processor's own measure of how soon a request's verdicts are counted
+// Tracker is a component's own measure of how soon a request's verdicts are Counted
 // (DESIGN.md "When verdicts are decided": soon after a trace's root arrives): for each request,
-// the time from its root span's arrival to the last verdict counted for it, written on its
+// the time from its root span's arrival to the last verdict Counted for it, written on its
 // spans or carried (a run closed later, an abandoned root held for its depth, a late span).
-// It is observed (otelcol_processor_orphan_verdict_latency) once nothing more can come for the
+// It is observed (otelcol_processor_orphan_verdict_latency, otelcol_exporter_orphanmetrics_verdict_latency) once nothing more can come for the
 // request: horizon after its last verdict, the longest the time model keeps anything of a
 // request that has its root (run_timeout plus decision_wait and the clock-skew tolerance, as a
 // run waits for a further attempt, and a sweep). Requests are tracked within max entries (limits.max_traces); when full, the one
@@ -20,7 +22,7 @@ import (
 //
 // Cost: one map entry per request for the horizon, and one queue mark per release or carried
 // verdict of a request, not per span.
-type verdictLatency struct {
+type Tracker struct {
 	mu      sync.Mutex
 	reqs    map[verdict.TraceID]reqTimes
 	marks   fifo.Queue[latencyMark] // in time order; stale when the request moved on since
@@ -29,7 +31,7 @@ type verdictLatency struct {
 	observe func(seconds float64)
 }
 
-// reqTimes is when a request's root arrived and when its last verdict was counted (zero: none
+// reqTimes is when a request's root arrived and when its last verdict was Counted (zero: none
 // yet).
 type reqTimes struct{ root, last time.Time }
 
@@ -39,13 +41,15 @@ type latencyMark struct {
 	at time.Time
 }
 
-func newVerdictLatency(horizon time.Duration, max int, observe func(float64)) *verdictLatency {
-	return &verdictLatency{reqs: map[verdict.TraceID]reqTimes{}, horizon: horizon, max: max, observe: observe}
+// New returns a Tracker that calls observe with each request's latency in seconds, tracking at
+// most max requests for horizon after their last verdict.
+func New(horizon time.Duration, max int, observe func(float64)) *Tracker {
+	return &Tracker{reqs: map[verdict.TraceID]reqTimes{}, horizon: horizon, max: max, observe: observe}
 }
 
-// rootArrived records the arrival of trace t's root (the first one: a second root of the trace
+// RootArrived records the arrival of trace t's root (the first one: a second root of the trace
 // is the same request's for this measure).
-func (l *verdictLatency) rootArrived(t verdict.TraceID, now time.Time) {
+func (l *Tracker) RootArrived(t verdict.TraceID, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.reqs[t]; ok {
@@ -57,9 +61,9 @@ func (l *verdictLatency) rootArrived(t verdict.TraceID, now time.Time) {
 	l.marks.Push(latencyMark{t, now})
 }
 
-// counted records that verdicts of trace t were counted now; nothing for a trace whose root
+// Counted records that verdicts of trace t were Counted now; nothing for a trace whose root
 // has not arrived (its verdicts are deferred until it does).
-func (l *verdictLatency) counted(t verdict.TraceID, now time.Time) {
+func (l *Tracker) Counted(t verdict.TraceID, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r, ok := l.reqs[t]
@@ -73,24 +77,24 @@ func (l *verdictLatency) counted(t verdict.TraceID, now time.Time) {
 
 // expire observes the requests whose last verdict is more than horizon before now; a zero now
 // observes every request (shutdown).
-func (l *verdictLatency) expire(now time.Time) {
+func (l *Tracker) Expire(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.expireOne(now) {
 	}
 }
 
-// tracking reports whether a request waits to be observed.
-func (l *verdictLatency) tracking() bool {
+// Tracking reports whether a request waits to be observed.
+func (l *Tracker) Tracking() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.reqs) > 0
 }
 
-// nextExpiry is when the next request is observed (its last verdict plus the horizon, or a
+// NextExpiry is when the next request is observed (its last verdict plus the horizon, or a
 // stale mark's: an early wake-up finds nothing and looks again); false when none is tracked.
 // The release loop wakes for it when nothing else is held or owed.
-func (l *verdictLatency) nextExpiry() (time.Time, bool) {
+func (l *Tracker) NextExpiry() (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	m, ok := l.marks.Peek()
@@ -102,7 +106,7 @@ func (l *verdictLatency) nextExpiry() (time.Time, bool) {
 
 // expireOne observes the request at the front of the marks when its horizon has passed before
 // now (any, when now is zero); false when there is none. Stale marks are dropped on the way.
-func (l *verdictLatency) expireOne(now time.Time) bool {
+func (l *Tracker) expireOne(now time.Time) bool {
 	for {
 		m, ok := l.marks.Peek()
 		if !ok {
