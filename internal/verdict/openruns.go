@@ -126,7 +126,7 @@ func (c *Correlator) runStaysOpen(rel *release, s *Span, last int32, total int, 
 
 // runClosed: the run whose final attempt is spans[last] is over in this release. When that
 // attempt left earlier with the run open, the outcome is carried now.
-func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last int32) {
+func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, run []int32, last int32) {
 	if rel == nil {
 		return
 	}
@@ -136,6 +136,9 @@ func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last i
 	if prior == nil || prior.trace != rel.t {
 		return
 	}
+	if !ownsPrior(spans, run, continuation{prior: prior, inDecision: true}) && inDecision(rel, spans, prior) {
+		return // the open run is a later run of the operation among the decision's spans, not this one
+	}
 	c.open.Delete(id)
 	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind && prior.last.TraceID == s.TraceID {
 		v := &out[last]
@@ -144,6 +147,16 @@ func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last i
 		rel.carried = append(rel.carried, Carried{Span: carriedOf(&prior.last), Part: PartRun,
 			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
 	}
+}
+
+// inDecision: the open run's final attempt is among the decision's spans released before.
+func inDecision(rel *release, spans []Span, prior *openRun) bool {
+	for i := range rel.nOld {
+		if s := &spans[i]; s.SpanID == prior.last.SpanID && s.Kind == prior.last.Kind && s.TraceID == prior.last.TraceID {
+			return true
+		}
+	}
+	return false
 }
 
 // sweptRun carries the outcome of an open run closed outside a release.

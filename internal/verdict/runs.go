@@ -66,6 +66,8 @@ type runSoFar struct {
 	prior   *Span   // the final attempt of the open run it continues, when that is not in the decision
 	// followed: a later attempt of the operation began a new run after it (startsNewRun).
 	followed bool
+	// before: it was decided over in an earlier release (decidedBefore).
+	before bool
 }
 
 // add counts attempt i in the run.
@@ -133,11 +135,18 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 					c.priorClosed(sc.rel, cont.prior) // the open run was over: its outcome leaves now
 				} else {
 					r.followed = true // cur began a new run: this one is over
-					c.closeRun(sc, spans, nodes, out, run, split, cont, &r, st)
+					if ownsPrior(spans, run, cont) {
+						c.closeRun(sc, spans, nodes, out, run, split, cont, &r, st)
+						cont = continuation{split: true}
+					} else {
+						// The open run among the decision's spans is a later run of the group:
+						// the continuation is that run's.
+						c.closeRun(sc, spans, nodes, out, run, split, continuation{split: cont.split}, &r, st)
+						cont.split = true
+					}
 				}
 				run = run[:0]
 				split = true
-				cont = continuation{split: true}
 				r = runSoFar{loopEnd: loopEnd, members: r.members[:0]}
 			}
 			run = append(run, ref.i)
@@ -148,6 +157,20 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 		g = e
 	}
 	sc.run = run
+}
+
+// ownsPrior: the run's attempts hold the final attempt of the open run the group continues
+// (when that run's attempts are among the decision's spans), or there is none such.
+func ownsPrior(spans []Span, run []int32, cont continuation) bool {
+	if cont.prior == nil || !cont.inDecision {
+		return true
+	}
+	for _, i := range run {
+		if s := &spans[i]; s.SpanID == cont.prior.last.SpanID && s.Kind == cont.prior.last.Kind && s.TraceID == cont.prior.last.TraceID {
+			return true
+		}
+	}
+	return false
 }
 
 // loopEndOf is the end of attempt i's parent span (the loop around its run's attempts), 0 when
@@ -293,6 +316,7 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 	}
 	last := c.finalAttempt(spans, run)
 	total := cont.offset + len(run)
+	r.before = decidedBefore(sc.rel, run, cont)
 	if p := cont.prior; p != nil && !cont.inDecision && c.priorStaysFinal(p, spans, last) {
 		// The final attempt left before, in another trace or release: it keeps its outcome,
 		// carried when the run is over.
@@ -322,7 +346,7 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 	if v.Outcome == OutcomeUnknownRoot {
 		st.UnknownRootRuns++
 	}
-	c.runClosed(sc.rel, spans, out, last)
+	c.runClosed(sc.rel, spans, out, run, last)
 }
 
 // Moments of runOverAt beyond any time.
@@ -345,7 +369,8 @@ func (c *Correlator) runOver(rel *release, at int64) bool {
 // compare their time with it (runOver, Sweep) and the incremental path keeps it (openedRun.until),
 // so a rule added here holds on every path. One named step per rule, in this order:
 //  1. the decision is whole (rel nil: all of a trace's spans at once): every run is over;
-//  2. followed: a later attempt of the operation began a new run after it (startsNewRun);
+//  2. followed: a later attempt of the operation began a new run after it (startsNewRun); or
+//     decidedBefore: an earlier release decided it over (its outcome left then);
 //  3. the decision is final (a trace given up, shutdown): every run but a keyed run's or a
 //     delivery's, which another trace given up with it may continue (Finish closes it);
 //  4. attemptsExhausted: max_attempts is reached;
@@ -366,7 +391,7 @@ func (c *Correlator) runOverAt(rel *release, s *Span, total int, r *runSoFar) in
 	switch {
 	case rel == nil: // 1.
 		return overNow
-	case r.followed: // 2.
+	case r.followed || r.before: // 2.
 		return overNow
 	case rel.mode == modeFinal: // 3.
 		if goesOnAcrossTraces(s) {
@@ -383,6 +408,22 @@ func (c *Correlator) runOverAt(rel *release, s *Span, total int, r *runSoFar) in
 		return min(c.loopSettled(r.loopEnd), c.noAttemptAfter(r.end))
 	}
 	return c.noAttemptAfter(r.end) // 8.
+}
+
+// decidedBefore: every attempt of the run left with its verdict in an earlier release of the
+// trace and no open run continues it: the run was over then (its outcome written or carried,
+// or a sweep closed it), and deciding it again (a whole decision of the trace) must not open it
+// again.
+func decidedBefore(rel *release, run []int32, cont continuation) bool {
+	if rel == nil || cont.prior != nil {
+		return false
+	}
+	for _, i := range run {
+		if int(i) >= rel.nOld || !rel.emitted[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // attemptsExhausted: a run of total attempts has reached max_attempts (0: no limit).
