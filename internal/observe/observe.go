@@ -207,7 +207,7 @@ func (o *Observer) decide(now time.Time, ready []*waiting) {
 	for _, w := range ready {
 		var d verdict.Decision
 		if w.last {
-			d = o.corr.ReleaseLast((*vbuf)[:0], w.spans, ns)
+			d = o.corr.ReleaseLast((*vbuf)[:0], w.spans, ns, nil)
 		} else {
 			d = o.corr.Release((*vbuf)[:0], w.spans, ns, nil)
 		}

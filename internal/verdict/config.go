@@ -88,9 +88,9 @@ type Config struct {
 	// spans are judged without it (unknown, runs unknown_root).
 	MaxRequestDuration time.Duration
 	// ChainWait is how long an orphaned span whose chain to its root is incomplete waits for
-	// it (Verdict.Provisional) before the single root known judges it; also how long after a
-	// loop recorded the cancellation its run waits for a further attempt before it is over
-	// (loopStopsAt). The processor sets it to decision_wait.
+	// it (Verdict.Provisional) before the single root known judges it; also the longest a span
+	// that came in time may take to be released, which a run's end waits for (runOverAt:
+	// settled). The processor sets it to decision_wait.
 	ChainWait time.Duration
 }
 

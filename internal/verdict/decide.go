@@ -59,6 +59,7 @@ type scratch struct {
 	// attempts and run are decideRuns' working memory.
 	attempts []attemptRef
 	run      []int32
+	members  []int32 // decideRuns: the attempts of the run being gathered (runSoFar.members)
 	byID     map[SpanID]idChain
 	roots    []int32      // the decision's roots
 	recs     []rootRecord // their records, by position in roots

@@ -118,7 +118,9 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 	if err != nil {
 		return nil, err
 	}
-	horizon := max(cfg.RunTimeout, cfg.DecisionWait) + cfg.ClockSkewTolerance + 2*sweepInterval
+	// A run stays open up to run_timeout after its last attempt ended, plus decision_wait and
+	// the clock-skew tolerance (verdict's runOverAt); an abandoned root is held decision_wait.
+	horizon := cfg.RunTimeout + cfg.DecisionWait + cfg.ClockSkewTolerance + 2*sweepInterval
 	p.lat = latency.New(horizon, cfg.Limits.MaxTraces, func(s float64) {
 		p.tel.ProcessorOrphanVerdictLatency.Record(context.Background(), s, p.tel.ID)
 	})
