@@ -413,3 +413,23 @@ func TestProvisioning(t *testing.T) {
 	}
 	assert.True(t, linked, "no Prometheus datasource links exemplars to traces")
 }
+
+// TestQueryMode: the pipeline-health queries of one mode only say so, and the rest are of both.
+func TestQueryMode(t *testing.T) {
+	b, err := os.ReadFile("pipeline-health.json")
+	require.NoError(t, err)
+	qs, err := dashboards.Queries(b)
+	require.NoError(t, err)
+	got := map[string]string{}
+	count := map[string]int{}
+	for _, q := range qs {
+		got[q.Panel+"/"+q.RefID] = q.Mode()
+		count[q.Mode()]++
+	}
+	assert.Equal(t, "", got["Spans per second/B"], "decided: either component")
+	assert.Equal(t, "annotate", got["Spans per second/C"], "orphaned: the processor's count")
+	assert.Equal(t, "observe", got["Verdicts owed and records kept/D"], "held roots")
+	assert.Equal(t, "annotate", got["Decision wait (annotate mode)/A"])
+	assert.Equal(t, "", got["Verdict latency/A"])
+	assert.Greater(t, count[""], count["annotate"]+count["observe"], "most queries serve both modes")
+}

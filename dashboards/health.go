@@ -42,11 +42,12 @@ func deciderBuckets(proc, obs string) string {
 	return `{__name__=~"(otelcol_processor_orphan_` + proc + `|otelcol_(exporter|connector)_orphanmetrics_` + obs + `)(_seconds)?_bucket", ` + inst + `}`
 }
 
-// annotateOnly marks the panels and legends of what only the orphan processor has (annotate
-// mode); observeOnly what only the observing exporter or connector has.
+// AnnotateOnly ends the title of a panel, or the legend of a query, that has data only in
+// annotate mode (the orphan processor's telemetry); ObserveOnly one that has data only in
+// observe mode (the observing exporter's or connector's). Every other query has data in both.
 const (
-	annotateOnly = " (annotate mode)"
-	observeOnly  = " (observe mode)"
+	AnnotateOnly = " (annotate mode)"
+	ObserveOnly  = " (observe mode)"
 )
 
 // PipelineHealth is the own health of the component deciding the verdicts (the orphanmetrics
@@ -65,7 +66,7 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 			"short", 12, 8,
 			query("A", `sum(rate(`+counter("otelcol_receiver_accepted_spans")+`[$__rate_interval]))`, "accepted"),
 			query("B", `sum(rate(`+decider("spans_processed", "spans_judged")+`[$__rate_interval]))`, "decided"),
-			query("C", `sum(rate(`+counter("otelcol_processor_orphan_spans_orphaned")+`[$__rate_interval]))`, "orphaned"+annotateOnly),
+			query("C", `sum(rate(`+counter("otelcol_processor_orphan_spans_orphaned")+`[$__rate_interval]))`, "orphaned"+AnnotateOnly),
 			query("D", `sum(rate(`+counter("otelcol_exporter_sent_spans")+`[$__rate_interval]))`, "sent by the exporters")),
 		graph(id.next(), "Spans refused or failed by the receivers (per second)",
 			"Spans the receivers refused (usually the memory_limiter pushing back) or failed. Anything above zero is data lost or delayed.",
@@ -86,14 +87,14 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 			query("A", `sum(`+decider("pending_spans", "records", `state=~"pending|"`)+`)`, "pending spans"),
 			query("B", `sum(`+decider("open_runs", "open_runs")+`)`, "open runs"),
 			query("C", `sum(`+decider("context_spans", "records", `state=~"kept|"`)+`)`, "context spans"),
-			query("D", `sum({__name__=~"otelcol_(exporter|connector)_orphanmetrics_held_roots", `+inst+`})`, "held roots"+observeOnly)),
-		graph(id.next(), "Deferred and carrier spans (per minute)"+annotateOnly,
+			query("D", `sum({__name__=~"otelcol_(exporter|connector)_orphanmetrics_held_roots", `+inst+`})`, "held roots"+ObserveOnly)),
+		graph(id.next(), "Deferred and carrier spans (per minute)"+AnnotateOnly,
 			"Spans that left with their verdict deferred (carried later as orphanwatch.verdict events), and carrier spans made when no span of a trace passed any more (a root that never came within max_request_duration, a run closed by run_timeout).",
 			"short", 8, 8,
 			query("A", `sum(rate(`+counter("otelcol_processor_orphan_spans_deferred")+`[$__rate_interval])) * 60`, "deferred spans"),
 			query("B", `sum(rate(`+counter("otelcol_processor_orphan_carrier_spans")+`[$__rate_interval])) * 60`, "carrier spans")).
 			NoValue("0"),
-		graph(id.next(), "Cross-trace memory"+annotateOnly,
+		graph(id.next(), "Cross-trace memory"+AnnotateOnly,
 			"Root records kept for late spans and key-bound traces, and idempotency-key hashes remembered.",
 			"short", 8, 8,
 			query("A", `sum(otelcol_processor_orphan_root_records{`+inst+`})`, "root records"),
@@ -108,12 +109,12 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 			"s", 12, 8,
 			query("A", `histogram_quantile(0.5, sum by (le) (rate(`+deciderBuckets("verdict_latency", "verdict_latency")+`[$__rate_interval])))`, "p50"),
 			query("B", `histogram_quantile(0.99, sum by (le) (rate(`+deciderBuckets("verdict_latency", "verdict_latency")+`[$__rate_interval])))`, "p99")),
-		graph(id.next(), "Decision wait"+annotateOnly,
+		graph(id.next(), "Decision wait"+AnnotateOnly,
 			"Time from a trace's first span to its decision: decision_wait, shorter when a limit forces an early decision.",
 			"s", 12, 8,
 			query("A", `histogram_quantile(0.5, sum by (le) (rate(`+buckets("otelcol_processor_orphan_decision_wait", "seconds")+`[$__rate_interval])))`, "p50"),
 			query("B", `histogram_quantile(0.99, sum by (le) (rate(`+buckets("otelcol_processor_orphan_decision_wait", "seconds")+`[$__rate_interval])))`, "p99")),
-		graph(id.next(), "Late spans and missing roots (per minute)"+annotateOnly,
+		graph(id.next(), "Late spans and missing roots (per minute)"+AnnotateOnly,
 			"Spans that arrived after their trace was decided (judged against the kept root record), traces decided without their root, and runs given unknown_root. Many of them: raise decision_wait, or keep whole traces together.",
 			"short", 12, 8,
 			query("A", `sum(rate(`+counter("otelcol_processor_orphan_spans_late")+`[$__rate_interval])) * 60`, "late spans"),
@@ -128,7 +129,7 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 			"short", 12, 8,
 			query("A", `sum by (reason) (rate(`+decider("spans_without_verdict", "spans_without_verdict")+`[$__rate_interval])) * 60`, "{{reason}}")).
 			NoValue("0")),
-		stacked(graph(id.next(), "Attribute values ignored by reason (per minute)"+annotateOnly,
+		stacked(graph(id.next(), "Attribute values ignored by reason (per minute)"+AnnotateOnly,
 			"Attribute values present but unusable (wrong type, invalid token count, malformed deadline): ignored as if absent.",
 			"short", 12, 8,
 			query("A", `sum by (reason) (rate(`+counter("otelcol_processor_orphan_attributes_ignored")+`[$__rate_interval])) * 60`, "{{reason}}")).

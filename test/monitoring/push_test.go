@@ -103,6 +103,7 @@ service:
 			ReaderInterval:  interval,
 		})
 		require.NoError(t, err, f)
+		cfg = withTraceStore(t, cfg)
 		c := &e2e.Collector{}
 		c.OTLPGRPC, c.OTLPHTTP, c.Telemetry = e2e.FreePort(t), e2e.FreePort(t), e2e.FreePort(t)
 		host := "push-" + strings.TrimSuffix(f, ".yaml")
@@ -187,7 +188,7 @@ service:
 	}
 
 	alerts := pipelineAlerts(t)
-	panels := pipelineQueries(t)
+	panels := forMode(pipelineQueries(t), "observe") // the push configs observe
 	spend, err := dashboards.Queries(repoFile(t, "dashboards/orphaned-spend.json"))
 	require.NoError(t, err)
 	var pending []string
@@ -208,8 +209,8 @@ service:
 				pending = append(pending, msg)
 			}
 		}
-		// Each push collector's telemetry: the processor's series of two instances.
-		v, err := s.instant(`count(count by (instance) ({__name__=~"otelcol_processor_orphan_spans_processed(_total)?"}))`)
+		// Each push collector's telemetry: the observing connector's series of two instances.
+		v, err := s.instant(`count(count by (instance) ({__name__=~"otelcol_connector_orphanmetrics_spans_judged(_total)?"}))`)
 		if err != nil || len(v) != 1 || v[0].Value != 2 {
 			pending = append(pending, fmt.Sprintf("telemetry of 2 collectors: %v %v", v, err))
 		}
@@ -218,6 +219,23 @@ service:
 	assert.True(t, ok, "without data or firing:\n%s", strings.Join(pending, "\n"))
 	t.Logf("%d pipeline-health alerts, %d pipeline-health and %d orphaned-spend panel queries checked", len(alerts), len(panels), len(spend))
 	s.checkRulesHealthy(t)
+}
+
+// withTraceStore adds what the push configs leave to the user ("and your trace store's
+// exporter"): a trace exporter in the traces pipeline, the debug exporter standing for the
+// trace store's (its otelcol_exporter_sent_spans and send_failed_spans are what the
+// pipeline-health dashboard and OrphanwatchDownstreamRefused read in observe mode).
+func withTraceStore(t *testing.T, cfg []byte) []byte {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, yaml.Unmarshal(cfg, &m))
+	exporters, _ := m["exporters"].(map[string]any)
+	exporters["debug"] = map[string]any{"verbosity": "basic"}
+	traces := m["service"].(map[string]any)["pipelines"].(map[string]any)["traces"].(map[string]any)
+	traces["exporters"] = append(traces["exporters"].([]any), "debug")
+	out, err := yaml.Marshal(m)
+	require.NoError(t, err)
+	return out
 }
 
 // pipelineAlerts are the committed pipeline-health alerts as Prometheus runs them in the test
