@@ -56,6 +56,9 @@ type Settings struct {
 	Latency func(seconds float64)
 	// MaxTrackedRequests bounds the requests whose latency is tracked (default 50,000).
 	MaxTrackedRequests int
+	// PrefixPriced, when set, is told once per model name priced by a prices entry that
+	// prefixes it (verdict.Config.PrefixPriced; rules.PrefixPricedLogger logs it).
+	PrefixPriced func(model, entry string)
 }
 
 // Observer decides verdicts as spans arrive and hands them to a Sink. Safe for concurrent
@@ -107,7 +110,9 @@ type counters struct {
 
 // New returns an Observer deciding by cfg's rules within lim, counting into sink.
 func New(cfg rules.Config, lim rules.LimitsConfig, sink Sink, set Settings) (*Observer, error) {
-	corr, err := verdict.New(cfg.VerdictConfig(lim))
+	vc := cfg.VerdictConfig(lim)
+	vc.PrefixPriced = set.PrefixPriced
+	corr, err := verdict.New(vc)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,7 @@ type telemetry struct {
 // kept is what the processor's correlator keeps, reported on collection.
 type kept struct {
 	Roots, Keys, Pending, OpenRuns, Context int64
+	HeldBytes                               int64 // heldBytes (limits.max_held_bytes)
 }
 
 // newTelemetry creates the instruments of the processor instance set.ID. observe, when not
@@ -64,6 +65,7 @@ func newTelemetry(set processor.Settings, observe func() kept) (*telemetry, erro
 		tb.RegisterProcessorOrphanPendingSpansCallback(gauge(func(k kept) int64 { return k.Pending })),
 		tb.RegisterProcessorOrphanOpenRunsCallback(gauge(func(k kept) int64 { return k.OpenRuns })),
 		tb.RegisterProcessorOrphanContextSpansCallback(gauge(func(k kept) int64 { return k.Context })),
+		tb.RegisterProcessorOrphanHeldBytesCallback(gauge(func(k kept) int64 { return k.HeldBytes })),
 	)
 	if errs != nil {
 		tb.Shutdown()

@@ -299,26 +299,33 @@ func idsHex(t verdict.TraceID, s verdict.SpanID) string {
 
 // passCarried passes on carried verdicts that no span of their trace is there to carry (a
 // sweep, shutdown): one carrier span per trace (verdict.CarrierSpanName), a child of the first
-// span it carries for, in that span's service.
+// span it carries for, in that span's service; in calls of at most send_batch_max_size carriers.
 func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Carried, st verdict.Stats, now time.Time) error {
 	if len(carried) == 0 {
 		return nil
 	}
 	p.countDecision(ctx, nil, carried, &st)
 	p.countCorrelatorEvictions(ctx)
-	out := ptrace.NewTraces()
 	// The carriers first, with how many events each will carry, then the events: one events
-	// array per carrier.
+	// array per carrier. A new part begins every send_batch_max_size carriers.
 	type carrier struct {
 		sp ptrace.Span
 		n  int
 	}
+	var (
+		parts []ptrace.Traces
+		sizes []int
+	)
 	byTrace := map[verdict.TraceID]*carrier{}
 	for i := range carried {
 		cv := &carried[i]
 		c, ok := byTrace[cv.Span.TraceID]
 		if !ok {
-			rs := out.ResourceSpans().AppendEmpty()
+			if len(parts) == 0 || sizes[len(sizes)-1] >= p.cfg.SendBatchMaxSize {
+				parts, sizes = append(parts, ptrace.NewTraces()), append(sizes, 0)
+			}
+			sizes[len(sizes)-1]++
+			rs := parts[len(parts)-1].ResourceSpans().AppendEmpty()
 			rs.Resource().Attributes().PutStr("service.name", cv.Span.Service)
 			ss := rs.ScopeSpans().AppendEmpty()
 			ss.Scope().SetName(carrierScope)
@@ -345,13 +352,12 @@ func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Car
 	for t := range byTrace {
 		p.lat.Counted(t, now)
 	}
-	n := len(byTrace)
-	p.tel.ProcessorOrphanCarrierSpans.Add(ctx, int64(n), p.tel.ID)
-	if err := p.next.ConsumeTraces(ctx, out); err != nil {
-		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
-		return &refusedError{err: err, spans: n}
+	p.tel.ProcessorOrphanCarrierSpans.Add(ctx, int64(len(byTrace)), p.tel.ID)
+	var ref refusals
+	for i, out := range parts {
+		p.handOn(ctx, out, sizes[i], &ref)
 	}
-	return nil
+	return ref.err()
 }
 
 // carrierScope is the instrumentation scope of carrier spans.
