@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
