@@ -51,7 +51,7 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 			tel.ExporterOrphanmetricsVerdictLatency.Record(context.Background(), s, metric.WithAttributes(id))
 		}
 		if e.obs, err = NewObserving(cfg, rec, set.Logger, latency, nil); err == nil {
-			err = registerObserve(tel, id, e.obs.Observer())
+			err = e.obs.RegisterTelemetry(observeTelemetry(tel), id)
 		}
 		if err != nil {
 			tel.Shutdown()
