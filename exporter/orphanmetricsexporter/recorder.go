@@ -29,6 +29,7 @@ const (
 	labelCalleeService = "callee_service"
 	labelLabel         = "label"
 	labelReason        = "reason"
+	labelMetric        = "metric"
 
 	exemplarTraceID = "trace_id"
 	exemplarSpanID  = "span_id"
@@ -37,19 +38,20 @@ const (
 // Metric names without the namespace prefix. The exported name is
 // "<namespace>_<name>", for example "orphanwatch_runs_total".
 const (
-	MetricRuns          = "runs_total"
-	MetricAttempts      = "attempts_total"
-	MetricRoots         = "roots_total"
-	MetricSpendSeconds  = "spend_seconds_total"
-	MetricSpendTokens   = "spend_tokens_total"
-	MetricSpendCostUSD  = "spend_cost_usd_total"
-	MetricModelCalls    = "model_calls_total"
-	MetricOutlive       = "outlive_seconds"
-	MetricUnpropagated  = "unpropagated_total"
-	MetricCancelReach   = "cancel_reach_hops"
-	MetricOrphanedDepth = "orphaned_depth_hops"
-	MetricLabelOverflow = "label_overflow_total"
-	MetricSpansSkipped  = "spans_skipped_total"
+	MetricRuns           = "runs_total"
+	MetricAttempts       = "attempts_total"
+	MetricRoots          = "roots_total"
+	MetricSpendSeconds   = "spend_seconds_total"
+	MetricSpendTokens    = "spend_tokens_total"
+	MetricSpendCostUSD   = "spend_cost_usd_total"
+	MetricModelCalls     = "model_calls_total"
+	MetricOutlive        = "outlive_seconds"
+	MetricUnpropagated   = "unpropagated_total"
+	MetricCancelReach    = "cancel_reach_hops"
+	MetricOrphanedDepth  = "orphaned_depth_hops"
+	MetricLabelOverflow  = "label_overflow_total"
+	MetricSpansSkipped   = "spans_skipped_total"
+	MetricSeriesOverflow = "series_overflow_total"
 )
 
 // Reasons of <namespace>_spans_skipped_total: why a span did not feed a
@@ -121,19 +123,21 @@ type Recorder struct {
 	reg     *prometheus.Registry
 	limiter *labellimit.Limiter
 
-	runs         *prometheus.CounterVec
-	attempts     *prometheus.CounterVec
-	roots        *prometheus.CounterVec
-	spendSeconds *prometheus.CounterVec
-	spendTokens  *prometheus.CounterVec
-	spendCost    *prometheus.CounterVec
-	modelCalls   *prometheus.CounterVec
-	outlive      *prometheus.HistogramVec
-	reach        *prometheus.HistogramVec
-	depth        *prometheus.HistogramVec
-	unpropagated *prometheus.CounterVec
-	overflow     *prometheus.CounterVec
-	skipped      *prometheus.CounterVec
+	// The counters from span data are bounded by series_limit (serieslimit.go).
+	runs           *limitedCounterVec
+	attempts       *limitedCounterVec
+	roots          *limitedCounterVec
+	spendSeconds   *limitedCounterVec
+	spendTokens    *limitedCounterVec
+	spendCost      *limitedCounterVec
+	modelCalls     *limitedCounterVec
+	outlive        *prometheus.HistogramVec
+	reach          *prometheus.HistogramVec
+	depth          *prometheus.HistogramVec
+	unpropagated   *limitedCounterVec
+	overflow       *prometheus.CounterVec
+	skipped        *prometheus.CounterVec
+	seriesOverflow *prometheus.CounterVec
 
 	// Series handles already used (series.go), and the health counters.
 	now       func() time.Time // when exemplars are taken
@@ -156,13 +160,20 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 	}
 	r := &Recorder{reg: prometheus.NewRegistry(), services: map[string]*serviceSeries{}, now: time.Now}
 
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+	health := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace:   cfg.Namespace,
 			Name:        name,
 			Help:        help,
 			ConstLabels: cfg.ConstLabels,
 		}, labels)
+	}
+	// Made first: the limited counters count their overflows in it.
+	r.seriesOverflow = health(MetricSeriesOverflow,
+		"Uses of a metric's overflow series (labels from span data \"other\") because the metric reached series_limit distinct series, by metric.",
+		labelMetric)
+	counter := func(name, help string, labels ...string) *limitedCounterVec {
+		return newLimitedCounterVec(health(name, help, labels...), labels, cfg.SeriesLimit, r.seriesOverflow.WithLabelValues(name))
 	}
 	r.runs = counter(MetricRuns,
 		"Runs (retry loops of one logical operation) by outcome, counted on the span that closed the run.",
@@ -206,16 +217,17 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 	r.unpropagated = counter(MetricUnpropagated,
 		"Orphaned spans that entered a service whose caller was not orphaned: the edge the cancellation did not cross.",
 		labelCallerService, labelCalleeService)
-	r.overflow = counter(MetricLabelOverflow,
+	r.overflow = health(MetricLabelOverflow,
 		`Label value occurrences replaced by "other" because the label reached its limit of distinct values.`,
 		labelLabel)
-	r.skipped = counter(MetricSpansSkipped,
+	r.skipped = health(MetricSpansSkipped,
 		"Spans that could not feed a metric because of a malformed attribute or unusable times, by reason.",
 		labelReason)
 
 	for _, c := range []prometheus.Collector{
 		r.runs, r.attempts, r.roots, r.spendSeconds, r.spendTokens, r.spendCost,
 		r.modelCalls, r.outlive, r.reach, r.depth, r.unpropagated, r.overflow, r.skipped,
+		r.seriesOverflow,
 	} {
 		if err := r.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering metric: %w", err)
@@ -263,6 +275,33 @@ func (r *Recorder) Record(td ptrace.Traces) {
 				}
 			}
 		}
+	}
+}
+
+// Series returns how many series metric (a Metric* name without namespace, one of the counters
+// bounded by series_limit) has admitted so far, and false for a metric without a series limit.
+func (r *Recorder) Series(metric string) (int, bool) {
+	for _, v := range r.limitedCounters() {
+		if v.name == metric {
+			return v.vec.lim.len(), true
+		}
+	}
+	return 0, false
+}
+
+// limitedCounters lists the counters bounded by series_limit with their names.
+func (r *Recorder) limitedCounters() []struct {
+	name string
+	vec  *limitedCounterVec
+} {
+	return []struct {
+		name string
+		vec  *limitedCounterVec
+	}{
+		{MetricRuns, r.runs}, {MetricAttempts, r.attempts}, {MetricRoots, r.roots},
+		{MetricSpendSeconds, r.spendSeconds}, {MetricSpendTokens, r.spendTokens},
+		{MetricSpendCostUSD, r.spendCost}, {MetricModelCalls, r.modelCalls},
+		{MetricUnpropagated, r.unpropagated},
 	}
 }
 
