@@ -208,6 +208,7 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	if len(spans) == 0 {
 		return Decision{}
 	}
+	c.markFuture(spans, now)
 	t := spans[0].TraceID
 	ms := c.memoShardOf(t)
 	ms.mu.Lock()
@@ -229,6 +230,7 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64) Decisio
 	if len(spans) == 0 {
 		return Decision{}
 	}
+	c.markFuture(spans, now)
 	ms := c.memoShardOf(spans[0].TraceID)
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
@@ -319,6 +321,7 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 		carryEarlier(&d, m, i, &verdicts[i])
 	}
 	d.Stats = statsOf(all[rel.nOld:], verdicts[rel.nOld:], st.RootMissing)
+	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
 	d.addCarriedStats(st.RootMissing)
 	d.Stats.UnknownRootRuns += rel.unknown
 	for i := range verdicts {
@@ -759,6 +762,7 @@ func (s *Stats) add(o Stats) {
 	s.NoDuration += o.NoDuration
 	s.RootMissingSpans += o.RootMissingSpans
 	s.RootMissing = s.RootMissing || o.RootMissing
+	s.RootUnusable = s.RootUnusable || o.RootUnusable
 	s.Spans += o.Spans
 }
 
