@@ -44,6 +44,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	if err != nil {
 		return nil, err
 	}
+	rec.LogSkips(set.Logger)
 	var obs *orphanmetricsexporter.Observing
 	if rc.Mode == orphanmetricsexporter.ModeObserve {
 		if obs, err = orphanmetricsexporter.NewObserving(rc, rec, set.Logger, nil, nil); err != nil {

@@ -6,14 +6,17 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/labellimit"
+	"github.com/orphanwatch/orphanwatch/internal/badinput"
 )
 
 // Label names of the exported series.
@@ -70,6 +73,8 @@ const (
 	ReasonInvalidCost             = "invalid_cost"               // orphanwatch.spend.cost not a finite number >= 0
 	ReasonZeroTime                = "zero_time"                  // an attempt span without start or end time
 	ReasonEndBeforeStart          = "end_before_start"           // an attempt span that ends before it starts
+	ReasonEndInFuture             = "end_in_future"              // an attempt span that ends beyond the clock plus future_tolerance
+	ReasonOverMaxDuration         = "over_max_duration"          // an attempt span that lasts longer than max_request_duration
 	ReasonInvalidReachHops        = "invalid_reach_hops"         // orphanwatch.cancel.reach_hops not an integer >= 0
 	ReasonInvalidDepthHops        = "invalid_depth_hops"         // orphanwatch.orphaned.depth_hops not an integer >= 0
 	ReasonInvalidSpendRepeated    = "invalid_spend_repeated"     // orphanwatch.spend.repeated not a bool (the span is not counted by its gen_ai attributes)
@@ -101,6 +106,8 @@ const (
 	skipInvalidSpendNested
 	skipInvalidDeferred
 	skipInvalidVerdictEvent
+	skipEndInFuture
+	skipOverMaxDuration
 	numSkipReasons
 )
 
@@ -111,6 +118,7 @@ var skipReasons = [numSkipReasons]string{
 	ReasonInvalidTokens, ReasonInvalidCost, ReasonZeroTime, ReasonEndBeforeStart,
 	ReasonInvalidReachHops, ReasonInvalidDepthHops, ReasonInvalidSpendRepeated,
 	ReasonInvalidSpendNested, ReasonInvalidDeferred, ReasonInvalidVerdictEvent,
+	ReasonEndInFuture, ReasonOverMaxDuration,
 }
 
 // Recorder turns spans annotated with orphanwatch.* verdicts (and, for spans
@@ -145,6 +153,15 @@ type Recorder struct {
 	services  map[string]*serviceSeries
 	overflows map[string]prometheus.Counter // by limited label
 	skips     [numSkipReasons]prometheus.Counter
+
+	// Times sane (annotate mode, spans.go recordSpendSeconds and recordOutlive): a span ending
+	// more than futureTol (ns) after the Record call, or lasting longer than maxSpan (ns,
+	// max_request_duration; 0: no bound), adds no seconds; an after_gone beyond maxSpan is
+	// malformed.
+	futureTol, maxSpan int64
+	// skipLog logs the skips sampled (LogSkips); nil until set.
+	skipLog     atomic.Pointer[badinput.Log]
+	skippedName string
 }
 
 // NewRecorder returns a Recorder for the metric settings of cfg (namespace,
@@ -220,6 +237,7 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 	r.overflow = health(MetricLabelOverflow,
 		`Label value occurrences replaced by "other" because the label reached its limit of distinct values.`,
 		labelLabel)
+	r.skippedName = cfg.Namespace + "_" + MetricSpansSkipped
 	r.skipped = health(MetricSpansSkipped,
 		"Spans that could not feed a metric because of a malformed attribute or unusable times, by reason.",
 		labelReason)
@@ -239,8 +257,9 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 		r.overflows[l] = r.overflow.WithLabelValues(l)
 	}
 	for i, reason := range skipReasons {
-		r.skips[i] = r.skipped.WithLabelValues(reason)
+		r.skips[i] = &loggedCounter{Counter: r.skipped.WithLabelValues(reason), r: r, reason: reason}
 	}
+	r.futureTol, r.maxSpan = int64(cfg.FutureTolerance), max(int64(cfg.MaxRequestDuration), 0)
 
 	// Overflows are counted by the recorder, once for every use of an "other" value.
 	limiter, err := labellimit.New(cfg.LabelLimits.Default, cfg.LabelLimits.PerLabel, nil)
@@ -275,6 +294,35 @@ func (r *Recorder) Record(td ptrace.Traces) {
 				}
 			}
 		}
+	}
+}
+
+// LogSkips makes the recorder log what it counts in <namespace>_spans_skipped_total to logger,
+// sampled: at most one Warn line per reason per 10 s, with the spans skipped since the reason's
+// previous line; never anything of the spans. The line cannot name the sender: Record reads
+// batches, whose senders a batch processor may have mixed. A nil logger stops the lines.
+func (r *Recorder) LogSkips(logger *zap.Logger) {
+	if logger == nil {
+		r.skipLog.Store(nil)
+		return
+	}
+	r.skipLog.Store(badinput.New(logger, "Spans could not feed a metric (counted; one line per reason per interval)",
+		r.skippedName, "spans", 0, nil))
+}
+
+// loggedCounter is a series of spans_skipped_total that also logs (LogSkips).
+type loggedCounter struct {
+	prometheus.Counter
+	r      *Recorder
+	reason string
+}
+
+func (c *loggedCounter) Inc() { c.Add(1) }
+
+func (c *loggedCounter) Add(v float64) {
+	c.Counter.Add(v)
+	if l := c.r.skipLog.Load(); l != nil {
+		l.Add(c.reason, int64(v))
 	}
 }
 
