@@ -11,7 +11,6 @@ import (
 // The times-sane rules (docs/verdicts.md "Bad input"): validity's time rules, with and without
 // a clock, and a root whose times are not sane.
 
-
 // saneTrace is a cancelled root (0-3 s) with a client call that outlived it (1-6 s).
 func saneTrace(t0 int64) []Span {
 	tid := TraceID{7}

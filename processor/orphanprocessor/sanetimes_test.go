@@ -173,7 +173,7 @@ func TestBadInputLoggedSampled(t *testing.T) {
 		addSpan(td, "gateway", trace, 1, 0, ptrace.SpanKindServer, 0, 3)
 		bad := addSpan(td, "researcher", trace, 2, 1, ptrace.SpanKindClient, 2, 1) // end before start
 		bad.Attributes().PutStr("http.request.header.idempotency-key", "secret-key-"+string('a'+rune(trace)))
-		bad.Attributes().PutStr("gen_ai.usage.input_tokens", "lots")        // ignored: invalid_token_count
+		bad.Attributes().PutStr("gen_ai.usage.input_tokens", "lots")            // ignored: invalid_token_count
 		addSpan(td, "researcher", trace+100, 3, 9, ptrace.SpanKindClient, 1, 2) // a trace whose root never comes
 		require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	}
