@@ -370,6 +370,8 @@ func TestMalformedSpans(t *testing.T) {
 
 	assert.Equal(t, map[string]float64{
 		`{reason="invalid_liveness"}`:           2,
+		`{reason="end_in_future"}`:              0,
+		`{reason="over_max_duration"}`:          0,
 		`{reason="invalid_detached"}`:           2,
 		`{reason="invalid_started_after_gone"}`: 1,
 		`{reason="invalid_after_gone"}`:         3,
