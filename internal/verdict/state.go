@@ -379,7 +379,8 @@ func (c *Correlator) Evicted() (roots, keys uint64) {
 	return c.roots.Evicted(), c.keys.evicted()
 }
 
-// Knows reports whether a root record is kept for the trace.
+// Knows reports whether a root record is kept for the trace, or its root came with times that
+// are not sane (badRoots): either way no root is still to come.
 func (c *Correlator) Knows(t TraceID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
