@@ -259,7 +259,8 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 	for i, reason := range skipReasons {
 		r.skips[i] = &loggedCounter{Counter: r.skipped.WithLabelValues(reason), r: r, reason: reason}
 	}
-	// Annotate mode does not validate the rule settings: a negative value is read as 0 (none).
+	// Annotate mode does not validate the rule settings: a negative future_tolerance is read as
+	// 0, a max_request_duration <= 0 as no bound.
 	r.futureTol, r.maxSpan = max(int64(cfg.FutureTolerance), 0), max(int64(cfg.MaxRequestDuration), 0)
 
 	// Overflows are counted by the recorder, once for every use of an "other" value.
