@@ -129,7 +129,7 @@ func TestQueriesNameServedMetrics(t *testing.T) {
 		"orphanwatch_runs_total", "orphanwatch_attempts_total", "orphanwatch_roots_total",
 		"orphanwatch_spend_seconds_total", "orphanwatch_spend_tokens_total", "orphanwatch_spend_cost_usd_total",
 		"orphanwatch_model_calls_total", "orphanwatch_outlive_seconds_bucket", "orphanwatch_unpropagated_total",
-		"orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total",
+		"orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total", "orphanwatch_series_overflow_total",
 		"orphanwatch_cancel_reach_hops_bucket", "orphanwatch_orphaned_depth_hops_bucket",
 	} {
 		assert.True(t, used[m], "no dashboard shows %s", m)

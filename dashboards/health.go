@@ -150,6 +150,10 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 			"Spans whose orphanwatch.* attributes or times were malformed, by reason; they are missing from the metrics that need them.",
 			"short", 12, 8,
 			query("A", `sum by (reason) (rate(orphanwatch_spans_skipped_total[$__rate_interval])) * 60`, "{{reason}}")),
+		graph(id.next(), "Series folded into the overflow series (per minute)",
+			"New label combinations of a counter beyond the exporter's series_limit, counted in its overflow series (labels from span data \"other\", outcome and liveness kept). Above zero: raise series_limit or lower label_limits.",
+			"short", 12, 8,
+			query("A", `sum by (metric) (rate(orphanwatch_series_overflow_total[$__rate_interval])) * 60`, "{{metric}}")),
 	)
 
 	// The tier's members (config/scaleout/member.yaml) read their spans from Kafka: the kafka

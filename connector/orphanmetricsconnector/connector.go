@@ -44,6 +44,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	if err != nil {
 		return nil, err
 	}
+	rec.LogSkips(set.Logger)
 	tel, err := newTelemetry(set, func(report func(string, int64)) {
 		for _, l := range orphanmetricsexporter.LimitedLabels {
 			report(l, int64(rec.LabelValues(l)))

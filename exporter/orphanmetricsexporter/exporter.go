@@ -36,6 +36,7 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 	if err != nil {
 		return nil, err
 	}
+	rec.LogSkips(set.Logger)
 	tel, err := newTelemetry(set, func(report func(string, int64)) {
 		for _, l := range LimitedLabels {
 			report(l, int64(rec.limiter.Len(l)))

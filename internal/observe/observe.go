@@ -167,7 +167,7 @@ func (o *Observer) Consume(td ptrace.Traces) {
 		}
 	}
 	if len(b.observed) > 0 {
-		o.corr.Observe(b.observed)
+		o.corr.ObserveAt(b.observed, now.UnixNano())
 	}
 	ready := o.wait(b, now)
 	if o.cfg.DecisionWait == 0 || min(o.cfg.DecisionWaitAfterRoot, o.cfg.DecisionWait) == 0 {

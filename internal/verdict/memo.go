@@ -209,6 +209,7 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	if len(spans) == 0 {
 		return Decision{}
 	}
+	c.markFuture(spans, now)
 	t := spans[0].TraceID
 	ms := c.memoShardOf(t)
 	ms.mu.Lock()
@@ -232,6 +233,7 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64, extra f
 	if len(spans) == 0 {
 		return Decision{}
 	}
+	c.markFuture(spans, now)
 	ms := c.memoShardOf(spans[0].TraceID)
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
@@ -322,6 +324,7 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 		carryEarlier(&d, m, i, &verdicts[i])
 	}
 	d.Stats = statsOf(all[rel.nOld:], verdicts[rel.nOld:], st.RootMissing)
+	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
 	d.addCarriedStats(st.RootMissing)
 	d.Stats.UnknownRootRuns += rel.unknown
 	for i := range verdicts {
@@ -762,6 +765,7 @@ func (s *Stats) add(o Stats) {
 	s.NoDuration += o.NoDuration
 	s.RootMissingSpans += o.RootMissingSpans
 	s.RootMissing = s.RootMissing || o.RootMissing
+	s.RootUnusable = s.RootUnusable || o.RootUnusable
 	s.Spans += o.Spans
 }
 

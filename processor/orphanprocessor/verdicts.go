@@ -43,7 +43,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	if p.atOnce {
 		// Each batch is decided whole, as it arrives (the offline CLI): one decision, every run
 		// over, nothing deferred or kept but root records.
-		d.Verdicts, d.Stats = p.corr.DecideInto(*vbuf, spans)
+		d.Verdicts, d.Stats = p.corr.DecideAt(*vbuf, spans, p.clock.Now().UnixNano())
 		d.Stats.Spans = len(spans)
 		if d.Stats.RootMissing {
 			d.Stats.RootMissingSpans = 0
