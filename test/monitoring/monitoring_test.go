@@ -72,6 +72,7 @@ const (
 var zeroIsHealthy = map[string]bool{
 	"Spans refused or failed by the receivers (per second)": true,
 	"Label values folded into other (per minute)":           true,
+	"Series folded into the overflow series (per minute)":   true,
 	"Spans skipped by the exporter (per minute)":            true,
 	// Blind traffic: the news of a cancellation never leaves the gateway, its reach is 0.
 	"Cancellation reach vs orphaned depth (average, hops)/A": true,
