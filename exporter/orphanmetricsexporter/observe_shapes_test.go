@@ -141,4 +141,3 @@ func TestObserveEqualsAnnotateShapes(t *testing.T) {
 		assert.Equal(rt, want, got, "%d spans in %d batches", td.SpanCount(), len(batches))
 	})
 }
-
