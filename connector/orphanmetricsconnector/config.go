@@ -82,6 +82,11 @@ func (c *Config) Validate() error {
 	if c.MetricsFlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("metrics_flush_interval: must be positive, got %v", c.MetricsFlushInterval))
 	}
+	if c.Keys != nil {
+		// Key sharing across a tier is the orphanmetrics exporter's (observe) or the orphan
+		// processor's (annotate): the connector does not look keys up in other members' records.
+		errs = append(errs, fmt.Errorf("keys: the orphanmetrics connector does not share keys across a tier: set keys on the orphanmetrics exporter (mode: observe) or the orphan processor"))
+	}
 	rc := c.recorderConfig()
 	return errors.Join(append(errs, rc.ValidateMetrics(), rc.ValidateMode())...)
 }

@@ -3,8 +3,8 @@
 // exporter's (observe, through internal/observe). It is the verdict.KeyDirectory of the
 // component's Correlator over the records table of the orphan_keys extension
 // (extension/orphankeysextension), which owns the Kafka client and the table; the Gate that
-// holds a trace back while a key it carries binds nowhere yet; and [Find], which finds the
-// extension that `keys` names.
+// holds a trace back while a key it carries binds nowhere yet. The component finds the
+// extension that its `keys` names with orphankeysextension.Find.
 //
 // The Sharer remembers the keys each trace carried, waits up to Config.Wait for a binding
 // (Gate), counts the look-ups as local, remote or missed, and a record that arrives for a key

@@ -25,6 +25,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/latency"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
@@ -69,6 +70,7 @@ type Observer struct {
 	sink   Sink
 	now    func() time.Time
 	lat    *latency.Tracker
+	gate   *keyshare.Gate[*waiting] // key sharing (keys.go); nil when off
 
 	rootsMu   sync.Mutex
 	roots     map[verdict.TraceID][]*heldRoot
@@ -186,6 +188,7 @@ func (o *Observer) ReleaseDue(at time.Time) {
 
 // decide decides waiting traces, in order, and counts their verdicts.
 func (o *Observer) decide(now time.Time, ready []*waiting) {
+	ready = o.keyHold(ready) // key sharing: traces waiting for a key record (keys.go)
 	if len(ready) == 0 {
 		return
 	}
@@ -344,6 +347,7 @@ func (o *Observer) Tick() {
 // Shutdown counts everything still owed: held roots, verdicts waiting for a root or a chain,
 // open runs (closed with the outcome they have). Nothing is decided after it.
 func (o *Observer) Shutdown() {
+	o.keyClose() // key sharing: traces waiting for a key record are decided now (keys.go)
 	now := o.now()
 	// What waits is decided now, in the order its spans ended, as it would have been.
 	ready := o.room.dueAt(time.Time{})
@@ -402,7 +406,7 @@ func (o *Observer) Owed() bool {
 	o.room.mu.Lock()
 	waiting := o.room.records
 	o.room.mu.Unlock()
-	return pending > 0 || open > 0 || held > 0 || waiting > 0
+	return pending > 0 || open > 0 || held > 0 || waiting > 0 || o.keyWaiting() > 0
 }
 
 // NextDue is when the first waiting trace or held root is due; zero when none waits.

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -29,11 +30,11 @@ func (p *orphanProcessor) keyShareStart(_ context.Context, host component.Host) 
 	if p.cfg.Keys == nil {
 		return nil
 	}
-	k, err := keyshare.Find(host, *p.cfg.Keys)
+	k, err := orphankeysextension.Find(host, *p.cfg.Keys)
 	if err != nil {
 		return err
 	}
-	s := keyshare.New(keyshare.ConfigOf(k), k,
+	s := keyshare.New(keyshare.Config{Wait: k.Wait(), MaxRecords: k.MaxRecords(), MaxWaiting: k.MaxWaiting()}, k,
 		func(ctx context.Context, outcome string, n int64) {
 			p.tel.ProcessorOrphanKeyLookups.Add(ctx, n, p.tel.With("outcome", outcome))
 		})
