@@ -205,8 +205,11 @@ func (o *Observer) decide(now time.Time, ready []*waiting) {
 		*vbuf = d.Verdicts[:0]
 		if d.Deferred {
 			// The root has not come: the records are kept by the correlator, their verdicts
-			// come as carried verdicts when it does (or after max_request_duration).
+			// come as carried verdicts when it does (or after max_request_duration). They
+			// count as judged now, as provisional verdicts do: every span read is judged once
+			// (the tier's lost verdicts are the spans sent minus the spans judged).
 			o.stats.deferred.Add(int64(len(w.spans)))
+			o.stats.spans.Add(int64(len(w.spans)))
 		} else {
 			o.decided(now, w, &d)
 		}

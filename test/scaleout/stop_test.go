@@ -62,11 +62,14 @@ type traffic struct {
 	perTrace        map[pcommon.TraceID]int
 }
 
-func newTraffic(groups int) traffic {
+func newTraffic(groups int) traffic { return newTrafficFrom(0, groups) }
+
+// newTrafficFrom is newTraffic with copies from..from+groups-1: traces and keys of their own.
+func newTrafficFrom(from, groups int) traffic {
 	tf := traffic{perTrace: map[pcommon.TraceID]int{}}
 	s2, _ := scenarios.S2()
 	s7, _ := scenarios.S7()
-	for i := range groups {
+	for i := from; i < from+groups; i++ {
 		src := s2
 		if i%4 == 3 {
 			src = s7
