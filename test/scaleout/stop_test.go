@@ -207,7 +207,8 @@ func TestMemberStopsMidTraffic(t *testing.T) {
 		groups, tf.spans, len(tf.perTrace), stored, d.unique, d.duplicated, d.tracesIncomplete, moved.Round(100*time.Millisecond),
 		h.goneJudged, h.othersJudged, h.lost, 100*float64(h.lost)/float64(tf.spans))
 	t.Logf("series that differ from the tier where nobody stopped: %d\n%s", len(diffs), joinLines(diffs))
-	t.Logf("survivor telemetry: %v %v", telemetryOf(t, tr.members[:1], "otelcol_exporter_orphanmetrics_spans_without_verdict"),
+	t.Logf("survivor: spans without verdict (root_missing) %v; key look-ups %v",
+		metricSum(telemetryOf(t, tr.members[:1], "otelcol_exporter_orphanmetrics_spans_without_verdict"), "otelcol_exporter_orphanmetrics_spans_without_verdict", "reason=root_missing"),
 		telemetryOf(t, tr.members[:1], "otelcol_exporter_orphanmetrics_key_lookups"))
 	// The front hands every span to the trace store itself: a member that stops costs no span.
 	if d.unique != tf.spans || d.duplicated != 0 {
