@@ -23,6 +23,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/heatmap"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
@@ -205,6 +206,36 @@ func bars(id uint32, title, description, unit string, w, h uint32, target cog.Bu
 		DisplayMode(common.BarGaugeDisplayModeGradient).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
 		WithTarget(target)
+}
+
+// spendTable is a table of three instant queries in table format by service_name and model
+// (A: orphaned cost in USD, B: tokens, C: model calls), merged into one row per service and
+// model, most costly first, the totals in the footer.
+func spendTable(id uint32, title, description string, a, b, c *prometheus.DataqueryBuilder) *table.PanelBuilder {
+	return table.NewPanelBuilder().
+		Id(id).
+		Title(title).
+		Description(description).
+		Datasource(datasource()).
+		Span(16).
+		Height(8).
+		NoValue("none").
+		Unit("short").
+		WithTarget(a).
+		WithTarget(b).
+		WithTarget(c).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+			"excludeByName": map[string]bool{"Time": true},
+			"indexByName":   map[string]int{"service_name": 0, "model": 1, "Value #A": 2, "Value #B": 3, "Value #C": 4},
+			"renameByName": map[string]string{"service_name": "Service", "model": "Model",
+				"Value #A": "Orphaned cost", "Value #B": "Orphaned tokens", "Value #C": "Orphaned model calls"},
+		}}).
+		OverrideByName("Orphaned cost", []dashboard.DynamicConfigValue{{Id: "unit", Value: "currencyUSD"}}).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{
+			common.NewTableSortByFieldStateBuilder().DisplayName("Orphaned cost").Desc(true),
+		}).
+		Footer(common.NewTableFooterOptionsBuilder().Show(true).Reducer([]string{"sum"}).Fields([]string{}))
 }
 
 func heat(id uint32, title, description string, w, h uint32, target cog.Builder[variants.Dataquery]) *heatmap.PanelBuilder {

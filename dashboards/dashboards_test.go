@@ -11,6 +11,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/otlptranslator"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -69,20 +71,33 @@ func TestQueriesParse(t *testing.T) {
 	t.Logf("%d queries parsed", n)
 }
 
-// Every query, and every variable query, names only metrics that orphanwatch serves.
+// Every query, and every variable query, names only metrics that orphanwatch serves, under the
+// names they have when scraped and when pushed as OTLP (config/push): a plain name must be
+// served both ways, a name pattern must match a name of each way.
 func TestQueriesNameServedMetrics(t *testing.T) {
-	served := servedMetrics(t)
+	scraped, pushed := servedMetrics(t)
+	matchesOne := func(m *labels.Matcher, set map[string]bool) bool {
+		for n := range set {
+			if m.Matches(n) {
+				return true
+			}
+		}
+		return false
+	}
 	used := map[string]bool{}
 	for name, b := range committed(t) {
 		qs, err := dashboards.Queries(b)
 		require.NoError(t, err)
 		for _, q := range qs {
-			names, err := dashboards.MetricNames(dashboards.Expand(q.Expr, vars))
+			ms, err := dashboards.NameMatchers(dashboards.Expand(q.Expr, vars))
 			require.NoError(t, err, "%s", q)
-			require.NotEmpty(t, names, "%s names no metric", q)
-			for _, m := range names {
-				used[m] = true
-				assert.True(t, served[m], "%s: %s is not served by the exporter, the processor or the collector", q, m)
+			require.NotEmpty(t, ms, "%s names no metric", q)
+			for _, m := range ms {
+				if m.Type == labels.MatchEqual {
+					used[m.Value] = true
+				}
+				assert.True(t, matchesOne(m, scraped), "%s: %s matches no metric served by the exporter, the processor or the collector", q, m)
+				assert.True(t, matchesOne(m, pushed), "%s: %s matches no metric as pushed over OTLP", q, m)
 			}
 		}
 		vq, err := dashboards.VariableQueries(b)
@@ -90,7 +105,7 @@ func TestQueriesNameServedMetrics(t *testing.T) {
 		for v, q := range vq {
 			m, _, err := dashboards.LabelValuesMetric(q)
 			require.NoError(t, err, "%s: variable %s", name, v)
-			assert.True(t, served[m], "%s: variable %s: %s is not served", name, v, m)
+			assert.True(t, scraped[m] && pushed[m], "%s: variable %s: %s is not served under one name both ways", name, v, m)
 		}
 	}
 	// Every metric of the exporter's contract appears on some dashboard.
@@ -178,18 +193,28 @@ func TestExpand(t *testing.T) {
 	m, l, err := dashboards.LabelValuesMetric("label_values(orphanwatch_runs_total, service_name)")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"orphanwatch_runs_total", "service_name"}, []string{m, l})
-	_, err = dashboards.MetricNames(`rate({job="x"}[1m])`)
+	_, err = dashboards.NameMatchers(`rate({job="x"}[1m])`)
 	assert.Error(t, err)
+	ms, err := dashboards.NameMatchers(`rate({__name__=~"otelcol_x(_total)?", a="b"}[1m]) / rate(y[1m]) + rate(y[5m])`)
+	require.NoError(t, err)
+	require.Len(t, ms, 2)
+	assert.Equal(t, `__name__="y"`, ms[0].String())
+	assert.Equal(t, `__name__=~"otelcol_x(_total)?"`, ms[1].String())
+	assert.True(t, ms[1].Matches("otelcol_x_total") && ms[1].Matches("otelcol_x") && !ms[1].Matches("otelcol_x_y"))
 }
 
-// servedMetrics is every series name the distribution serves: the exporter's (gathered from a
-// Recorder fed one span of each kind), the orphan processor's (read from its telemetry source,
-// named as the collector's Prometheus endpoint shows them: counters without _total, histograms
-// as _bucket/_sum/_count), and the collector's own receiver counters the health dashboard uses.
-// The end-to-end test in test/monitoring checks all of them against a running collector.
-func servedMetrics(t *testing.T) map[string]bool {
+// servedMetrics is every series name the distribution serves, scraped and pushed. Scraped:
+// the exporter's (gathered from a Recorder fed one span of each kind), the orphan processor's
+// (read from its telemetry source, named as the collector's Prometheus endpoint shows them:
+// counters without _total, histograms as _bucket/_sum/_count), and the collector's own receiver
+// counters the health dashboard uses. Pushed as OTLP (config/push): the exporter's names (the
+// orphanmetrics connector's OTLP translates back to them), and the processor's and receivers'
+// as the OTLP-to-Prometheus translation names them (prometheus/otlptranslator with suffixes,
+// as contrib's prometheusremotewrite exporter and Prometheus' OTLP receiver do). The
+// end-to-end tests in test/monitoring check both against a running collector.
+func servedMetrics(t *testing.T) (scraped, pushed map[string]bool) {
 	t.Helper()
-	served := map[string]bool{}
+	scraped, pushed = map[string]bool{}, map[string]bool{}
 
 	rec, err := orphanmetricsexporter.NewRecorder(orphanmetricsexporter.NewDefaultConfig())
 	require.NoError(t, err)
@@ -197,29 +222,43 @@ func servedMetrics(t *testing.T) map[string]bool {
 	fams, err := rec.Gatherer().Gather()
 	require.NoError(t, err)
 	for _, f := range fams {
-		addFamily(served, f.GetName(), f.GetType())
+		addFamily(scraped, f.GetName(), f.GetType())
+		addFamily(pushed, f.GetName(), f.GetType())
 	}
 	for _, m := range []string{"orphanwatch_runs_total", "orphanwatch_unpropagated_total", "orphanwatch_outlive_seconds_bucket", "orphanwatch_label_overflow_total"} {
-		require.True(t, served[m], "the exporter did not serve %s: the test's traces miss a verdict", m)
+		require.True(t, scraped[m], "the exporter did not serve %s: the test's traces miss a verdict", m)
 	}
 
 	src, err := os.ReadFile("../processor/orphanprocessor/internal/metadata/generated_telemetry.go")
 	require.NoError(t, err)
-	re := regexp.MustCompile(`\b(?:m|meter)\.(Int64Counter|Float64Counter|Int64UpDownCounter|Float64UpDownCounter|Float64Histogram|Int64Histogram|Int64ObservableGauge|Float64ObservableGauge|Int64Gauge|Float64Gauge)\(\s*"([a-z0-9_]+)"`)
+	re := regexp.MustCompile(`\b(?:m|meter)\.(Int64Counter|Float64Counter|Int64UpDownCounter|Float64UpDownCounter|Float64Histogram|Int64Histogram|Int64ObservableGauge|Float64ObservableGauge|Int64Gauge|Float64Gauge)\(\s*"([a-z0-9_]+)",\s*metric\.WithDescription\("(?:[^"\\]|\\.)*"\),\s*metric\.WithUnit\("([^"]*)"\)`)
 	matches := re.FindAllStringSubmatch(string(src), -1)
 	require.NotEmpty(t, matches)
-	for _, m := range matches {
-		kind, name := m[1], m[2]
-		switch {
-		case strings.HasSuffix(kind, "Histogram"):
-			addFamily(served, name, dto.MetricType_HISTOGRAM)
-		default:
-			served[name] = true // counters without _total on the collector's endpoint
-		}
+	type instrument struct{ kind, name, unit string }
+	instruments := []instrument{
+		{"Int64Counter", "otelcol_receiver_accepted_spans", "{spans}"},
+		{"Int64Counter", "otelcol_receiver_refused_spans", "{spans}"},
+		{"Int64Counter", "otelcol_receiver_failed_spans", "{spans}"},
 	}
-
-	for _, m := range []string{"otelcol_receiver_accepted_spans", "otelcol_receiver_refused_spans", "otelcol_receiver_failed_spans"} {
-		served[m] = true
+	for _, m := range matches {
+		instruments = append(instruments, instrument{m[1], m[2], m[3]})
+	}
+	namer := otlptranslator.MetricNamer{WithMetricSuffixes: true}
+	for _, in := range instruments {
+		var typ otlptranslator.MetricType = otlptranslator.MetricTypeGauge
+		prom := dto.MetricType_GAUGE
+		switch {
+		case strings.HasSuffix(in.kind, "Histogram"):
+			typ, prom = otlptranslator.MetricTypeHistogram, dto.MetricType_HISTOGRAM
+		case strings.HasSuffix(in.kind, "UpDownCounter"):
+			typ = otlptranslator.MetricTypeNonMonotonicCounter
+		case strings.HasSuffix(in.kind, "Counter"):
+			typ = otlptranslator.MetricTypeMonotonicCounter
+		}
+		addFamily(scraped, in.name, prom) // counters without _total on the collector's endpoint
+		name, err := namer.Build(otlptranslator.Metric{Name: in.name, Unit: in.unit, Type: typ})
+		require.NoError(t, err, in.name)
+		addFamily(pushed, name, prom)
 	}
 	// The hop histograms of cancellation reach (issue 13), by root service, from the
 	// orphanwatch.cancel.reach_hops and orphanwatch.orphaned.depth_hops attributes the processor
@@ -227,15 +266,18 @@ func servedMetrics(t *testing.T) map[string]bool {
 	// as well, so that the dashboards' names are checked even where the exporter does not serve
 	// them yet.
 	for _, m := range []string{"orphanwatch_cancel_reach_hops", "orphanwatch_orphaned_depth_hops"} {
-		addFamily(served, m, dto.MetricType_HISTOGRAM)
+		addFamily(scraped, m, dto.MetricType_HISTOGRAM)
+		addFamily(pushed, m, dto.MetricType_HISTOGRAM)
 	}
-	names := make([]string, 0, len(served))
-	for n := range served {
-		names = append(names, n)
+	for what, set := range map[string]map[string]bool{"scraped": scraped, "pushed": pushed} {
+		names := make([]string, 0, len(set))
+		for n := range set {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		t.Logf("%s: %s", what, strings.Join(names, " "))
 	}
-	sort.Strings(names)
-	t.Logf("served: %s", strings.Join(names, " "))
-	return served
+	return scraped, pushed
 }
 
 func addFamily(set map[string]bool, name string, typ dto.MetricType) {

@@ -7,26 +7,41 @@ import (
 // Selector of the health dashboard's instance variable (the collector's telemetry endpoint).
 const inst = `instance=~"$instance"`
 
+// counter selects a counter of the collector's own telemetry on the dashboard's instances,
+// under both names it has in Prometheus: scraped from the collector's endpoint (name, no
+// _total) and pushed as OTLP (config/push), translated by the OTLP-to-Prometheus rules
+// (name_total). Gauges keep their name both ways.
+func counter(name string) string {
+	return `{__name__=~"` + name + `(_total)?", ` + inst + `}`
+}
+
+// buckets selects the buckets of a histogram of the collector's own telemetry, scraped
+// (name_bucket) or pushed as OTLP (name_<unit>_bucket, unit the suffix of its unit: "seconds"
+// for s).
+func buckets(name, unit string) string {
+	return `{__name__=~"` + name + `(_` + unit + `)?_bucket", ` + inst + `}`
+}
+
 // PipelineHealth is the processor's and exporter's own health: throughput, refused spans, state
 // held and evicted, decision wait, and why spans get no verdict.
 func PipelineHealth() (dashboard.Dashboard, error) {
 	var id ids
 	d := base("orphanwatch-pipeline", "orphanwatch / pipeline health",
 		"The orphan processor's and the orphanmetrics exporter's own health, from the collector's telemetry (otelcol_*) and the exporter.").
-		WithVariable(labelVariable("instance", "instance", "otelcol_processor_orphan_spans_processed", "Collector"))
+		WithVariable(labelVariable("instance", "instance", "otelcol_processor_orphan_traces_held", "Collector"))
 
 	section(d, &id, "Throughput",
 		graph(id.next(), "Spans per second",
 			"Spans accepted by the receivers, decided by the orphan processor, and judged orphaned.",
 			"short", 12, 8,
-			query("A", `sum(rate(otelcol_receiver_accepted_spans{`+inst+`}[$__rate_interval]))`, "accepted"),
-			query("B", `sum(rate(otelcol_processor_orphan_spans_processed{`+inst+`}[$__rate_interval]))`, "decided"),
-			query("C", `sum(rate(otelcol_processor_orphan_spans_orphaned{`+inst+`}[$__rate_interval]))`, "orphaned")),
+			query("A", `sum(rate(`+counter("otelcol_receiver_accepted_spans")+`[$__rate_interval]))`, "accepted"),
+			query("B", `sum(rate(`+counter("otelcol_processor_orphan_spans_processed")+`[$__rate_interval]))`, "decided"),
+			query("C", `sum(rate(`+counter("otelcol_processor_orphan_spans_orphaned")+`[$__rate_interval]))`, "orphaned")),
 		graph(id.next(), "Spans refused or failed by the receivers (per second)",
 			"Spans the receivers refused (usually the memory_limiter pushing back) or failed. Anything above zero is data lost or delayed.",
 			"short", 12, 8,
-			query("A", `sum by (receiver) (rate(otelcol_receiver_refused_spans{`+inst+`}[$__rate_interval]))`, "refused {{receiver}}"),
-			query("B", `sum by (receiver) (rate(otelcol_receiver_failed_spans{`+inst+`}[$__rate_interval]))`, "failed {{receiver}}")),
+			query("A", `sum by (receiver) (rate(`+counter("otelcol_receiver_refused_spans")+`[$__rate_interval]))`, "refused {{receiver}}"),
+			query("B", `sum by (receiver) (rate(`+counter("otelcol_receiver_failed_spans")+`[$__rate_interval]))`, "failed {{receiver}}")),
 	)
 
 	section(d, &id, "State",
@@ -44,8 +59,8 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 		graph(id.next(), "Deferred and carrier spans (per minute)",
 			"Spans that left with their verdict deferred (carried later as orphanwatch.verdict events), and carrier spans made when no span of a trace passed any more (a root that never came within max_request_duration, a run closed by run_timeout).",
 			"short", 8, 8,
-			query("A", `sum(rate(otelcol_processor_orphan_spans_deferred{`+inst+`}[$__rate_interval])) * 60`, "deferred spans"),
-			query("B", `sum(rate(otelcol_processor_orphan_carrier_spans{`+inst+`}[$__rate_interval])) * 60`, "carrier spans")).
+			query("A", `sum(rate(`+counter("otelcol_processor_orphan_spans_deferred")+`[$__rate_interval])) * 60`, "deferred spans"),
+			query("B", `sum(rate(`+counter("otelcol_processor_orphan_carrier_spans")+`[$__rate_interval])) * 60`, "carrier spans")).
 			NoValue("0"),
 		graph(id.next(), "Cross-trace memory",
 			"Root records kept for late spans and key-bound traces, and idempotency-key hashes remembered.",
@@ -55,19 +70,19 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 		graph(id.next(), "Evictions per minute by state",
 			"State evicted to stay within limits: traces and spans_per_trace are decided early; root_records and idempotency_keys are forgotten; pending_spans and request_duration judged without their root; open_runs closed early; context_spans forgotten (a cache's normal churn). Above zero (but context_spans), verdicts degrade.",
 			"short", 8, 8,
-			query("A", `sum by (state) (rate(otelcol_processor_orphan_evictions{`+inst+`}[$__rate_interval])) * 60`, "{{state}}")).
+			query("A", `sum by (state) (rate(`+counter("otelcol_processor_orphan_evictions")+`[$__rate_interval])) * 60`, "{{state}}")).
 			NoValue("0"),
 		graph(id.next(), "Decision wait",
 			"Time from a trace's first span to its decision: decision_wait, shorter when a limit forces an early decision.",
 			"s", 12, 8,
-			query("A", `histogram_quantile(0.5, sum by (le) (rate(otelcol_processor_orphan_decision_wait_bucket{`+inst+`}[$__rate_interval])))`, "p50"),
-			query("B", `histogram_quantile(0.99, sum by (le) (rate(otelcol_processor_orphan_decision_wait_bucket{`+inst+`}[$__rate_interval])))`, "p99")),
+			query("A", `histogram_quantile(0.5, sum by (le) (rate(`+buckets("otelcol_processor_orphan_decision_wait", "seconds")+`[$__rate_interval])))`, "p50"),
+			query("B", `histogram_quantile(0.99, sum by (le) (rate(`+buckets("otelcol_processor_orphan_decision_wait", "seconds")+`[$__rate_interval])))`, "p99")),
 		graph(id.next(), "Late spans and missing roots (per minute)",
 			"Spans that arrived after their trace was decided (judged against the kept root record), traces decided without their root, and runs given unknown_root. Many of them: raise decision_wait, or keep whole traces together.",
 			"short", 12, 8,
-			query("A", `sum(rate(otelcol_processor_orphan_spans_late{`+inst+`}[$__rate_interval])) * 60`, "late spans"),
-			query("B", `sum(rate(otelcol_processor_orphan_traces_root_missing{`+inst+`}[$__rate_interval])) * 60`, "traces without root"),
-			query("C", `sum(rate(otelcol_processor_orphan_runs_unknown_root{`+inst+`}[$__rate_interval])) * 60`, "runs with unknown root")).
+			query("A", `sum(rate(`+counter("otelcol_processor_orphan_spans_late")+`[$__rate_interval])) * 60`, "late spans"),
+			query("B", `sum(rate(`+counter("otelcol_processor_orphan_traces_root_missing")+`[$__rate_interval])) * 60`, "traces without root"),
+			query("C", `sum(rate(`+counter("otelcol_processor_orphan_runs_unknown_root")+`[$__rate_interval])) * 60`, "runs with unknown root")).
 			NoValue("0"),
 	)
 
@@ -75,12 +90,12 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 		stacked(graph(id.next(), "Spans without a verdict by reason (per minute)",
 			"Spans that got no verdict or only liveness unknown: root_missing, malformed IDs or times, duplicates, parent cycles.",
 			"short", 12, 8,
-			query("A", `sum by (reason) (rate(otelcol_processor_orphan_spans_without_verdict{`+inst+`}[$__rate_interval])) * 60`, "{{reason}}")).
+			query("A", `sum by (reason) (rate(`+counter("otelcol_processor_orphan_spans_without_verdict")+`[$__rate_interval])) * 60`, "{{reason}}")).
 			NoValue("0")),
 		stacked(graph(id.next(), "Attribute values ignored by reason (per minute)",
 			"Attribute values present but unusable (wrong type, invalid token count, malformed deadline): ignored as if absent.",
 			"short", 12, 8,
-			query("A", `sum by (reason) (rate(otelcol_processor_orphan_attributes_ignored{`+inst+`}[$__rate_interval])) * 60`, "{{reason}}")).
+			query("A", `sum by (reason) (rate(`+counter("otelcol_processor_orphan_attributes_ignored")+`[$__rate_interval])) * 60`, "{{reason}}")).
 			NoValue("0")),
 	)
 

@@ -133,40 +133,47 @@ func Parse(expr string) (parser.Expr, error) {
 	return parser.NewParser(parser.Options{}).ParseExpr(expr)
 }
 
-// MetricNames returns the metric names an expression selects, sorted. A selector without a
-// plain metric name is an error: every dashboard query names its metrics.
-func MetricNames(expr string) ([]string, error) {
+// NameMatchers returns the metric-name matcher of every selector of expr: an equality for a
+// plain name (orphanwatch_runs_total), a regular expression for a name pattern
+// ({__name__=~"otelcol_x(_total)?"}, a counter of the collector's own telemetry under its
+// scraped and its pushed name), sorted by their text and without repeats. A selector without
+// one is an error: every dashboard query names its metrics.
+func NameMatchers(expr string) ([]*labels.Matcher, error) {
 	e, err := Parse(expr)
 	if err != nil {
 		return nil, err
 	}
-	set := map[string]bool{}
+	set := map[string]*labels.Matcher{}
 	var bad error
 	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
 		vs, ok := n.(*parser.VectorSelector)
 		if !ok {
 			return nil
 		}
-		name := vs.Name
+		var name *labels.Matcher
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
-				name = m.Value
+			if m.Name == labels.MetricName && (m.Type == labels.MatchEqual || m.Type == labels.MatchRegexp) {
+				name = m
 			}
 		}
-		if name == "" {
+		if name == nil || name.Value == "" {
 			bad = fmt.Errorf("selector %s names no metric", vs)
 			return nil
 		}
-		set[name] = true
+		set[name.String()] = name
 		return nil
 	})
 	if bad != nil {
 		return nil, bad
 	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
 	}
-	sort.Strings(out)
+	sort.Strings(keys)
+	out := make([]*labels.Matcher, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, set[k])
+	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package dashboards
 
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 )
 
 // Selector of the spend dashboard's service variable.
@@ -34,6 +35,17 @@ sum(rate(orphanwatch_spend_tokens_total{`+svc+`}[$__rate_interval]))`, "orphaned
 			query("A", `sum(rate(orphanwatch_runs_total{outcome="delivered_to_nobody", `+svc+`}[$__rate_interval]))
 /
 sum(rate(orphanwatch_runs_total{outcome!="unknown_root", `+svc+`}[$__rate_interval]))`, "delivered to nobody")),
+	)
+
+	section(d, &id, "Orphaned spend over the dashboard's time range",
+		spendTable(id.next(), "Orphaned spend by service and model",
+			"What was spent for callers that had gone over the dashboard's time range, per service and model: the cost of the model calls, their input and output tokens, and their number (increase over the range). Costs come from the processor's prices table or the spans' own cost.",
+			instant("A", `sum by (service_name, model) (increase(orphanwatch_spend_cost_usd_total{liveness="orphaned", `+svc+`}[$__range]))`, "").Format(prometheus.PromQueryFormatTable),
+			instant("B", `sum by (service_name, model) (increase(orphanwatch_spend_tokens_total{liveness="orphaned", `+svc+`}[$__range]))`, "").Format(prometheus.PromQueryFormatTable),
+			instant("C", `sum by (service_name, model) (increase(orphanwatch_model_calls_total{liveness="orphaned", `+svc+`}[$__range]))`, "").Format(prometheus.PromQueryFormatTable)),
+		bars(id.next(), "Runs by outcome",
+			"Runs (an operation and its retries) over the dashboard's time range by how they ended: delivered_to_nobody (finished for a caller that had gone: the spend above) next to cancelled (noticed it: the good ending), success, retryable_failure, hard_failure, unknown_root.", "short", 8, 8,
+			instant("A", `sum by (outcome) (increase(orphanwatch_runs_total{`+svc+`}[$__range]))`, "{{outcome}}")),
 	)
 
 	section(d, &id, "Spend over time",

@@ -223,6 +223,7 @@ func runCollector(data []byte) (res collectorRun, err error) {
 	}
 	ef := orphanmetricsexporter.NewFactory()
 	ecfg := ef.CreateDefaultConfig().(*orphanmetricsexporter.Config)
+	ecfg.Mode = orphanmetricsexporter.ModeAnnotate // the collector here annotates: analyze observes
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err
@@ -550,16 +551,13 @@ func shiftDeadline(v pcommon.Value, d float64) {
 }
 
 // TestKeyedResendsAcrossTraces: analyze on the re-sends file, with its defaults, gives the one
-// run the collector gives; with `decision_wait: 0` in --config (decide each batch whole, as
-// behind groupbytrace) the file is one batch and each trace's run is decided by itself: three.
+// run the collector gives, not one run per trace.
 func TestKeyedResendsAcrossTraces(t *testing.T) {
 	data, err := (&ptrace.JSONMarshaler{}).MarshalTraces(keyedResends())
 	require.NoError(t, err)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "resends.json")
 	require.NoError(t, os.WriteFile(file, data, 0o600))
-	conf := filepath.Join(dir, "orphan.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte("decision_wait: 0\n"), 0o600))
 
 	runsOf := func(args ...string) map[string]int {
 		r := runCLI(t, "", append([]string{"analyze", "--format", "json"}, args...)...)
@@ -569,5 +567,4 @@ func TestKeyedResendsAcrossTraces(t *testing.T) {
 		return nonZero(rep.Summary.Runs)
 	}
 	assert.Equal(t, map[string]int{"delivered_to_nobody": 1}, runsOf(file))
-	assert.Equal(t, map[string]int{"retryable_failure": 2, "delivered_to_nobody": 1}, runsOf("--config", conf, file))
 }

@@ -40,8 +40,8 @@ type Config struct {
 	// connector's own attributes.
 	ConstLabels map[string]string `mapstructure:"const_labels"`
 
-	// MetricsFlushInterval is how often the accumulated (cumulative) metrics are sent to the
-	// metrics pipeline. Default [DefaultMetricsFlushInterval]. Must be positive.
+	// MetricsFlushInterval is how often the accumulated metrics are sent to the metrics
+	// pipeline. Default [DefaultMetricsFlushInterval]. Must be positive.
 	MetricsFlushInterval time.Duration `mapstructure:"metrics_flush_interval"`
 
 	// Mode says where the verdicts come from, as the exporter's: observe (the default) decides
@@ -56,23 +56,38 @@ type Config struct {
 	// Limits bound what observe mode keeps (the processor's limits of the same names).
 	Limits rules.LimitsConfig `mapstructure:"limits"`
 
+	// AggregationTemporality of the sums and histograms sent: [TemporalityCumulative] (the
+	// default: totals since each series started, what Prometheus and remote write take) or
+	// [TemporalityDelta] (what each series gained since the previous successful flush, which
+	// is the start time of its points; series that gained nothing are not sent), as
+	// spanmetrics' setting of that name (whose spellings AGGREGATION_TEMPORALITY_CUMULATIVE and
+	// AGGREGATION_TEMPORALITY_DELTA are taken too).
+	AggregationTemporality string `mapstructure:"aggregation_temporality"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
+
+// Values of aggregation_temporality.
+const (
+	TemporalityCumulative = "cumulative"
+	TemporalityDelta      = "delta"
+)
 
 // NewDefaultConfig returns the default configuration: the exporter's metric defaults and a
 // flush every [DefaultMetricsFlushInterval].
 func NewDefaultConfig() *Config {
 	e := orphanmetricsexporter.NewDefaultConfig()
 	return &Config{
-		Namespace:            e.Namespace,
-		LabelLimits:          e.LabelLimits,
-		OutliveBuckets:       e.OutliveBuckets,
-		HopBuckets:           e.HopBuckets,
-		MetricsFlushInterval: DefaultMetricsFlushInterval,
-		Mode:                 e.Mode,
-		Config:               e.Config,
-		Limits:               e.Limits,
+		Namespace:              e.Namespace,
+		LabelLimits:            e.LabelLimits,
+		OutliveBuckets:         e.OutliveBuckets,
+		HopBuckets:             e.HopBuckets,
+		MetricsFlushInterval:   DefaultMetricsFlushInterval,
+		AggregationTemporality: TemporalityCumulative,
+		Mode:                   e.Mode,
+		Config:                 e.Config,
+		Limits:                 e.Limits,
 	}
 }
 
@@ -82,6 +97,9 @@ func (c *Config) Validate() error {
 	if c.MetricsFlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("metrics_flush_interval: must be positive, got %v", c.MetricsFlushInterval))
 	}
+	if c.temporality() == "" {
+		errs = append(errs, fmt.Errorf("aggregation_temporality: must be %s or %s, got %q", TemporalityCumulative, TemporalityDelta, c.AggregationTemporality))
+	}
 	if c.Keys != nil {
 		// Key sharing across a tier is the orphanmetrics exporter's (observe) or the orphan
 		// processor's (annotate): the connector does not look keys up in other members' records.
@@ -89,6 +107,18 @@ func (c *Config) Validate() error {
 	}
 	rc := c.recorderConfig()
 	return errors.Join(append(errs, rc.ValidateMetrics(), rc.ValidateMode())...)
+}
+
+// temporality is AggregationTemporality as TemporalityCumulative or TemporalityDelta, or ""
+// when it is neither (nor spanmetrics' spelling of either).
+func (c *Config) temporality() string {
+	switch c.AggregationTemporality {
+	case TemporalityCumulative, "AGGREGATION_TEMPORALITY_CUMULATIVE":
+		return TemporalityCumulative
+	case TemporalityDelta, "AGGREGATION_TEMPORALITY_DELTA":
+		return TemporalityDelta
+	}
+	return ""
 }
 
 // recorderConfig is the exporter configuration with the connector's metric, mode and rule

@@ -36,6 +36,7 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, e.LabelLimits, def.LabelLimits)
 	assert.Equal(t, e.OutliveBuckets, def.OutliveBuckets)
 	assert.Equal(t, e.HopBuckets, def.HopBuckets)
+	assert.Equal(t, TemporalityCumulative, def.AggregationTemporality)
 
 	custom, err := load("custom")
 	require.NoError(t, err)
@@ -46,6 +47,11 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, []float64{0.5, 1, 5, 30}, custom.OutliveBuckets)
 	assert.Equal(t, []float64{0, 1, 2}, custom.HopBuckets)
 	assert.Equal(t, map[string]string{"cluster": "eu-1"}, custom.ConstLabels)
+	assert.Equal(t, TemporalityDelta, custom.AggregationTemporality)
+	sm, err := load("spanmetrics_temporality")
+	require.NoError(t, err)
+	assert.Equal(t, TemporalityDelta, sm.temporality())
+	assert.Equal(t, TemporalityCumulative, def.temporality())
 
 	for name, want := range map[string][]string{
 		"bad_interval":     {"metrics_flush_interval: must be positive, got 0s"},
@@ -53,6 +59,7 @@ func TestLoadConfig(t *testing.T) {
 		"bad_buckets":      {"outlive_buckets[1]: must be greater than the previous bound 1, got 0.5"},
 		"bad_limits":       {"label_limits::default: must be positive, got 0", `label_limits::per_label: unknown label "span_id"`},
 		"bad_const_labels": {`const_labels: "service_name" is used by the exporter's own labels`},
+		"bad_temporality":  {`aggregation_temporality: must be cumulative or delta, got "deltas"`},
 	} {
 		_, err := load(name)
 		if assert.Error(t, err, name) {

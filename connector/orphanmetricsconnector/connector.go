@@ -19,7 +19,8 @@ import (
 
 // metricsConnector records spans with the orphanmetrics exporter's [orphanmetricsexporter.Recorder]
 // and, every metrics_flush_interval and once more at shutdown, sends everything it has
-// accumulated to the metrics pipeline as cumulative OTLP metrics.
+// accumulated to the metrics pipeline as OTLP metrics: cumulative, or with
+// aggregation_temporality delta what changed since the last flush that went.
 type metricsConnector struct {
 	cfg    *Config
 	logger *zap.Logger
@@ -57,6 +58,8 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	if err != nil {
 		return nil, err
 	}
+	conv := newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource)
+	conv.delta = cfg.temporality() == TemporalityDelta
 	return &metricsConnector{
 		cfg:    cfg,
 		logger: set.Logger,
@@ -64,7 +67,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 		next:   next,
 		tel:    tel,
 		obs:    obs,
-		conv:   newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource),
+		conv:   conv,
 	}, nil
 }
 
@@ -109,7 +112,7 @@ func (c *metricsConnector) loop(stop <-chan struct{}, stopped chan<- struct{}) {
 			return
 		case <-t.C:
 			if err := c.flush(context.Background()); err != nil {
-				c.logger.Warn("Sending orphanwatch metrics failed; the next flush sends them again (cumulative)", zap.Error(err))
+				c.logger.Warn("Sending orphanwatch metrics failed; the next flush sends them again", zap.Error(err))
 			}
 		}
 	}
@@ -148,14 +151,17 @@ func (c *metricsConnector) flush(ctx context.Context) error {
 	}
 	md := c.conv.convert(mfs, pcommon.NewTimestampFromTime(began))
 	if md.DataPointCount() == 0 {
+		c.conv.commit() // nothing gained since the last flush: the next deltas start here
 		return nil
 	}
 	err = c.next.ConsumeMetrics(ctx, md)
 	c.tel.flushed(ctx, err == nil)
 	if err == nil {
 		// Exemplars taken before this flush began have been sent: the next flush leaves them
-		// out (a failed flush sends them again).
+		// out (a failed flush sends them again). So have the deltas: the next start here (a
+		// failed flush's are sent again, with the next ones, from the last flush that went).
 		c.conv.exemplarsSince = began
+		c.conv.commit()
 	}
 	return err
 }

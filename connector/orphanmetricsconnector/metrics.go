@@ -64,18 +64,60 @@ type converter struct {
 
 	// exemplarsSince leaves out exemplars taken before it (sent by an earlier flush).
 	exemplarsSince time.Time
+
+	// delta sends what each series gained since the last successful flush
+	// (aggregation_temporality: delta) instead of its totals.
+	delta bool
+	// last is what each series had at the last successful flush, at lastFlush (first: the
+	// connector's start); next and nextFlush are the flush in progress, made last by commit.
+	last, next           map[string]seriesState
+	lastFlush, nextFlush pcommon.Timestamp
+}
+
+// seriesState is a series' totals at a flush: a counter's value, or a histogram's count, sum
+// and per-bucket counts (not cumulative; the last is the +Inf bucket).
+type seriesState struct {
+	value   float64
+	count   uint64
+	sum     float64
+	buckets []uint64
+}
+
+// commit records the flush in progress as sent: the next deltas start from it.
+func (c *converter) commit() {
+	if c.delta {
+		c.last, c.next = c.next, nil
+		c.lastFlush = c.nextFlush
+	}
+}
+
+// seriesKey identifies a series of the recorder: its family's name and its label pairs (which
+// client_golang gathers sorted by name).
+func seriesKey(family string, m *dto.Metric) string {
+	var b strings.Builder
+	b.WriteString(family)
+	for _, lp := range m.GetLabel() {
+		b.WriteByte(0xff)
+		b.WriteString(lp.GetName())
+		b.WriteByte(0xfe)
+		b.WriteString(lp.GetValue())
+	}
+	return b.String()
 }
 
 func newConverter(namespace, version string, start pcommon.Timestamp, collector pcommon.Resource) converter {
-	c := converter{namespace: namespace, version: version, start: start, byProm: map[string]metricSpec{}, collector: collector}
+	c := converter{namespace: namespace, version: version, start: start, byProm: map[string]metricSpec{}, collector: collector,
+		last: map[string]seriesState{}, lastFlush: start}
 	for _, s := range metricSpecs {
 		c.byProm[namespace+"_"+s.prom] = s
 	}
 	return c
 }
 
-// convert returns the series of mfs as OTLP metrics at now: cumulative monotonic sums for the
-// counters, cumulative explicit-bucket histograms for the histograms. The series of one
+// convert returns the series of mfs as OTLP metrics at now: monotonic sums for the counters,
+// explicit-bucket histograms for the histograms; cumulative, or with delta the difference since
+// the last successful flush (commit) of each series that changed since, starting at that flush
+// (or at the series' creation, if later). The series of one
 // service (its service_name label, or callee_service for unpropagated) share a resource with
 // service.name set to that label value, as spanmetrics puts a service's metrics under its
 // resource; the health series (label_overflow, spans_skipped), which are about the collector,
@@ -112,12 +154,16 @@ func (c *converter) convert(mfs []*dto.MetricFamily, now pcommon.Timestamp) pmet
 			m.SetName(c.namespace + "." + spec.otlp)
 			m.SetUnit(spec.unit)
 			m.SetDescription(mf.GetHelp())
+			temporality := pmetric.AggregationTemporalityCumulative
+			if c.delta {
+				temporality = pmetric.AggregationTemporalityDelta
+			}
 			switch mf.GetType() {
 			case dto.MetricType_HISTOGRAM:
-				m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+				m.SetEmptyHistogram().SetAggregationTemporality(temporality)
 			default:
 				sum := m.SetEmptySum()
-				sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+				sum.SetAggregationTemporality(temporality)
 				sum.SetIsMonotonic(true)
 			}
 			s.metrics[mf.GetName()] = m
@@ -125,6 +171,9 @@ func (c *converter) convert(mfs []*dto.MetricFamily, now pcommon.Timestamp) pmet
 		return m
 	}
 
+	if c.delta {
+		c.next, c.nextFlush = make(map[string]seriesState, len(c.last)), now
+	}
 	for _, mf := range mfs {
 		spec, ok := c.byProm[mf.GetName()]
 		if !ok {
@@ -137,43 +186,101 @@ func (c *converter) convert(mfs []*dto.MetricFamily, now pcommon.Timestamp) pmet
 					resource = lp.GetValue()
 				}
 			}
-			metric := metricOf(resource, mf, spec)
 			switch mf.GetType() {
 			case dto.MetricType_COUNTER:
-				dp := metric.Sum().DataPoints().AppendEmpty()
-				c.point(m, dp.Attributes(), dp.SetStartTimestamp, dp.SetTimestamp, m.GetCounter().GetCreatedTimestamp(), now)
-				dp.SetDoubleValue(m.GetCounter().GetValue())
-				c.exemplar(dp.Exemplars(), m.GetCounter().GetExemplar())
+				cnt := m.GetCounter()
+				st := seriesState{value: cnt.GetValue()}
+				value, start, send := st.value, c.start, true
+				if c.delta {
+					prev, created := c.previous(mf.GetName(), m, st, cnt.GetCreatedTimestamp(), now)
+					value, start = st.value-prev.value, created
+					send = value != 0
+				}
+				if !send {
+					continue
+				}
+				dp := metricOf(resource, mf, spec).Sum().DataPoints().AppendEmpty()
+				c.point(m, dp.Attributes(), dp.SetStartTimestamp, dp.SetTimestamp, start, cnt.GetCreatedTimestamp(), now)
+				dp.SetDoubleValue(value)
+				c.exemplar(dp.Exemplars(), cnt.GetExemplar())
 			case dto.MetricType_HISTOGRAM:
 				h := m.GetHistogram()
-				dp := metric.Histogram().DataPoints().AppendEmpty()
-				c.point(m, dp.Attributes(), dp.SetStartTimestamp, dp.SetTimestamp, h.GetCreatedTimestamp(), now)
-				dp.SetCount(h.GetSampleCount())
-				dp.SetSum(h.GetSampleSum())
-				bounds := dp.ExplicitBounds()
-				counts := dp.BucketCounts()
+				st := seriesState{count: h.GetSampleCount(), sum: h.GetSampleSum(), buckets: make([]uint64, 0, len(h.GetBucket())+1)}
 				var below uint64
 				for _, b := range h.GetBucket() {
-					bounds.Append(b.GetUpperBound())
-					counts.Append(b.GetCumulativeCount() - below)
+					st.buckets = append(st.buckets, b.GetCumulativeCount()-below)
 					below = b.GetCumulativeCount()
+				}
+				st.buckets = append(st.buckets, h.GetSampleCount()-below) // (last bound, +Inf)
+				out, start := st, c.start
+				if c.delta {
+					prev, created := c.previous(mf.GetName(), m, st, h.GetCreatedTimestamp(), now)
+					out, start = st.minus(prev), created
+					if out.count == 0 {
+						continue
+					}
+				}
+				dp := metricOf(resource, mf, spec).Histogram().DataPoints().AppendEmpty()
+				c.point(m, dp.Attributes(), dp.SetStartTimestamp, dp.SetTimestamp, start, h.GetCreatedTimestamp(), now)
+				dp.SetCount(out.count)
+				dp.SetSum(out.sum)
+				for _, b := range h.GetBucket() {
+					dp.ExplicitBounds().Append(b.GetUpperBound())
 					c.exemplar(dp.Exemplars(), b.GetExemplar())
 				}
-				counts.Append(h.GetSampleCount() - below) // (last bound, +Inf)
+				dp.BucketCounts().FromRaw(out.buckets)
 			}
 		}
 	}
 	return md
 }
 
-func (c *converter) point(m *dto.Metric, attrs pcommon.Map, setStart, setTime func(pcommon.Timestamp), created *timestamppb.Timestamp, now pcommon.Timestamp) {
+// previous records st as the series' state of the flush in progress and returns its state at
+// the last successful flush (zero if it had none, or if its totals went down: a new series)
+// and the start of its delta: the last flush, or the series' creation if later.
+func (c *converter) previous(family string, m *dto.Metric, st seriesState, created *timestamppb.Timestamp, now pcommon.Timestamp) (seriesState, pcommon.Timestamp) {
+	key := seriesKey(family, m)
+	c.next[key] = st
+	prev, seen := c.last[key]
+	start := c.lastFlush
+	if ct := createdAt(created, now); ct > start {
+		start = ct
+	}
+	if !seen || st.value < prev.value || st.count < prev.count || len(prev.buckets) != len(st.buckets) {
+		return seriesState{buckets: make([]uint64, len(st.buckets))}, start
+	}
+	return prev, start
+}
+
+// minus is the histogram gained from p to h.
+func (h seriesState) minus(p seriesState) seriesState {
+	out := seriesState{count: h.count - p.count, sum: h.sum - p.sum, buckets: make([]uint64, len(h.buckets))}
+	for i := range h.buckets {
+		out.buckets[i] = h.buckets[i] - p.buckets[i]
+	}
+	return out
+}
+
+// createdAt is a series' creation time when client_golang gives it (and it is not after now),
+// else 0.
+func createdAt(created *timestamppb.Timestamp, now pcommon.Timestamp) pcommon.Timestamp {
+	if created != nil && created.IsValid() {
+		if t := pcommon.NewTimestampFromTime(created.AsTime()); t > 0 && t <= now {
+			return t
+		}
+	}
+	return 0
+}
+
+// point writes a data point's attributes (the series' labels) and times: now, and start; a
+// cumulative point (start is then c.start) starts at the series' creation when known.
+func (c *converter) point(m *dto.Metric, attrs pcommon.Map, setStart, setTime func(pcommon.Timestamp), start pcommon.Timestamp, created *timestamppb.Timestamp, now pcommon.Timestamp) {
 	for _, lp := range m.GetLabel() {
 		attrs.PutStr(lp.GetName(), lp.GetValue())
 	}
-	start := c.start // the series' creation time, when client_golang gives it
-	if created != nil && created.IsValid() {
-		if t := pcommon.NewTimestampFromTime(created.AsTime()); t > 0 && t <= now {
-			start = t
+	if !c.delta {
+		if ct := createdAt(created, now); ct > 0 {
+			start = ct
 		}
 	}
 	setStart(start)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
 )
 
 // FuzzRecordOTLP feeds arbitrary OTLP protobuf (seeded with the annotated scenario outputs'
@@ -138,4 +139,54 @@ func carryForFuzz(td ptrace.Traces) {
 			}
 		}
 	}
+}
+
+// FuzzObserveOTLP feeds arbitrary OTLP protobuf (seeded with the scenarios) to observe mode:
+// it must not panic, must owe nothing after Shutdown, and what it serves must still parse as
+// Prometheus text.
+func FuzzObserveOTLP(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "s*", "trace.json"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		p, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
+		if err != nil {
+			return
+		}
+		cfg := NewDefaultConfig()
+		rec, err := NewRecorder(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs, err := NewObserving(cfg, rec, zap.NewNop(), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs.Consume(td)
+		obs.Shutdown()
+		if obs.Observer().Owed() {
+			t.Fatal("owes verdicts after Shutdown")
+		}
+		var buf bytes.Buffer
+		if err := rec.WriteText(&buf); err != nil {
+			t.Fatalf("writing metrics: %v", err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		if _, err := parser.TextToMetricFamilies(bytes.NewReader(buf.Bytes())); err != nil {
+			t.Fatalf("served text does not parse: %v\n%s", err, buf.String())
+		}
+	})
 }

@@ -356,3 +356,60 @@ func TestObserveTelemetry(t *testing.T) {
 	assert.Equal(t, int64(0), gauge("otelcol_exporter_orphanmetrics_open_runs", ""))
 	assert.Equal(t, int64(0), gauge("otelcol_exporter_orphanmetrics_records", "pending"))
 }
+
+// TestObservePrefixPricedLogged: observing, a model priced by the entry that prefixes its
+// name (gpt-4o-mini by gpt-4o) is logged once, with both names.
+func TestObservePrefixPricedLogged(t *testing.T) {
+	cfg := orphanmetricsexporter.NewDefaultConfig()
+	cfg.Prices = map[string]rules.PriceConfig{"gpt-4o": scenarioPrices["gpt-4o"]}
+	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+	require.NoError(t, err)
+	core, logs := observer.New(zap.InfoLevel)
+	obs, err := orphanmetricsexporter.NewObserving(cfg, rec, zap.New(core), nil, nil)
+	require.NoError(t, err)
+	for _, sc := range loadScenarioFiles(t) {
+		if sc.dir == "s01_happy_fanout" || sc.dir == "s02_caller_leaves" {
+			obs.Consume(sc.traces)
+		}
+	}
+	obs.Shutdown()
+	lines := logs.FilterMessageSnippet("prefixes its name").All()
+	require.Len(t, lines, 1, "once for gpt-4o-mini, never for gpt-4o")
+	assert.Equal(t, "gpt-4o-mini", lines[0].ContextMap()["model"])
+	assert.Equal(t, "gpt-4o", lines[0].ContextMap()["prices_entry"])
+}
+
+// TestObserveConcurrentConsumers: traces consumed by several goroutines at once, with the
+// tick running, give the series of the same traces consumed one after another (under -race:
+// no data race between intake, decisions and ticks).
+func TestObserveConcurrentConsumers(t *testing.T) {
+	cases := loadScenarioFiles(t)
+	run := func(parallel bool) map[string]float64 {
+		cfg := orphanmetricsexporter.NewDefaultConfig()
+		cfg.Prices = scenarioPrices
+		cfg.DecisionWait = time.Hour
+		cfg.DecisionWaitAfterRoot = 0
+		rec, err := orphanmetricsexporter.NewRecorder(cfg)
+		require.NoError(t, err)
+		obs, err := orphanmetricsexporter.NewObserving(cfg, rec, zap.NewNop(), nil, nil)
+		require.NoError(t, err)
+		obs.Start()
+		var wg sync.WaitGroup
+		for _, sc := range cases {
+			td := ptrace.NewTraces()
+			sc.traces.CopyTo(td)
+			if parallel {
+				wg.Add(1)
+				go func() { defer wg.Done(); obs.Consume(td) }()
+			} else {
+				obs.Consume(td)
+			}
+		}
+		wg.Wait()
+		obs.Shutdown()
+		return seriesOf(t, rec)
+	}
+	want := run(false)
+	require.NotEmpty(t, want)
+	assert.Equal(t, want, run(true))
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/observe"
+	"github.com/orphanwatch/orphanwatch/internal/rules"
 )
 
 // Observing is observe mode for a [Recorder]: an internal/observe Observer deciding the
@@ -36,10 +37,13 @@ func NewObserving(cfg *Config, rec *Recorder, logger *zap.Logger, latency func(f
 			"To count the processor's verdicts set mode: annotate; to observe, remove the orphan processor from the pipeline.",
 			zap.String("mode", cfg.Mode))
 	})
-	obs, err := observe.New(cfg.Config, cfg.Limits, sink, observe.Settings{Now: now, Latency: latency})
+	obs, err := observe.New(cfg.Config, cfg.Limits, sink, observe.Settings{
+		Now: now, Latency: latency, PrefixPriced: rules.PrefixPricedLogger(logger),
+	})
 	if err != nil {
 		return nil, err
 	}
+	rules.LogAttributes(logger, cfg.Attributes.Effective())
 	return &Observing{obs: obs}, nil
 }
 

@@ -57,6 +57,9 @@ type Settings struct {
 	Latency func(seconds float64)
 	// MaxTrackedRequests bounds the requests whose latency is tracked (default 50,000).
 	MaxTrackedRequests int
+	// PrefixPriced, when set, is told once per model name priced by a prices entry that
+	// prefixes it (verdict.Config.PrefixPriced; rules.PrefixPricedLogger logs it).
+	PrefixPriced func(model, entry string)
 }
 
 // Observer decides verdicts as spans arrive and hands them to a Sink. Safe for concurrent
@@ -77,7 +80,14 @@ type Observer struct {
 	rootQueue []*heldRoot // by due time (all wait the same)
 
 	stats counters
+
+	sweepMu   sync.Mutex
+	lastSweep time.Time
 }
+
+// SweepInterval is how often Tick sweeps the correlator's memory (the processor's sweep
+// interval).
+const SweepInterval = time.Second
 
 // heldRoot is an abandoned root (cancelled, deadline exceeded) whose verdict is counted
 // decision_wait after it arrived, so that orphans arriving after it deepen its orphaned depth
@@ -102,7 +112,9 @@ type counters struct {
 
 // New returns an Observer deciding by cfg's rules within lim, counting into sink.
 func New(cfg rules.Config, lim rules.LimitsConfig, sink Sink, set Settings) (*Observer, error) {
-	corr, err := verdict.New(cfg.VerdictConfig(lim))
+	vc := cfg.VerdictConfig(lim)
+	vc.PrefixPriced = set.PrefixPriced
+	corr, err := verdict.New(vc)
 	if err != nil {
 		return nil, err
 	}
@@ -340,6 +352,16 @@ func (o *Observer) Tick() {
 	now := o.now()
 	o.ReleaseDue(now)
 	o.flushRoots(now)
+	// The correlator's memory is swept at most once per SweepInterval, as the processor does.
+	o.sweepMu.Lock()
+	due := now.Sub(o.lastSweep) >= SweepInterval
+	if due {
+		o.lastSweep = now
+	}
+	o.sweepMu.Unlock()
+	if !due {
+		return
+	}
 	carried, st := o.corr.Sweep(now.UnixNano())
 	o.later(now, carried, &st)
 	if o.lat != nil {

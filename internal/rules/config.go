@@ -421,3 +421,14 @@ func LogAttributes(logger *zap.Logger, a AttributesConfig) {
 		zap.Strings("cost", a.Cost),
 	)
 }
+
+// PrefixPricedLogger logs, once per model name (verdict.Config.PrefixPriced), a model that the
+// prices table prices by the entry that prefixes its name: right for a dated version
+// (gpt-4o-2024-08-06 by gpt-4o), wrong for another model (gpt-4o-mini by gpt-4o, 16 times its
+// price), which an entry of its own fixes.
+func PrefixPricedLogger(logger *zap.Logger) func(model, entry string) {
+	return func(model, entry string) {
+		logger.Info("Model priced by the prices entry that prefixes its name; give it an entry of its own if its price differs",
+			zap.String("model", model), zap.String("prices_entry", entry))
+	}
+}

@@ -52,6 +52,13 @@ type Config struct {
 	RunTimeout time.Duration
 	// Prices maps a model name (exact, else the longest prefix) to its price.
 	Prices map[string]Price
+	// PrefixPriced, when not nil, is told each model name that Prices prices by a prefix
+	// rather than by an entry of its own (gpt-4o-mini by the gpt-4o entry when there is no
+	// gpt-4o-mini entry), once per name, when a model call first names it, with the entry
+	// used: the component logs it (the orphan processor at Info). At most
+	// [MaxPrefixPricedReported] names are told. It is called from the goroutines deciding
+	// traces, possibly at once, and must return quickly.
+	PrefixPriced func(model, entry string)
 	// DetachConsumers treats what runs under a messaging CONSUMER span as detached work.
 	DetachConsumers bool
 	// DetachLinkedRoots treats a trace whose root carries span links as detached work.

@@ -1,6 +1,10 @@
 package verdict
 
-import "strings"
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+)
 
 // decideSpend marks model calls and their spend. A model call is a span naming a model with
 // token usage or a model operation (gen_ai.operation.name chat, ...) none of whose descendants
@@ -50,18 +54,50 @@ func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []
 
 // priceOf looks a model up in the price table: exactly, else by the longest configured name
 // that prefixes it ("gpt-4o-2024-08-06" uses "gpt-4o"; "gpt-4o-mini-2024-07-18" uses
-// "gpt-4o-mini").
+// "gpt-4o-mini"). A model priced by a prefix is told to Config.PrefixPriced once.
 func (c *Correlator) priceOf(model string) (Price, bool) {
 	if p, ok := c.cfg.Prices[model]; ok {
 		return p, true
 	}
-	best, bestLen := Price{}, 0
+	best, bestName := Price{}, ""
 	for name, p := range c.cfg.Prices {
-		if len(name) > bestLen && strings.HasPrefix(model, name) {
-			best, bestLen = p, len(name)
+		if len(name) > len(bestName) && strings.HasPrefix(model, name) {
+			best, bestName = p, name
 		}
 	}
-	return best, bestLen > 0
+	if bestName == "" {
+		return Price{}, false
+	}
+	if c.cfg.PrefixPriced != nil {
+		c.prefixPriced.tell(model, bestName, c.cfg.PrefixPriced)
+	}
+	return best, true
+}
+
+// MaxPrefixPricedReported bounds the model names told to Config.PrefixPriced: model names come
+// from span data, and a sender that writes a new name into every span must not grow the set
+// (or the log) without end.
+const MaxPrefixPricedReported = 1000
+
+// prefixPricedSet remembers the model names told to Config.PrefixPriced, up to
+// MaxPrefixPricedReported. Safe for concurrent use; a name already told costs one map read.
+type prefixPricedSet struct {
+	told sync.Map // model name -> struct{}
+	n    atomic.Int64
+}
+
+// tell calls f(model, entry) unless model was told before or the set is full.
+func (s *prefixPricedSet) tell(model, entry string, f func(model, entry string)) {
+	if _, ok := s.told.Load(model); ok || s.n.Load() >= MaxPrefixPricedReported {
+		return
+	}
+	if _, loaded := s.told.LoadOrStore(model, struct{}{}); loaded {
+		return
+	}
+	if s.n.Add(1) > MaxPrefixPricedReported {
+		return
+	}
+	f(model, entry)
 }
 
 // decideNested marks the attempts that run inside another attempt of their own service (an

@@ -14,6 +14,8 @@ type Correlator struct {
 	cfg   Config
 	rules rules
 
+	prefixPriced prefixPricedSet // models told to cfg.PrefixPriced (spend.go)
+
 	mu sync.Mutex
 	// roots are the root records, within MaxRootRecords (the oldest evicted first).
 	roots *bounded.Table[TraceID, rootRecord]

@@ -195,3 +195,51 @@ func TestCarriedIDs(t *testing.T) {
 		t.Errorf("idsHex = %q", got)
 	}
 }
+
+// TestPrefixPricedModelLogged: a model without a prices entry of its own, priced by the entry
+// that prefixes its name (gpt-4o-mini by gpt-4o), is logged at Info once, however many calls
+// name it; a model with its own entry is not. The call is billed at the prefix entry's price,
+// as logged.
+func TestPrefixPricedModelLogged(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	set := nopSettings()
+	set.Logger = zap.New(core)
+	cfg := testConfig(0)
+	cfg.Prices = map[string]PriceConfig{"gpt-4o": {InputPerMillion: 2.5, OutputPerMillion: 10}}
+	sink := new(consumertest.TracesSink)
+	p, _ := newTestProcessorWith(t, set, cfg, sink)
+
+	for tr := byte(1); tr <= 3; tr++ {
+		td := ptrace.NewTraces()
+		addSpan(td, "gw", tr, 1, 0, ptrace.SpanKindServer, 0, 3)
+		for i, model := range []string{"gpt-4o-mini", "gpt-4o"} {
+			sp := addSpan(td, "agent", tr, byte(2+i), 1, ptrace.SpanKindClient, 1, 2)
+			sp.SetName("chat " + model)
+			sp.Attributes().PutStr("gen_ai.operation.name", "chat")
+			sp.Attributes().PutStr("gen_ai.request.model", model)
+			sp.Attributes().PutInt("gen_ai.usage.input_tokens", 1000)
+			sp.Attributes().PutInt("gen_ai.usage.output_tokens", 100)
+		}
+		require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	}
+
+	entries := logs.FilterMessageSnippet("Model priced by the prices entry that prefixes its name").All()
+	require.Len(t, entries, 1)
+	assert.Equal(t, zapcore.InfoLevel, entries[0].Level)
+	assert.Equal(t, map[string]any{"model": "gpt-4o-mini", "prices_entry": "gpt-4o"}, entries[0].ContextMap())
+
+	costs := map[string]float64{}
+	for _, td := range sink.AllTraces() {
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			ss := td.ResourceSpans().At(i).ScopeSpans().At(0).Spans()
+			for j := 0; j < ss.Len(); j++ {
+				if v, ok := ss.At(j).Attributes().Get("orphanwatch.spend.cost"); ok {
+					costs[ss.At(j).Name()] = v.Double()
+				}
+			}
+		}
+	}
+	// 1000 input and 100 output tokens at gpt-4o's 2.50 and 10.00 USD per million.
+	assert.InDelta(t, 0.0035, costs["chat gpt-4o-mini"], 1e-12)
+	assert.InDelta(t, 0.0035, costs["chat gpt-4o"], 1e-12)
+}

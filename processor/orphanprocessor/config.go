@@ -2,6 +2,7 @@ package orphanprocessor
 
 import (
 	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/collector/confmap"
 
@@ -22,6 +23,13 @@ type Config struct {
 	// it comes (docs/verdicts.md "When verdicts are decided"). Spans are never held longer.
 	// 0 decides each batch as it arrives (the offline CLI does this).
 	rules.Config `mapstructure:",squash"`
+	// SendBatchMaxSize bounds the spans handed on to the next consumer in one call, as the batch
+	// processor's setting of the same name does: what a tick, a limit or shutdown releases is
+	// split into calls of at most this many spans (a span is never split; the spans of one trace
+	// may go in several calls). Default 8192, the batch processor's usual value; one request of
+	// everything held at shutdown (500,000 spans, 163 MB) was refused by a downstream collector
+	// with default settings (issue 30).
+	SendBatchMaxSize int `mapstructure:"send_batch_max_size"`
 	// Limits bound what the processor holds and keeps, each with its eviction counter.
 	Limits LimitsConfig `mapstructure:"limits"`
 }
@@ -47,6 +55,11 @@ type (
 // has an eviction policy and a counter.
 type LimitsConfig struct {
 	rules.LimitsConfig `mapstructure:",squash"`
+	// MaxHeldBytes bounds the spans held, in bytes of their OTLP protobuf encoding (each batch's
+	// ptrace.ProtoMarshaler.TracesSize, shared evenly among its spans); when exceeded, the oldest
+	// traces are decided early (evictions{state="bytes"}). The heap the spans take is about 3
+	// times this (README "Memory and request size"). 0: no bound in bytes.
+	MaxHeldBytes int64 `mapstructure:"max_held_bytes"`
 }
 
 var _ confmap.Validator = (*Config)(nil)
@@ -56,6 +69,12 @@ func (c *Config) Validate() error {
 	var errs []error
 	if err := c.Config.Validate(c.Limits.LimitsConfig); err != nil {
 		errs = append(errs, err)
+	}
+	if c.SendBatchMaxSize <= 0 {
+		errs = append(errs, fmt.Errorf("send_batch_max_size: must be positive, got %d", c.SendBatchMaxSize))
+	}
+	if c.Limits.MaxHeldBytes < 0 {
+		errs = append(errs, fmt.Errorf("limits.max_held_bytes: must not be negative (0: no bound), got %d", c.Limits.MaxHeldBytes))
 	}
 	return errors.Join(errs...)
 }

@@ -36,6 +36,8 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	assert.Equal(t, "gen_ai.usage.input_tokens", cfg.Attributes.InputTokens[0])
 	assert.Contains(t, cfg.Retryable.HTTPStatusCodes, 503)
 	assert.NotContains(t, cfg.Retryable.HTTPStatusCodes, 501)
+	assert.Equal(t, 8192, cfg.SendBatchMaxSize, "the batch processor's send_batch_max_size")
+	assert.EqualValues(t, 256<<20, cfg.Limits.MaxHeldBytes)
 }
 
 func TestCustomConfig(t *testing.T) {
@@ -48,7 +50,7 @@ func TestCustomConfig(t *testing.T) {
 	assert.Len(t, cfg.Attributes.Deadlines, 2)
 	assert.Equal(t, PriceConfig{InputPerMillion: 2.5, OutputPerMillion: 10}, cfg.Prices["gpt-4o"])
 	assert.False(t, cfg.Detached.LinkedRoots)
-	assert.Equal(t, LimitsConfig{LimitsConfig: rules.LimitsConfig{MaxTraces: 1000, MaxSpansPerTrace: 500, MaxRootRecords: 2000, MaxIdempotencyKeys: 3000, MaxMultiRootSpans: 100_000, MaxContextSpans: 100_000, MaxPendingSpans: 200_000, MaxOpenRuns: 100_000}}, cfg.Limits)
+	assert.Equal(t, LimitsConfig{LimitsConfig: rules.LimitsConfig{MaxTraces: 1000, MaxSpansPerTrace: 500, MaxRootRecords: 2000, MaxIdempotencyKeys: 3000, MaxMultiRootSpans: 100_000, MaxContextSpans: 100_000, MaxPendingSpans: 200_000, MaxOpenRuns: 100_000}, MaxHeldBytes: defaultMaxHeldBytes}, cfg.Limits)
 	vc := cfg.verdictConfig()
 	assert.Equal(t, 100*time.Millisecond, vc.ClockSkew)
 	assert.Equal(t, 3000, vc.MaxKeys)
@@ -57,7 +59,7 @@ func TestCustomConfig(t *testing.T) {
 func TestInvalidConfigNamesTheField(t *testing.T) {
 	for name, want := range map[string][]string{
 		"bad_format": {"attributes.deadlines[0].format", "unix_minutes"},
-		"bad_limits": {"decision_wait", "limits.max_traces"},
+		"bad_limits": {"decision_wait", "limits.max_traces", "send_batch_max_size: must be positive", "limits.max_held_bytes: must not be negative"},
 		"bad_price":  {"prices.gpt-4o.input_per_million"},
 		"bad_rules": {"clock_skew_tolerance: ", "run_timeout: ", "max_attempts: ", "cancellation.grace: ",
 			"limits.max_multi_root_spans: "},

@@ -29,6 +29,7 @@ type heldTrace struct {
 	first   time.Time
 	due     time.Time  // when it is released: first + decision_wait, or root + decision_wait_after_root
 	refs    []heldSpan // in order of arrival
+	bytes   int64      // the encoded size of its spans (heldBatch.spanBytes each; limits.max_held_bytes)
 	decided bool
 	late    bool
 	hasRoot bool
@@ -212,6 +213,9 @@ type holdShards struct {
 	evictMu sync.Mutex    // one eviction for max_traces at a time (evictOldest)
 	// armed is when the release loop's timer fires, unix ns; 0 when it is stopped.
 	armed atomic.Int64
+	// heldBytes is the encoded size of the spans held in all shards and of the held abandoned
+	// roots (limits.max_held_bytes; 0 throughout when it is 0).
+	heldBytes atomic.Int64
 }
 
 // shardCount is the number of hold shards: four per core (GOMAXPROCS at creation) rounded up to
@@ -294,7 +298,19 @@ func (p *orphanProcessor) wakeFor(sh *holdShard) {
 // release has decided it and handed its spans on (leftHeld).
 func (p *orphanProcessor) take(sh *holdShard, h *heldTrace) *heldTrace {
 	p.traces.Add(-1)
+	p.tookBytes(h)
 	return sh.take(h)
+}
+
+// tookBytes takes the spans of the traces taken out of the shards out of heldBytes.
+func (p *orphanProcessor) tookBytes(taken ...*heldTrace) {
+	n := int64(0)
+	for _, h := range taken {
+		n += h.bytes
+	}
+	if n != 0 {
+		p.heldBytes.Add(-n)
+	}
 }
 
 // due takes the traces whose wait is over at now from every shard, in due order (then order of
@@ -307,6 +323,7 @@ func (p *orphanProcessor) due(now time.Time) []*heldTrace {
 		n := len(ready)
 		ready = sh.takeDue(now, ready)
 		p.traces.Add(int64(n - len(ready)))
+		p.tookBytes(ready[n:]...)
 		sh.mu.Unlock()
 	}
 	slices.SortFunc(ready, func(a, b *heldTrace) int {
@@ -341,6 +358,7 @@ func (p *orphanProcessor) takeAll() []*heldTrace {
 		n := len(ready)
 		ready = sh.holdStore.takeAll(ready)
 		p.traces.Add(int64(n - len(ready)))
+		p.tookBytes(ready[n:]...)
 		sh.mu.Unlock()
 	}
 	slices.SortFunc(ready, func(a, b *heldTrace) int { return cmp.Compare(a.seq, b.seq) })
@@ -362,6 +380,30 @@ func (p *orphanProcessor) makeRoom(ctx context.Context, ready []*heldTrace) []*h
 		}
 		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "traces"))
 		ready = append(ready, h)
+	}
+	return ready
+}
+
+// fitBytes decides the oldest held traces of all shards early (appended to ready, counted as
+// evictions{state="bytes"}) while the spans held weigh more than limits.max_held_bytes: the
+// processor gives up what it holds before the memory limiter in front of it has to refuse new
+// spans (which are as likely to be the roots the held spans wait for).
+func (p *orphanProcessor) fitBytes(ctx context.Context, ready []*heldTrace) []*heldTrace {
+	limit := p.cfg.Limits.MaxHeldBytes
+	if limit <= 0 {
+		return ready
+	}
+	evicted := int64(0)
+	for p.heldBytes.Load() > limit {
+		h := p.evictOldest()
+		if h == nil {
+			break // what is left is held abandoned roots (bounded by max_traces) and intakes under way
+		}
+		evicted++
+		ready = append(ready, h)
+	}
+	if evicted > 0 {
+		p.tel.ProcessorOrphanEvictions.Add(ctx, evicted, p.tel.With("state", "bytes"))
 	}
 	return ready
 }

@@ -146,6 +146,14 @@ func (p *orphanProcessor) holdInShards(ctx context.Context, in *intake, now time
 	// (corrected below for those already held).
 	budget := int64(len(in.groups))
 	p.tel.ProcessorOrphanTracesHeld.Add(ctx, budget, p.tel.ID)
+	// Each span's share of the batch's encoded size (limits.max_held_bytes), added before any
+	// of the batch's traces can be taken out (and its bytes with it).
+	var sb int64
+	if len(in.spans) > 0 {
+		if sb = in.spans[0].ref.src.b.spanBytes; sb > 0 {
+			p.heldBytes.Add(sb * int64(len(in.spans)))
+		}
+	}
 	created := int64(0)
 	for gi := range in.groups {
 		g := &in.groups[gi]
@@ -178,6 +186,7 @@ func (p *orphanProcessor) holdInShards(ctx context.Context, in *intake, now time
 				p.setDueLocked(sh, h, now.Add(p.afterRoot))
 			}
 			sh.hold(h, s.ref, left)
+			h.bytes += sb
 			left--
 			if h.late {
 				late++
@@ -194,7 +203,7 @@ func (p *orphanProcessor) holdInShards(ctx context.Context, in *intake, now time
 	if created < budget {
 		p.tel.ProcessorOrphanTracesHeld.Add(ctx, created-budget, p.tel.ID)
 	}
-	return ready, late
+	return p.fitBytes(ctx, ready), late
 }
 
 // addHeld adds trace id, whose first span of the batch is root or not, to sh (locked), due

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/latency"
+	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -24,7 +25,7 @@ import (
 // Shutdown and the release loop). intake.go groups a batch's spans by trace; hold.go is where a
 // trace waits for its decision (holdShards: the shard of its trace ID, each a holdStore by ID,
 // arrival and due time under its own mutex); release.go how decided spans leave (whole batches as they came,
-// or span by span); verdicts.go where a released trace is decided (decide, via the correlator's
+// or span by span, in calls of at most send_batch_max_size spans); verdicts.go where a released trace is decided (decide, via the correlator's
 // Release) and its verdicts, carried verdicts and carrier spans are written (writeVerdict,
 // writeCarried, passCarried); roots.go the abandoned roots held after their trace; telemetry.go
 // the counters; keysharing.go the tier's shared keys; replay.go the processor on a recording's
@@ -86,7 +87,9 @@ type orphanProcessor struct {
 }
 
 func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
-	corr, err := verdict.New(cfg.verdictConfig())
+	vc := cfg.verdictConfig()
+	vc.PrefixPriced = rules.PrefixPricedLogger(set.Logger)
+	corr, err := verdict.New(vc)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +113,7 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		defer p.sweepMu.Unlock()
 		r, k := corr.Held()
 		memo, pending, open := corr.Kept()
-		return kept{Roots: int64(r), Keys: int64(k), Pending: int64(pending), OpenRuns: int64(open), Context: int64(memo - pending)}
+		return kept{Roots: int64(r), Keys: int64(k), Pending: int64(pending), OpenRuns: int64(open), Context: int64(memo - pending), HeldBytes: p.heldBytes.Load()}
 	})
 	if err != nil {
 		return nil, err
@@ -280,6 +283,11 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	defer in.recycle()
 	now := p.clock.Now()
 	b := in.group(p.reader, td)
+	if p.cfg.Limits.MaxHeldBytes > 0 && !p.atOnce && len(in.spans) > 0 {
+		// What the batch's spans weigh, shared evenly among them (limits.max_held_bytes): one
+		// pass of pdata's own size computation over the batch, no copy.
+		b.spanBytes = max(int64((&ptrace.ProtoMarshaler{}).TracesSize(td))/int64(len(in.spans)+len(in.pass)), 1)
+	}
 	// Every span of the batch that will leave counts before any release can see the batch.
 	b.left = len(in.spans) + len(in.pass)
 	// Whether each trace's root was known before this batch (its spans are then late), then

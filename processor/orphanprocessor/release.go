@@ -19,6 +19,9 @@ type heldBatch struct {
 	td    ptrace.Traces
 	left  int  // spans still in it that will leave (held, or leaving with a release under way)
 	split bool // spans left it one by one: it holds husks (empty spans) and is not passed on
+	// spanBytes is each of its spans' share of its encoded size (limits.max_held_bytes): the
+	// batch's ptrace.ProtoMarshaler.TracesSize over its spans, at least 1; 0 when the limit is 0.
+	spanBytes int64
 }
 
 // batchLeaving is the spans of one batch that leave in a release.
@@ -79,6 +82,12 @@ func (lv *leaving) add(r heldSpan) {
 
 // recycle drops what lv points into and returns it to the pool.
 func (lv *leaving) recycle() {
+	lv.reset()
+	leavingPool.Put(lv)
+}
+
+// reset drops what lv points into: it gathers the next part of a release (send).
+func (lv *leaving) reset() {
 	for i := range lv.batches {
 		bl := &lv.batches[i]
 		clear(bl.refs)
@@ -87,7 +96,6 @@ func (lv *leaving) recycle() {
 	lv.batches = lv.batches[:0]
 	lv.index = nil
 	lv.last, lv.spans = 0, 0
-	leavingPool.Put(lv)
 }
 
 // assemble takes the leaving spans out of their batches into one ptrace.Traces: whole batches
@@ -168,15 +176,15 @@ func extract(td ptrace.Traces, refs []heldSpan) {
 	}
 }
 
-// release decides the given traces, writes their verdicts and passes them on in one batch.
-// A refusal by the next consumer is returned; where nobody can be told (the release loop,
-// shutdown), the caller passes the error to dropped.
+// release decides the given traces, writes their verdicts and passes them on, in calls of at
+// most send_batch_max_size spans (send). A refusal by the next consumer is returned; where
+// nobody can be told (the release loop, shutdown), the caller passes the error to dropped.
 func (p *orphanProcessor) release(ctx context.Context, ready []*heldTrace) error {
 	return p.releaseWith(ctx, ready, nil)
 }
 
 // releaseWith is release with spans that leave undecided (pass: spans without a trace ID,
-// their mark written) in the same batch.
+// their mark written) in the same release, after the decided ones.
 func (p *orphanProcessor) releaseWith(ctx context.Context, ready []*heldTrace, pass []heldSpan) error {
 	ready = p.keyShareHold(ready) // key sharing: traces waiting for a key record (keysharing.go)
 	if len(ready) == 0 && len(pass) == 0 {
@@ -187,26 +195,79 @@ func (p *orphanProcessor) releaseWith(ctx context.Context, ready []*heldTrace, p
 	now := p.clock.Now()
 	lv := leavingPool.Get().(*leaving)
 	defer lv.recycle()
+	var ref refusals
+	// Each trace is decided before any of its spans leaves (its carried verdicts are written on
+	// one of them); a part full at send_batch_max_size leaves before the next trace is decided.
 	for _, h := range ready {
 		p.decide(ctx, h)
 		p.tel.ProcessorOrphanDecisionWait.Record(ctx, now.Sub(h.first).Seconds(), p.tel.ID)
 		for _, r := range h.refs {
 			if !r.hold {
 				lv.add(r)
+				if lv.spans >= p.cfg.SendBatchMaxSize {
+					p.send(ctx, lv, 0, &ref)
+				}
 			}
 		}
 		h.refs = nil
 	}
+	passing := 0 // spans of pass in lv: counted as processed when they came
 	for _, r := range pass {
 		lv.add(r)
+		if passing++; lv.spans >= p.cfg.SendBatchMaxSize {
+			p.send(ctx, lv, passing, &ref)
+			passing = 0
+		}
 	}
+	p.send(ctx, lv, passing, &ref)
+	return ref.err()
+}
+
+// send assembles the spans lv gathered (at most send_batch_max_size), passes them on in one
+// call, counts them (processed, but for the counted spans of pass; downstream_errors when
+// refused, adding them to ref) and resets lv for the next part of the release.
+func (p *orphanProcessor) send(ctx context.Context, lv *leaving, counted int, ref *refusals) {
 	n := lv.spans
+	if n == 0 {
+		return
+	}
 	out := lv.assemble()
-	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n-len(pass)), p.tel.ID) // pass: counted when it came
+	lv.reset()
+	if n > counted {
+		p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n-counted), p.tel.ID)
+	}
 	p.countCorrelatorEvictions(ctx)
+	p.handOn(ctx, out, n, ref)
+}
+
+// handOn passes out (n spans, at most send_batch_max_size) to the next consumer; a refusal is
+// counted in downstream_errors and added to ref.
+func (p *orphanProcessor) handOn(ctx context.Context, out ptrace.Traces, n int, ref *refusals) {
 	if err := p.next.ConsumeTraces(ctx, out); err != nil {
 		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
-		return &refusedError{err: err, spans: n}
+		ref.add(err, n)
 	}
-	return nil
+}
+
+// refusals gathers the next consumer's refusals of the parts of one release: the spans refused
+// and the first error (the parts after a refusal are still handed on: each is a request of its
+// own downstream).
+type refusals struct {
+	first error
+	spans int
+}
+
+func (r *refusals) add(err error, n int) {
+	if r.first == nil {
+		r.first = err
+	}
+	r.spans += n
+}
+
+// err is the release's refusedError; nil when nothing was refused.
+func (r *refusals) err() error {
+	if r.spans == 0 {
+		return nil
+	}
+	return &refusedError{err: r.first, spans: r.spans}
 }

@@ -33,6 +33,9 @@ func (p *orphanProcessor) holdRoot(ctx context.Context, h *heldTrace, i int, v *
 	p.rootQueue = append(p.rootQueue, hr)
 	over := len(p.rootQueue) > p.cfg.Limits.MaxTraces
 	p.rootsMu.Unlock()
+	if sb := hr.ref.src.b.spanBytes; sb > 0 {
+		p.heldBytes.Add(sb) // its trace's bytes were taken out with the trace
+	}
 	p.tel.ProcessorOrphanSpansHeld.Add(ctx, 1, p.tel.ID)
 	if over {
 		p.tel.ProcessorOrphanEvictions.Add(ctx, 1, p.tel.With("state", "held_roots"))
@@ -74,6 +77,9 @@ func (p *orphanProcessor) dueRoots(now time.Time, n int) []*heldRoot {
 		p.rootQueue = p.rootQueue[1:]
 		hr.gone = true
 		out = append(out, hr)
+		if sb := hr.ref.src.b.spanBytes; sb > 0 {
+			p.heldBytes.Add(-sb)
+		}
 		rs := p.roots[hr.trace]
 		rs = slices.DeleteFunc(rs, func(x *heldRoot) bool { return x == hr })
 		if len(rs) == 0 {
@@ -95,7 +101,8 @@ func (p *orphanProcessor) nextRootDue() time.Time {
 	return p.rootQueue[0].due
 }
 
-// releaseRoots writes the held roots' verdicts and passes them on.
+// releaseRoots writes the held roots' verdicts and passes them on, in calls of at most
+// send_batch_max_size spans.
 func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) error {
 	if len(roots) == 0 {
 		return nil
@@ -103,19 +110,18 @@ func (p *orphanProcessor) releaseRoots(ctx context.Context, roots []*heldRoot) e
 	lv := leavingPool.Get().(*leaving)
 	defer lv.recycle()
 	now := p.clock.Now()
+	n := len(roots)
+	// Held until handed on (leftHeld).
+	defer p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-n), p.tel.ID)
+	var ref refusals
 	for _, hr := range roots {
 		writeVerdict(hr.ref.sp.Attributes(), &hr.v)
 		lv.add(hr.ref)
 		p.lat.Counted(hr.trace, now)
+		if lv.spans >= p.cfg.SendBatchMaxSize {
+			p.send(ctx, lv, 0, &ref)
+		}
 	}
-	out := lv.assemble()
-	n := len(roots)
-	p.tel.ProcessorOrphanSpansProcessed.Add(ctx, int64(n), p.tel.ID)
-	// Held until handed on (leftHeld).
-	defer p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(-n), p.tel.ID)
-	if err := p.next.ConsumeTraces(ctx, out); err != nil {
-		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
-		return &refusedError{err: err, spans: n}
-	}
-	return nil
+	p.send(ctx, lv, 0, &ref)
+	return ref.err()
 }

@@ -37,6 +37,7 @@ type telemetry struct {
 // kept is what the processor's correlator keeps, reported on collection.
 type kept struct {
 	Roots, Keys, Pending, OpenRuns, Context int64
+	HeldBytes                               int64 // heldBytes (limits.max_held_bytes)
 }
 
 // newTelemetry creates the instruments of the processor instance set.ID. observe, when not
@@ -48,6 +49,7 @@ func newTelemetry(set processor.Settings, observe func() kept) (*telemetry, erro
 	}
 	t := &telemetry{TelemetryBuilder: tb, id: attribute.String(processorAttribute, set.ID.String())}
 	t.ID = metric.WithAttributeSet(attribute.NewSet(t.id))
+	t.zero()
 	if observe == nil {
 		return t, nil
 	}
@@ -63,12 +65,38 @@ func newTelemetry(set processor.Settings, observe func() kept) (*telemetry, erro
 		tb.RegisterProcessorOrphanPendingSpansCallback(gauge(func(k kept) int64 { return k.Pending })),
 		tb.RegisterProcessorOrphanOpenRunsCallback(gauge(func(k kept) int64 { return k.OpenRuns })),
 		tb.RegisterProcessorOrphanContextSpansCallback(gauge(func(k kept) int64 { return k.Context })),
+		tb.RegisterProcessorOrphanHeldBytesCallback(gauge(func(k kept) int64 { return k.HeldBytes })),
 	)
 	if errs != nil {
 		tb.Shutdown()
 		return nil, errs
 	}
 	return t, nil
+}
+
+// evictionStates are the values of evictions{state} (documentation.md).
+var evictionStates = []string{"traces", "spans_per_trace", "root_records", "idempotency_keys",
+	"multi_root_spans", "context_spans", "pending_spans", "request_duration", "open_runs", "held_roots"}
+
+// zero adds 0 to the counters of what goes wrong or happens rarely (evictions by state, spans
+// dropped by reason, downstream errors, late spans, missing roots, carriers), so that their
+// series exist from the start, at 0: an alert's rate() and a dashboard's increase() then see
+// the first occurrence (a series that appears at 1 shows no increase), and alert rules and
+// dashboards find the series whether scraped or pushed (docs/monitoring.md). The counters by
+// reason of bad input (spans_without_verdict, attributes_ignored) appear with their reason.
+func (t *telemetry) zero() {
+	ctx := context.Background()
+	for _, c := range []metric.Int64Counter{t.ProcessorOrphanSpansProcessed, t.ProcessorOrphanSpansOrphaned,
+		t.ProcessorOrphanSpansDeferred, t.ProcessorOrphanCarrierSpans, t.ProcessorOrphanSpansLate,
+		t.ProcessorOrphanTracesRootMissing, t.ProcessorOrphanRunsUnknownRoot, t.ProcessorOrphanDownstreamErrors} {
+		c.Add(ctx, 0, t.ID)
+	}
+	for _, s := range evictionStates {
+		t.ProcessorOrphanEvictions.Add(ctx, 0, t.With("state", s))
+	}
+	for _, r := range []string{dropRefused, dropPermanent} {
+		t.ProcessorOrphanSpansDropped.Add(ctx, 0, t.With("reason", r))
+	}
 }
 
 // With returns the measurement option carrying the processor's ID and key=value.

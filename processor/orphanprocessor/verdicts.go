@@ -15,6 +15,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/internal/verdictattrs"
 )
 
 // Writing verdicts: deciding a released trace and writing its verdicts, carried verdicts
@@ -298,26 +299,33 @@ func idsHex(t verdict.TraceID, s verdict.SpanID) string {
 
 // passCarried passes on carried verdicts that no span of their trace is there to carry (a
 // sweep, shutdown): one carrier span per trace (verdict.CarrierSpanName), a child of the first
-// span it carries for, in that span's service.
+// span it carries for, in that span's service; in calls of at most send_batch_max_size carriers.
 func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Carried, st verdict.Stats, now time.Time) error {
 	if len(carried) == 0 {
 		return nil
 	}
 	p.countDecision(ctx, nil, carried, &st)
 	p.countCorrelatorEvictions(ctx)
-	out := ptrace.NewTraces()
 	// The carriers first, with how many events each will carry, then the events: one events
-	// array per carrier.
+	// array per carrier. A new part begins every send_batch_max_size carriers.
 	type carrier struct {
 		sp ptrace.Span
 		n  int
 	}
+	var (
+		parts []ptrace.Traces
+		sizes []int
+	)
 	byTrace := map[verdict.TraceID]*carrier{}
 	for i := range carried {
 		cv := &carried[i]
 		c, ok := byTrace[cv.Span.TraceID]
 		if !ok {
-			rs := out.ResourceSpans().AppendEmpty()
+			if len(parts) == 0 || sizes[len(sizes)-1] >= p.cfg.SendBatchMaxSize {
+				parts, sizes = append(parts, ptrace.NewTraces()), append(sizes, 0)
+			}
+			sizes[len(sizes)-1]++
+			rs := parts[len(parts)-1].ResourceSpans().AppendEmpty()
 			rs.Resource().Attributes().PutStr("service.name", cv.Span.Service)
 			ss := rs.ScopeSpans().AppendEmpty()
 			ss.Scope().SetName(carrierScope)
@@ -344,13 +352,12 @@ func (p *orphanProcessor) passCarried(ctx context.Context, carried []verdict.Car
 	for t := range byTrace {
 		p.lat.Counted(t, now)
 	}
-	n := len(byTrace)
-	p.tel.ProcessorOrphanCarrierSpans.Add(ctx, int64(n), p.tel.ID)
-	if err := p.next.ConsumeTraces(ctx, out); err != nil {
-		p.tel.ProcessorOrphanDownstreamErrors.Add(ctx, int64(n), p.tel.ID)
-		return &refusedError{err: err, spans: n}
+	p.tel.ProcessorOrphanCarrierSpans.Add(ctx, int64(len(byTrace)), p.tel.ID)
+	var ref refusals
+	for i, out := range parts {
+		p.handOn(ctx, out, sizes[i], &ref)
 	}
-	return nil
+	return ref.err()
 }
 
 // carrierScope is the instrumentation scope of carrier spans.
@@ -365,112 +372,8 @@ func (p *orphanProcessor) newSpanID() pcommon.SpanID {
 	return id
 }
 
-// verdictAttrs is how many attributes writeVerdict writes for v.
-func verdictAttrs(v *verdict.Verdict) int {
-	n := 0
-	switch v.Liveness {
-	case verdict.LivenessLive:
-		n += 2
-	case verdict.LivenessOrphaned:
-		n += 3
-	case verdict.LivenessUnknown:
-		n++
-	}
-	if v.Detached {
-		n++
-	}
-	if v.Attempt > 0 {
-		n++
-	}
-	if v.Outcome != verdict.OutcomeNone {
-		n += 3
-	}
-	if v.EndReason != verdict.EndReasonNone {
-		n++
-	}
-	if v.CallerService != "" {
-		n++
-	}
-	if v.SpendRepeated {
-		n++
-	}
-	if v.SpendNested {
-		n++
-	}
-	if v.HasReach {
-		n += 2
-	}
-	if v.Model != "" {
-		n++
-		if v.InputTokens >= 0 {
-			n++
-		}
-		if v.OutputTokens >= 0 {
-			n++
-		}
-		if v.HasCost {
-			n++
-		}
-	}
-	return n
-}
+// verdictAttrs is how many attributes writeVerdict writes for v (internal/verdictattrs).
+func verdictAttrs(v *verdict.Verdict) int { return verdictattrs.Count(v) }
 
-// writeVerdict writes the verdict attributes of docs/verdicts.md; nothing for unknown values.
-func writeVerdict(a pcommon.Map, v *verdict.Verdict) {
-	// One allocation for the span's grown attributes, not one per attribute added.
-	if n := verdictAttrs(v); n > 0 {
-		a.EnsureCapacity(a.Len() + n)
-	}
-	if v.Liveness != verdict.LivenessNone {
-		a.PutStr(verdict.AttrLiveness, v.Liveness.String())
-	}
-	if v.Liveness == verdict.LivenessLive || v.Liveness == verdict.LivenessOrphaned {
-		a.PutBool(verdict.AttrStartedAfterGone, v.StartedAfterGone)
-	}
-	if v.Liveness == verdict.LivenessOrphaned {
-		a.PutDouble(verdict.AttrAfterGone, v.AfterGone)
-	}
-	if v.Detached {
-		a.PutBool(verdict.AttrDetached, true)
-	}
-	if v.Attempt > 0 {
-		a.PutInt(verdict.AttrAttempt, int64(v.Attempt))
-	}
-	if v.Outcome != verdict.OutcomeNone {
-		a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
-		a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
-		if v.RunOK {
-			a.PutStr(verdict.AttrRunResult, "ok")
-		} else {
-			a.PutStr(verdict.AttrRunResult, "error")
-		}
-	}
-	if v.EndReason != verdict.EndReasonNone {
-		a.PutStr(verdict.AttrRootEndReason, v.EndReason.String())
-	}
-	if v.CallerService != "" {
-		a.PutStr(verdict.AttrCallerService, v.CallerService)
-	}
-	if v.SpendRepeated {
-		a.PutBool(verdict.AttrSpendRepeated, true)
-	}
-	if v.SpendNested {
-		a.PutBool(verdict.AttrSpendNested, true)
-	}
-	if v.HasReach {
-		a.PutInt(verdict.AttrCancelReachHops, int64(v.ReachHops))
-		a.PutInt(verdict.AttrOrphanedDepth, int64(v.OrphanedDepthHops))
-	}
-	if v.Model != "" {
-		a.PutStr(verdict.AttrSpendModel, v.Model)
-		if v.InputTokens >= 0 {
-			a.PutInt(verdict.AttrSpendInput, v.InputTokens)
-		}
-		if v.OutputTokens >= 0 {
-			a.PutInt(verdict.AttrSpendOutput, v.OutputTokens)
-		}
-		if v.HasCost {
-			a.PutDouble(verdict.AttrSpendCost, v.Cost)
-		}
-	}
-}
+// writeVerdict writes v's attributes (internal/verdictattrs).
+func writeVerdict(a pcommon.Map, v *verdict.Verdict) { verdictattrs.Write(a, v) }

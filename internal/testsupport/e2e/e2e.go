@@ -339,6 +339,7 @@ func Settled(tel []Series) bool {
 		Sum(tel, "otelcol_processor_orphan_open_runs", orphan) == 0 &&
 		counted == out
 }
+
 // WaitFor polls until cond holds or timeout passes, and reports whether it held.
 func WaitFor(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)

@@ -126,8 +126,9 @@ type Prometheus struct {
 
 // StartPrometheus writes config to a new folder (as prometheus.yml) and starts bin on a free
 // 127.0.0.1 port with exemplar storage enabled, then waits until it is ready. extraFiles are
-// written beside the config (name -> content), e.g. rule files the config names.
-func StartPrometheus(t testing.TB, bin string, config []byte, extraFiles map[string][]byte) *Prometheus {
+// written beside the config (name -> content), e.g. rule files the config names; extraArgs are
+// further flags (--web.enable-remote-write-receiver).
+func StartPrometheus(t testing.TB, bin string, config []byte, extraFiles map[string][]byte, extraArgs ...string) *Prometheus {
 	t.Helper()
 	dir := t.TempDir()
 	for name, b := range extraFiles {
@@ -140,13 +141,13 @@ func StartPrometheus(t testing.TB, bin string, config []byte, extraFiles map[str
 		t.Fatal(err)
 	}
 	p := &Prometheus{Port: FreePort(t), Dir: dir}
-	p.Process = StartProcess(t, "prometheus", bin,
-		"--config.file="+cfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+	p.Process = StartProcess(t, "prometheus", bin, append([]string{
+		"--config.file=" + cfg,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", p.Port),
 		"--enable-feature=exemplar-storage",
 		"--log.level=warn",
-	)
+	}, extraArgs...)...)
 	waitHTTP(t, p.Process, p.URL()+"/-/ready", 30*time.Second)
 	return p
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,4 +114,77 @@ func TestAlertmanagerConfigForTest(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, hooks)
+}
+
+// PushConfigForTest changes the metrics exporter's endpoint, the named settings and the
+// periodic readers' interval of a shipped push config, and nothing else.
+func TestPushConfigForTest(t *testing.T) {
+	for _, f := range []string{"otlp_http.yaml", "prometheusremotewrite.yaml"} {
+		src := readRepo(t, "config/push/"+f)
+		out, err := PushConfigForTest(src, PushOverrides{
+			MetricsEndpoint: "http://127.0.0.1:1/x",
+			Settings:        map[string]any{"decision_wait": "2s", "metrics_flush_interval": "1s"},
+			ReaderInterval:  1500 * time.Millisecond,
+		})
+		require.NoError(t, err, f)
+		var orig, got map[string]any
+		require.NoError(t, yaml.Unmarshal(src, &orig))
+		require.NoError(t, yaml.Unmarshal(out, &got))
+		assert.Contains(t, string(out), "http://127.0.0.1:1/x", f)
+		assert.Contains(t, string(out), "decision_wait: 2s", f)
+		assert.Contains(t, string(out), "metrics_flush_interval: 1s", f)
+		assert.Contains(t, string(out), "interval: 1500", f)
+		// Put the originals back by the same rewrite: then the configs are equal.
+		back, err := PushConfigForTest(out, PushOverrides{
+			MetricsEndpoint: findKey(orig, "exporters", "endpoint").(string),
+			Settings: map[string]any{
+				"decision_wait":          findKey(orig, "processors", "decision_wait"),
+				"metrics_flush_interval": findKey(orig, "connectors", "metrics_flush_interval"),
+			},
+			ReaderInterval: time.Duration(findKey(orig, "service", "interval").(int)) * time.Millisecond,
+		})
+		require.NoError(t, err)
+		var again map[string]any
+		require.NoError(t, yaml.Unmarshal(back, &again))
+		assert.Equal(t, jsonNumbers(t, orig), jsonNumbers(t, again), f)
+	}
+	_, err := PushConfigForTest(readRepo(t, "config/push/otlp_http.yaml"), PushOverrides{
+		MetricsEndpoint: "x", Settings: map[string]any{"no_such_setting": 1}, ReaderInterval: time.Second})
+	assert.ErrorContains(t, err, "no component has no_such_setting")
+}
+
+// jsonNumbers returns v with every number a float64 (YAML writes 10.00 back as 10, an int).
+func jsonNumbers(t *testing.T, v any) any {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	var out any
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
+}
+
+// findKey returns the first value of key under cfg[top], at any depth.
+func findKey(cfg map[string]any, top, key string) any {
+	var walk func(v any) (any, bool)
+	walk = func(v any) (any, bool) {
+		switch x := v.(type) {
+		case map[string]any:
+			if r, ok := x[key]; ok {
+				return r, true
+			}
+			for _, c := range x {
+				if r, ok := walk(c); ok {
+					return r, true
+				}
+			}
+		case []any:
+			for _, c := range x {
+				if r, ok := walk(c); ok {
+					return r, true
+				}
+			}
+		}
+		return nil, false
+	}
+	r, _ := walk(cfg[top])
+	return r
 }

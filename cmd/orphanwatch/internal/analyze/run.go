@@ -1,32 +1,26 @@
-// Package analyze runs trace dumps through the orphan processor in-process, on the files' own
-// clock: the same factory configuration, code and time model the collector runs
-// (orphanprocessor.Replay), the spans handed over in the order they end, as a collector
-// receives them, the processor's waits, sweeps and run timeouts passing as the span times do.
-// It reads the verdicts it writes on the spans, and those it carries later as
-// orphanwatch.verdict events, into a report. The orphanmetrics exporter's Recorder turns the
+// Package analyze decides the verdicts of trace dumps in-process through the observe path
+// (internal/observe, what the orphanmetrics exporter runs by default), on the files' own clock:
+// the same rules, configuration and time model the collector runs, the spans handed over in the
+// order they end, as a collector receives them, the waits, sweeps and run timeouts passing as
+// the span times do. The verdicts are written onto the spans as the orphan processor writes
+// them (annotator) and read into a report. The orphanmetrics exporter's Recorder turns the
 // same output into the Prometheus metrics the exporter would serve.
 package analyze
 
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/processor"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/observe"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -104,66 +98,47 @@ func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Out
 		cfg = &c
 	}
 
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer func() { _ = mp.Shutdown(context.Background()) }()
-	tel := componenttest.NewNopTelemetrySettings()
-	tel.MeterProvider = mp
-	factory := orphanprocessor.NewFactory()
-	set := processor.Settings{ID: component.NewID(factory.Type()), TelemetrySettings: tel, BuildInfo: component.NewDefaultBuildInfo()}
-
-	var (
-		target *[]ptrace.Traces
-		out    []ptrace.Traces
-		probes []ptrace.Traces
-	)
-	sink, err := consumer.NewTraces(func(_ context.Context, td ptrace.Traces) error {
-		*target = append(*target, td)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	rp, err := orphanprocessor.NewReplay(set, cfg, sink)
+	// The observe path (internal/observe), on the file's clock: every span handed over at its
+	// end, the waits and sweeps passing as the span times do; the verdicts written onto the
+	// spans of the output by the annotator, as the orphan processor would write them.
+	clk := &replayClock{}
+	ann := newAnnotator()
+	obs, err := observe.New(cfg.Config, cfg.Limits.LimitsConfig, ann, observe.Settings{Now: clk.Now})
 	if err != nil {
 		return nil, fmt.Errorf("processor configuration: %w", err)
 	}
-	target = &out
-	var errs []error
+	var out []ptrace.Traces
 	for i := 0; i < len(arrivals); {
 		at := arrivals[i].at
 		j := i
 		for j < len(arrivals) && arrivals[j].at == at {
 			j++
 		}
-		errs = append(errs, rp.ConsumeTraces(ctx, time.Unix(0, at), batchOf(arrivals[i:j])))
+		td := batchOf(arrivals[i:j])
+		ann.index(td)
+		clk.advance(obs, time.Unix(0, at))
+		obs.Consume(td)
+		obs.Tick()
+		out = append(out, td)
 		i = j
 	}
-	_, err = rp.Drain(ctx)
-	errs = append(errs, err)
-	var rm metricdata.ResourceMetrics
-	errCollect := reader.Collect(ctx, &rm)
-	// Ask the same processor for each root's gone time (see goneProbes).
-	var probeSpans map[goneKey]probe
-	if err := errors.Join(errs...); err == nil {
-		var probeBatch ptrace.Traces
-		probeBatch, probeSpans = goneProbes(out)
-		if probeBatch.SpanCount() > 0 {
-			target = &probes
-			errs = append(errs, rp.ConsumeTraces(ctx, rp.Now(), probeBatch))
-			_, err = rp.Drain(ctx)
-			errs = append(errs, err)
-		}
+	clk.drain(obs, cfg)
+	// Ask the same observer for each root's gone time (see goneProbes).
+	probeBatch, probeSpans := goneProbes(out)
+	var probes []ptrace.Traces
+	if probeBatch.SpanCount() > 0 {
+		// Only the probes take verdicts now: what deciding them re-decides of their traces
+		// is not the input's (the processor sent it to the probes' output, apart).
+		ann.spans = map[spanKey]*sameID{}
+		ann.index(probeBatch)
+		obs.Consume(probeBatch)
+		clk.drain(obs, cfg)
+		probes = append(probes, probeBatch)
 	}
-	errs = append(errs, rp.Shutdown(ctx))
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("orphan processor: %w", err)
-	}
+	obs.Shutdown()
 
 	rep := buildReport(out, files, traceFiles, readProbes(probes, probeSpans))
-	if errCollect == nil {
-		rep.Summary.Processor = processorTelemetry(&rm)
-	}
+	rep.Summary.Processor = observerCounts(obs.Stats(), probeBatch.SpanCount())
 	return &Output{Traces: out, Report: rep}, nil
 }
 
@@ -336,38 +311,17 @@ func readProbes(out []ptrace.Traces, probes map[goneKey]probe) map[goneKey]int64
 	return gone
 }
 
-// processorTelemetry reads the processor's own counters of spans it could not judge, and of
-// verdicts it carried.
-func processorTelemetry(rm *metricdata.ResourceMetrics) ProcessorCounts {
-	pc := ProcessorCounts{WithoutVerdict: map[string]int64{}, AttributesIgnored: map[string]int64{}}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				continue
-			}
-			for _, dp := range sum.DataPoints {
-				reason, _ := dp.Attributes.Value("reason")
-				switch m.Name {
-				case "otelcol_processor_orphan_spans_processed":
-					pc.SpansProcessed += dp.Value
-				case "otelcol_processor_orphan_spans_without_verdict":
-					pc.WithoutVerdict[reason.AsString()] += dp.Value
-				case "otelcol_processor_orphan_attributes_ignored":
-					pc.AttributesIgnored[reason.AsString()] += dp.Value
-				case "otelcol_processor_orphan_traces_root_missing":
-					pc.TracesRootMissing += dp.Value
-				case "otelcol_processor_orphan_runs_unknown_root":
-					pc.RunsUnknownRoot += dp.Value
-				case "otelcol_processor_orphan_spans_deferred":
-					pc.SpansDeferred += dp.Value
-				case "otelcol_processor_orphan_carrier_spans":
-					pc.CarrierSpans += dp.Value
-				}
-			}
-		}
+// observerCounts are the observer's own counts of spans it could not judge and of verdicts
+// it deferred, less the probes.
+func observerCounts(st observe.Stats, probes int) ProcessorCounts {
+	return ProcessorCounts{
+		SpansProcessed:    st.Spans - int64(probes),
+		WithoutVerdict:    st.WithoutVerdict,
+		AttributesIgnored: st.AttributesIgnored,
+		TracesRootMissing: st.RootMissing,
+		RunsUnknownRoot:   st.UnknownRootRuns,
+		SpansDeferred:     st.Deferred,
 	}
-	return pc
 }
 
 func forEachSpan(td ptrace.Traces, f func(pcommon.Resource, ptrace.Span)) {

@@ -34,6 +34,7 @@ type TelemetryBuilder struct {
 	ProcessorOrphanDecisionWait        metric.Float64Histogram
 	ProcessorOrphanDownstreamErrors    metric.Int64Counter
 	ProcessorOrphanEvictions           metric.Int64Counter
+	ProcessorOrphanHeldBytes           metric.Int64ObservableGauge
 	ProcessorOrphanIdempotencyKeys     metric.Int64ObservableGauge
 	ProcessorOrphanKeyLookups          metric.Int64Counter
 	ProcessorOrphanKeyTracesWaiting    metric.Int64ObservableGauge
@@ -70,6 +71,21 @@ func (builder *TelemetryBuilder) RegisterProcessorOrphanContextSpansCallback(cb 
 		cb(ctx, &observerInt64{inst: builder.ProcessorOrphanContextSpans, obs: o})
 		return nil
 	}, builder.ProcessorOrphanContextSpans)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterProcessorOrphanHeldBytesCallback sets callback for observable ProcessorOrphanHeldBytes metric.
+func (builder *TelemetryBuilder) RegisterProcessorOrphanHeldBytesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorOrphanHeldBytes, obs: o})
+		return nil
+	}, builder.ProcessorOrphanHeldBytes)
 	if err != nil {
 		return err
 	}
@@ -217,6 +233,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_orphan_evictions",
 		metric.WithDescription("State evicted to stay within the configured limits, by state. [Alpha]"),
 		metric.WithUnit("{items}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorOrphanHeldBytes, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_orphan_held_bytes",
+		metric.WithDescription("Estimated size of the spans held, in bytes of their OTLP protobuf encoding (limits.max_held_bytes). [Alpha]"),
+		metric.WithUnit("By"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorOrphanIdempotencyKeys, err = builder.meter.Int64ObservableGauge(
