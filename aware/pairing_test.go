@@ -1,10 +1,15 @@
 package aware
 
 import (
+	"bytes"
 	"context"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -286,4 +291,100 @@ func TestPairingOtelhttpOwnProviderNeedsInstrumentedClient(t *testing.T) {
 		want := map[bool]int{false: 2, true: 1}[instrumented] // without the option: otelhttp's and the loop's
 		assert.Len(t, attemptSpans(exp.GetSpans()), want, "WithInstrumentedClient=%v", instrumented)
 	}
+}
+
+// A service whose otelhttp client and server were given their tracer provider
+// (otelhttp.WithTracerProvider) and that set no global provider, nor aware.WithTracerProvider:
+// the loop takes the provider of the recording span in the caller's context (the request's
+// server span), as otelhttp's transport does, so that its span exists and the attempts are
+// its children.
+func TestPairingLoopSpanFromContextProvider(t *testing.T) {
+	exp, tp := memExporter(t)
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: otelhttp.NewTransport(NewTransport(nil), otelhttp.WithTracerProvider(tp))}
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "POST /agent", trace.WithSpanKind(trace.SpanKindServer))
+	resp, err := Retry(ctx, func(ctx context.Context) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		return CheckResponse(client.Do(req))
+	}, WithName("retry search"), WithBackOff(backoff.NewConstantBackOff(time.Millisecond)))
+	require.NoError(t, err)
+	resp.Body.Close()
+	parent.End()
+	spans := exp.GetSpans()
+	for _, s := range checkOnePerAttempt(t, spans, "retry search", 3) {
+		assert.Equal(t, "HTTP GET", s.Name, "otelhttp's span, not one of the loop's")
+	}
+	for _, s := range spans {
+		if s.Name == "retry search" {
+			assert.Equal(t, parent.SpanContext().SpanID(), s.Parent.SpanID(), "the loop under the caller's span")
+		}
+	}
+}
+
+// The same client in a context without a span (a background job): the loop has no provider
+// to record with while the client's instrumentation records the attempts. The loop says so
+// once, through the OTel error handler (which logs by default), naming the option that fixes it.
+func TestPairingLoopWithoutProviderSaysSo(t *testing.T) {
+	exp, tp := memExporter(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	client := &http.Client{Transport: otelhttp.NewTransport(NewTransport(nil), otelhttp.WithTracerProvider(tp))}
+	var logged lockedLog
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	name := "retry " + t.Name() // reported once per loop name: a name no other test uses
+	for range 2 {
+		resp, err := Retry(context.Background(), func(ctx context.Context) (*http.Response, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+			return CheckResponse(client.Do(req))
+		}, WithName(name))
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	assert.Len(t, attemptSpans(exp.GetSpans()), 2, "otelhttp's spans")
+	out := logged.String()
+	assert.Equal(t, 1, strings.Count(out, `aware: retry loop "`+name+`" records no span`), "once per loop name:\n%s", out)
+	assert.Contains(t, out, "aware.WithTracerProvider")
+
+	// Given the provider, the loop records and says nothing.
+	logged.Reset()
+	exp.Reset()
+	resp, err := Retry(context.Background(), func(ctx context.Context) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		return CheckResponse(client.Do(req))
+	}, WithName(name+" given"), WithTracerProvider(tp))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Empty(t, logged.String())
+	checkOnePerAttempt(t, exp.GetSpans(), name+" given", 1)
+}
+
+// lockedLog collects what the log package writes, for a test to read.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *lockedLog) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Reset()
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -207,7 +208,15 @@ func WithMaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n 
 // an error caused by the caller's context ending stops the loop with a [*CancelError].
 func WithRetryable(f func(error) bool) Option { return func(c *config) { c.retryable = f } }
 
-// WithTracerProvider sets where spans go (default otel.GetTracerProvider()).
+// WithTracerProvider sets the provider of the spans the loop makes: its own span and the
+// attempt spans it makes. Without it the loop takes, like otelhttp's transport, the provider
+// of the span in the caller's context when that span is recording (a server span of
+// otelhttp.NewHandler, a span the caller started), else the global one
+// (otel.GetTracerProvider()). Give it when the caller's context may carry no recording span
+// and the global provider is not the one your client's instrumentation uses (otelhttp or
+// otelgrpc given WithTracerProvider, no otel.SetTracerProvider): the loop would record
+// nothing, and says so once per loop name through the OTel error handler (otel.Handle, which
+// logs by default) when the client's instrumentation records an attempt it claimed.
 func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
 
 // WithName names the loop's span (default "retry"); attempt spans take the same name unless
@@ -317,6 +326,7 @@ type Attempt struct {
 
 	annotate    bool         // the client's instrumentation may make the attempt's span
 	claimed     *atomic.Bool // set by AnnotateSpan: the client's instrumentation made it
+	recorded    *atomic.Bool // set by AnnotateSpan when the span it claimed for is recording
 	recordKey   bool
 	attemptAttr attribute.Key
 }
@@ -378,6 +388,9 @@ func AnnotateSpan(ctx context.Context) bool {
 		a.claimed.Store(true)
 	}
 	if span.IsRecording() {
+		if a.recorded != nil {
+			a.recorded.Store(true)
+		}
 		span.SetAttributes(a.Attributes()...)
 	}
 	return true
@@ -395,9 +408,6 @@ func newConfig(opts []Option) config {
 	}
 	if c.retryable == nil {
 		c.retryable = Retryable
-	}
-	if c.tp == nil {
-		c.tp = otel.GetTracerProvider()
 	}
 	if c.attemptName == "" {
 		c.attemptName = c.name
@@ -442,11 +452,14 @@ func Do(ctx context.Context, op func(ctx context.Context) error, opts ...Option)
 // does not see) and [WithUninstrumentedClient] ("my attempt function starts spans of its own")
 // change that; see them.
 //
+// The loop's spans go to the provider of [WithTracerProvider], else to that of the recording
+// span in ctx, else to the global one; see [WithTracerProvider].
+//
 // op gets a context derived from ctx carrying the [Attempt] (and, with
 // [WithUninstrumentedClient], the attempt's span).
 func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), opts ...Option) (T, error) {
 	c := newConfig(opts)
-	tracer := c.tp.Tracer(tracerName)
+	tracer := tracerProvider(ctx, c.tp).Tracer(tracerName)
 	var zero T
 
 	loopCtx := ctx
@@ -477,8 +490,8 @@ func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), 
 			return stop(n-1, BeforeDispatch, last)
 		}
 		a := Attempt{Number: n, IdempotencyKey: c.key, Loop: loop.SpanContext(),
-			annotate: c.spans != spansLoop, claimed: new(atomic.Bool), recordKey: c.recordKey,
-			attemptAttr: c.attemptAttr}
+			annotate: c.spans != spansLoop, claimed: new(atomic.Bool), recorded: new(atomic.Bool),
+			recordKey: c.recordKey, attemptAttr: c.attemptAttr}
 		actx := ContextWithAttempt(loopCtx, a)
 		var span trace.Span
 		switch c.spans {
@@ -492,6 +505,9 @@ func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), 
 		}
 		started := time.Now()
 		v, err := op(actx)
+		if c.loopSpan && !loop.IsRecording() && a.recorded.Load() {
+			reportNoLoopSpan(c.name)
+		}
 		if c.spans == spansAuto && !a.Claimed() {
 			// Nothing made a span for this attempt: the loop records it now, with the
 			// attempt's own start time.
@@ -547,6 +563,38 @@ func Retry[T any](ctx context.Context, op func(ctx context.Context) (T, error), 
 			return stop(n, DuringBackoff, last)
 		}
 	}
+}
+
+// tracerProvider is the provider of the loop's spans: the one given by [WithTracerProvider];
+// else that of the span in ctx when it is recording (the rule of otelhttp's transport, so that
+// a loop under an otelhttp server span records wherever that span does); else the global one.
+// A span that does not record (a remote parent, a sampled-out span) says nothing of where
+// spans go: its provider may be a no-op one even when the global provider records.
+func tracerProvider(ctx context.Context, given trace.TracerProvider) trace.TracerProvider {
+	if given != nil {
+		return given
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		return span.TracerProvider()
+	}
+	return otel.GetTracerProvider()
+}
+
+// noLoopSpanReported holds the loop names [reportNoLoopSpan] has reported.
+var noLoopSpanReported sync.Map
+
+// reportNoLoopSpan says, once per loop name and through the OTel error handler, that a loop
+// records no span of its own while its client's instrumentation records the attempts: the
+// loop's tracer provider (see [tracerProvider]) is not the client's. The attempts are then
+// traced without the span that records a cancellation (the processor cannot tell a loop that
+// noticed the caller leave from one that did not).
+func reportNoLoopSpan(name string) {
+	if _, done := noLoopSpanReported.LoadOrStore(name, true); done {
+		return
+	}
+	otel.Handle(fmt.Errorf("aware: retry loop %q records no span while its client's instrumentation records the attempts: "+
+		"the loop's tracer provider (the caller's recording span's, else otel.GetTracerProvider()) does not record; "+
+		"pass the client's provider with aware.WithTracerProvider(tp), or register it with otel.SetTracerProvider", name))
 }
 
 // Check is the check the loop makes before every attempt, for code between attempts (before a

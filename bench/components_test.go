@@ -18,8 +18,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -550,3 +552,63 @@ func (o *heldOrphan) run(tb testing.TB, batches []ptrace.Traces, next consumer.T
 }
 
 func (o *heldOrphan) close(testing.TB) {}
+
+// ---- the orphanmetrics exporter observing ---------------------------------------------------
+
+// observeConfig is the exporter's shipped configuration (mode: observe, the default rules and
+// time model: decision_wait 30 s, decision_wait_after_root 2 s) with the README's prices.
+func observeConfig() *orphanmetricsexporter.Config {
+	cfg := orphanmetricsexporter.NewDefaultConfig()
+	cfg.Prices = map[string]rules.PriceConfig{
+		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
+		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
+	}
+	return cfg
+}
+
+// observing is the orphanmetrics exporter in observe mode on the production path: what its
+// ConsumeTraces calls (orphanmetricsexporter.Observing.Consume) for each batch, then its tick
+// (observe.Observer.Tick, every observe.TickInterval in the exporter) on a replayed clock, the
+// batches spreadInterval apart (= TickInterval). With the default time model a trace's records
+// wait decision_wait_after_root (2 s, 20 batches) after its root arrived, as in a collector, so
+// the measurement includes keeping the records and deciding them from memory that left the
+// caches, not only reading. After the last batch the clock moves past decision_wait and ticks
+// once, then Shutdown counts what is still owed: every span of the pass is decided and counted
+// inside the measurement. Each pass is a fresh Observing (its decision state) on the same clock;
+// the Recorder (the series) is kept, as an exporter keeps it.
+type observing struct {
+	rec   *orphanmetricsexporter.Recorder
+	cfg   *orphanmetricsexporter.Config
+	start time.Time // when the first batch arrives: after every span of the mix ended
+	now   time.Time
+}
+
+func newObserving(tb testing.TB, m *Mix) *observing {
+	cfg := observeConfig()
+	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &observing{rec: rec, cfg: cfg, start: newHeldOrphan(m).start}
+}
+
+func (o *observing) consume(tb testing.TB, batches []ptrace.Traces) {
+	o.now = o.start
+	obs, err := orphanmetricsexporter.NewObserving(o.cfg, o.rec, zap.NewNop(), nil, func() time.Time { return o.now })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, td := range batches {
+		o.now = o.start.Add(time.Duration(i) * spreadInterval)
+		obs.Consume(td)
+		obs.Observer().Tick()
+	}
+	o.now = o.now.Add(o.cfg.DecisionWait + time.Second)
+	obs.Observer().Tick()
+	obs.Shutdown()
+	if obs.Observer().Owed() {
+		tb.Fatal("observe: something is still owed after Shutdown")
+	}
+}
+
+func (o *observing) close(testing.TB) {}

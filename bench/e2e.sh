@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
-# End-to-end cost of orphanwatch inside the collector.
+# End-to-end cost of orphanwatch inside the collector, both ways to run it (DESIGN.md "Two ways
+# to run").
 #
-# Builds cmd/otelcol-orphanwatch and runs it with two configurations that differ only in
-# orphanwatch: "baseline" (otlp -> memory_limiter, batch -> debug) and "orphanwatch"
-# (otlp -> memory_limiter, orphan, batch -> orphanmetrics, debug). Each is loaded with
-# telemetrygen sending the same fixed number of spans over OTLP/gRPC to 127.0.0.1 only. For each
-# run it reports the collector's CPU seconds (utime+stime from /proc/<pid>/stat, from the end of
-# start-up until every span has left the pipeline) per million spans and its peak RSS (VmHWM),
-# then the ratios orphanwatch/baseline. Runs alternate (baseline, orphanwatch, baseline, ...)
-# ROUNDS times so that both see the same machine; the ratio is taken over the sums.
+# Builds cmd/otelcol-orphanwatch and runs it with three configurations that differ only in
+# orphanwatch:
+#   baseline  otlp -> memory_limiter, batch -> debug (the collector without orphanwatch);
+#   observe   otlp -> memory_limiter, batch -> orphanmetrics (mode: observe, the shipped
+#             default: the exporter decides), debug;
+#   annotate  otlp -> memory_limiter, orphan, batch -> orphanmetrics (mode: annotate: it counts
+#             the attributes the processor wrote), debug.
+# Each is loaded with telemetrygen sending the same fixed number of spans over OTLP/gRPC to
+# 127.0.0.1 only. For each run it reports the collector's CPU seconds (utime+stime from
+# /proc/<pid>/stat, from the end of start-up until every span has left the pipeline and, in
+# observe, every waiting record was decided) per million spans and its peak RSS (VmHWM), then
+# the ratios observe/baseline and annotate/baseline. Runs alternate (baseline, observe,
+# annotate, baseline, ...) ROUNDS times so that all see the same machine; a ratio is taken over
+# the sums (CPU) and the peaks (RSS).
 #
 # Environment: WORKERS (20) x TRACES (1250) traces of 1 + CHILD_SPANS (39) spans = 1,000,000
-# spans a run, RATE (4000) spans/s per worker; ROUNDS (3); DECISION_WAIT (30s, the shipped default); PORT_BASE (24000);
+# spans a run, RATE (4000) spans/s per worker; ROUNDS (3); CONFIGS ("baseline observe
+# annotate": which to run, baseline first); DECISION_WAIT (30s, the shipped default, for the
+# processor and the observing exporter alike); PORT_BASE (24000);
 # PPROF (empty; 1: the pprof extension, on 127.0.0.1, writes a CPU profile of each run, from
-# start to shut-down, to bench/e2e-NAME-ROUND.cpu.pprof: `go tool pprof -top` it);
+# start to shut-down, to bench/e2e-NAME-ROUND.cpu.pprof: `go tool pprof -top` it; and the heap
+# profile as the load ends, when the most records wait, to bench/e2e-NAME-ROUND.heap.pprof:
+# `go tool pprof -sample_index=inuse_space -top` it);
 # TELEMETRYGEN (path; default: installed with go install at TELEMETRYGEN_VERSION, v0.161.0, the
 # newest the module proxy serves: v0.165.x is not published there).
 set -euo pipefail
@@ -27,6 +38,7 @@ ROUNDS=${ROUNDS:-3}
 # (its queue holds 2,048) whenever the collector falls behind; one worker's limiter manages a
 # few thousand spans a second, hence many workers.
 RATE=${RATE:-4000}
+CONFIGS=${CONFIGS:-baseline observe annotate}
 DECISION_WAIT=${DECISION_WAIT:-30s}
 PORT_BASE=${PORT_BASE:-24000}
 TELEMETRYGEN_VERSION=${TELEMETRYGEN_VERSION:-v0.161.0}
@@ -62,8 +74,16 @@ if [ -z "${TELEMETRYGEN:-}" ]; then
 	fi
 fi
 
-# config NAME PROCESSORS EXPORTERS writes $WORK/NAME.yaml.
+# config NAME PROCESSORS EXPORTERS MODE writes $WORK/NAME.yaml; MODE is the orphanmetrics
+# exporter's mode (observe: it decides, with the processor's rules; annotate: it reads them).
 config() {
+	local rules=
+	if [ "$4" = observe ]; then
+		rules="    decision_wait: $DECISION_WAIT
+    prices:
+      gpt-4o: {input_per_million: 2.50, output_per_million: 10.00}
+      gpt-4o-mini: {input_per_million: 0.15, output_per_million: 0.60}"
+	fi
 	cat >"$WORK/$1.yaml" <<EOF
 receivers:
   otlp:
@@ -85,6 +105,8 @@ processors:
 exporters:
   orphanmetrics:
     endpoint: $METRICS
+    mode: $4
+$rules
   debug:
     verbosity: basic
 extensions:
@@ -112,12 +134,12 @@ service:
                 port: $TELEMETRY_PORT
 EOF
 }
-config baseline "memory_limiter, batch" "debug"
-config orphanwatch "memory_limiter, orphan, batch" "orphanmetrics, debug"
+config baseline "memory_limiter, batch" "debug" observe
+config observe "memory_limiter, batch" "orphanmetrics, debug" observe
+config annotate "memory_limiter, orphan, batch" "orphanmetrics, debug" annotate
 
-# metric NAME [LABEL] prints the sum of the collector's own counter NAME (with or without the
-# _total suffix) over the label sets
-# that contain LABEL (e.g. exporter="debug"), or 0.
+# metric NAME [LABEL] prints the sum of the collector's own counter or gauge NAME (with or
+# without the _total suffix) over the label sets that contain LABEL (e.g. exporter="debug"), or 0.
 metric() {
 	curl -sf "http://127.0.0.1:$TELEMETRY_PORT/metrics" 2>/dev/null |
 		awk -v n="$1" -v l="${2:-}" '(index($1, n "{") == 1 || index($1, n "_total{") == 1) && index($0, l) { s += $NF } END { printf "%d\n", s }'
@@ -148,15 +170,23 @@ run() {
 		--telemetry-attributes 'server.port=8080' \
 		--telemetry-attributes 'http.response.status_code=200' >"$WORK/telemetrygen.log" 2>&1 ||
 		{ cat "$WORK/telemetrygen.log" >&2; exit 1; }
-	# Wait (bounded) until every accepted span has left through the debug exporter.
-	local accepted sent last=-1 deadline=$((SECONDS + 300))
+	if [ -n "$PPROF" ]; then
+		curl -sf "http://$PPROF_ADDR/debug/pprof/heap" -o "bench/e2e-$1-$2.heap.pprof" ||
+			echo "$1: no heap profile" >&2
+	fi
+	# Wait (bounded) until every accepted span has left through the debug exporter and, in
+	# observe, the exporter decided every record waiting for its trace's decision (about
+	# decision_wait_after_root, 2 s, after the last root): its work is counted as the processor's
+	# is, whose spans leave only once decided.
+	local accepted sent waiting last=-1 deadline=$((SECONDS + 300))
 	while :; do
 		accepted=$(metric otelcol_receiver_accepted_spans)
 		sent=$(metric otelcol_exporter_sent_spans 'exporter="debug"')
-		if [ "$accepted" -eq "$last" ] && [ "$sent" -ge "$accepted" ]; then break; fi
+		waiting=$(metric otelcol_exporter_orphanmetrics_records 'state="waiting"')
+		if [ "$accepted" -eq "$last" ] && [ "$sent" -ge "$accepted" ] && [ "$waiting" -eq 0 ]; then break; fi
 		last=$accepted
 		if [ $SECONDS -gt $deadline ]; then
-			echo "$1: timed out: $accepted accepted, $sent sent of $EXPECTED" >&2
+			echo "$1: timed out: $accepted accepted, $sent sent of $EXPECTED, $waiting records waiting" >&2
 			exit 1
 		fi
 		sleep 0.5
@@ -178,7 +208,7 @@ echo "== $ROUNDS rounds of $EXPECTED spans ($WORKERS workers x $TRACES traces x 
 printf '%-12s %6s %10s %8s %14s %10s\n' config round spans cpu_s cpu_s/Mspans vmhwm_MB
 declare -A CPU SPANS HWM
 for r in $(seq 1 "$ROUNDS"); do
-	for name in baseline orphanwatch; do
+	for name in $CONFIGS; do
 		run "$name" "$r"
 		read -r cpu spans hwm <"$WORK/result"
 		CPU[$name]=$(awk -v a="${CPU[$name]:-0}" -v b="$cpu" 'BEGIN { print a + b }')
@@ -189,10 +219,15 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 done
 echo "== totals"
-for name in baseline orphanwatch; do
+for name in $CONFIGS; do
 	awk -v n="$name" -v s="${SPANS[$name]}" -v c="${CPU[$name]}" -v h="${HWM[$name]}" \
 		'BEGIN { printf "%-12s cpu_s/Mspans %.3f  peak VmHWM %.1f MB\n", n, c / s * 1e6, h / 1024 }'
 done
-awk -v bc="${CPU[baseline]}" -v bs="${SPANS[baseline]}" -v oc="${CPU[orphanwatch]}" -v os="${SPANS[orphanwatch]}" \
-	-v bh="${HWM[baseline]}" -v oh="${HWM[orphanwatch]}" \
-	'BEGIN { printf "ratio orphanwatch/baseline: CPU per span %.3f, peak RSS %.3f\n", (oc / os) / (bc / bs), oh / bh }'
+if [ -n "${CPU[baseline]:-}" ]; then
+	for name in $CONFIGS; do
+		[ "$name" = baseline ] && continue
+		awk -v n="$name" -v bc="${CPU[baseline]}" -v bs="${SPANS[baseline]}" -v oc="${CPU[$name]}" -v os="${SPANS[$name]}" \
+			-v bh="${HWM[baseline]}" -v oh="${HWM[$name]}" \
+			'BEGIN { printf "ratio %s/baseline: CPU per span %.3f, peak RSS %.3f\n", n, (oc / os) / (bc / bs), oh / bh }'
+	done
+fi

@@ -9,6 +9,9 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 )
 
 // inFlight is how many traces the memory benchmarks hold (100,000 with -short).
@@ -136,4 +139,64 @@ func BenchmarkMemory(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 		b.ReportMetric(per, "B/held-span-beyond-input")
 	})
+	b.Run("observe-held-mix", func(b *testing.B) {
+		// The whole mix observed with its records waiting (the clock stands still: no trace's
+		// decision_wait_after_root passes): heap per held span in observe mode, which keeps a
+		// record of each span (verdict.Span, with what the exporter keeps of its attributes)
+		// and nothing of its pdata. Each batch is unmarshalled from OTLP just before it is
+		// consumed, as a receiver does, and dropped after: what the records point into (span
+		// names, strings) is counted, the pdata it came from is not.
+		m := getMix(b)
+		wire := marshalBatches(b, m.Batches)
+		at := newHeldOrphan(m).start
+		var per float64
+		for range b.N {
+			heldObserving = nil
+			rec, err := orphanmetricsexporter.NewRecorder(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			before := heapInUse()
+			o, err := orphanmetricsexporter.NewObserving(observeConfig(), rec, zap.NewNop(), nil, func() time.Time { return at })
+			if err != nil {
+				b.Fatal(err)
+			}
+			var u ptrace.ProtoUnmarshaler
+			for _, buf := range wire {
+				td, err := u.UnmarshalTraces(buf)
+				if err != nil {
+					b.Fatal(err)
+				}
+				o.Consume(td)
+			}
+			held := heapInUse()
+			if waiting, _, _, _, _, _ := o.Observer().Kept(); waiting != m.Spans {
+				b.Fatalf("%d records waiting, want every span of the mix (%d)", waiting, m.Spans)
+			}
+			per = (float64(held) - float64(before)) / float64(m.Spans)
+			// Kept alive until the next iteration (and, for the last one, to the end of the
+			// run): a -memprofile's inuse_space then shows what the records hold.
+			heldObserving = o
+		}
+		b.ReportMetric(0, "ns/op")
+		b.ReportMetric(per, "B/held-span")
+	})
+}
+
+// heldObserving is the last observer of BenchmarkMemory/observe-held-mix, with the whole mix
+// waiting in it, so that a heap profile taken at the end of the run shows it.
+var heldObserving *orphanmetricsexporter.Observing
+
+// marshalBatches is batches as OTLP protobuf, as they arrive at a receiver.
+func marshalBatches(tb testing.TB, batches []ptrace.Traces) [][]byte {
+	var mr ptrace.ProtoMarshaler
+	out := make([][]byte, len(batches))
+	for i, td := range batches {
+		buf, err := mr.MarshalTraces(td)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[i] = buf
+	}
+	return out
 }

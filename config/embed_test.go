@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -10,8 +11,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// envDefault is the collector's `${env:NAME:-default}` form.
+var envDefault = regexp.MustCompile(`\$\{env:([A-Z_]+):-([^}]*)\}`)
+
 // TestDefaultConfigBindsLocalhost walks the embedded collector config: every listener
-// (`endpoint`, and the telemetry reader's `host`) is on localhost.
+// (`endpoint`, and the telemetry reader's `host`) has its host from LISTEN_HOST, and is on
+// localhost when the environment sets nothing.
 func TestDefaultConfigBindsLocalhost(t *testing.T) {
 	var m map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(Collector), &m))
@@ -24,6 +29,8 @@ func TestDefaultConfigBindsLocalhost(t *testing.T) {
 				if k == "endpoint" || k == "host" {
 					s, _ := c.(string)
 					found++
+					assert.True(t, strings.HasPrefix(s, "${env:LISTEN_HOST:-localhost}"), "%s.%s = %q: its host is not LISTEN_HOST's", path, k, s)
+					s = envDefault.ReplaceAllString(s, "$2")
 					assert.True(t, strings.HasPrefix(s, "localhost") || strings.HasPrefix(s, "127.0.0.1"), "%s.%s = %q binds beyond localhost", path, k, s)
 				}
 				walk(path+"."+k, c)

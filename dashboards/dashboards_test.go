@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -241,6 +243,17 @@ func servedMetrics(t *testing.T) (scraped, pushed map[string]bool) {
 		{"Int64Counter", "otelcol_receiver_failed_spans", "{spans}"},
 	}
 	for _, m := range matches {
+		instruments = append(instruments, instrument{m[1], m[2], m[3]})
+	}
+	// The kafka receiver's own telemetry (the tier's members), from the contrib module this
+	// repository is built with.
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver").Output()
+	require.NoError(t, err)
+	src, err = os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "internal", "metadata", "generated_telemetry.go"))
+	require.NoError(t, err)
+	kafka := re.FindAllStringSubmatch(string(src), -1)
+	require.NotEmpty(t, kafka, "no metric found in the kafka receiver's generated_telemetry.go")
+	for _, m := range kafka {
 		instruments = append(instruments, instrument{m[1], m[2], m[3]})
 	}
 	namer := otlptranslator.MetricNamer{WithMetricSuffixes: true}

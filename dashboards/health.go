@@ -22,6 +22,11 @@ func buckets(name, unit string) string {
 	return `{__name__=~"` + name + `(_` + unit + `)?_bucket", ` + inst + `}`
 }
 
+// kafkaLag selects the kafka receiver's offset lag gauge (unit "1") on the dashboard's
+// instances: scraped under its name, pushed as OTLP with the _ratio the OTLP-to-Prometheus
+// rules give a gauge of unit 1.
+const kafkaLag = `{__name__=~"otelcol_kafka_receiver_offset_lag(_ratio)?", ` + inst + `}`
+
 // PipelineHealth is the processor's and exporter's own health: throughput, refused spans, state
 // held and evicted, decision wait, and why spans get no verdict.
 func PipelineHealth() (dashboard.Dashboard, error) {
@@ -108,6 +113,19 @@ func PipelineHealth() (dashboard.Dashboard, error) {
 			"Spans whose orphanwatch.* attributes or times were malformed, by reason; they are missing from the metrics that need them.",
 			"short", 12, 8,
 			query("A", `sum by (reason) (rate(orphanwatch_spans_skipped_total[$__rate_interval])) * 60`, "{{reason}}")),
+	)
+
+	// The tier's members (config/scaleout/member.yaml) read their spans from Kafka: the kafka
+	// receiver's own telemetry (contrib kafkareceiver, documentation.md), per partition.
+	section(d, &id, "Kafka (scale-out members)",
+		graph(id.next(), "Kafka consumer lag (seconds behind)",
+			"How long the spans of a member's partitions wait in Kafka before the member reads them: the records not yet read (otelcol_kafka_receiver_offset_lag) over the rate the member reads them. Steady is fine; rising means the member does not keep up (alert OrphanwatchKafkaLagHigh). Only members with a kafka receiver show here.",
+			"s", 12, 8,
+			query("A", `sum by (instance, topic) (`+kafkaLag+`) / sum by (instance, topic) (rate(`+counter("otelcol_kafka_receiver_records")+`[$__rate_interval]))`, "{{instance}} {{topic}}")),
+		graph(id.next(), "Kafka consumer lag (records)",
+			"Records of the span topic not yet read, per member and partition, as the kafka receiver last saw them after a fetch. The sum over the tier is the group's lag (kafka-consumer-groups.sh --describe).",
+			"short", 12, 8,
+			query("A", `sum by (instance, partition) (`+kafkaLag+`)`, "{{instance}} partition {{partition}}")),
 	)
 
 	return d.Build()

@@ -42,9 +42,9 @@ func Propagation() (dashboard.Dashboard, error) {
 /
 sum by (service_name) (rate(orphanwatch_outlive_seconds_count{`+svc+`}[$__rate_interval]))`, "{{service_name}}")),
 		stacked(graph(id.next(), "Root requests by end reason (per minute)",
-			"How root requests end: completed, cancelled (the caller went away), deadline_exceeded, error. Cancellations and deadlines are what should travel down.",
+			"How root requests end: completed, cancelled (the caller went away), deadline_exceeded, error. Cancellations and deadlines are what should travel down. The roots of detached work (end_reason detached: consumers, linked traces) are no requests and are left out.",
 			"short", 12, 8,
-			query("A", `sum by (end_reason) (rate(orphanwatch_roots_total{`+svc+`}[$__rate_interval])) * 60`, "{{end_reason}}"))),
+			query("A", `sum by (end_reason) (rate(orphanwatch_roots_total{`+svc+`,end_reason!="detached"}[$__rate_interval])) * 60`, "{{end_reason}}"))),
 	)
 
 	section(d, &id, "How deep the news travels",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -26,9 +27,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/provider/envprovider"
-	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
-	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/otelcol"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
@@ -42,7 +40,7 @@ func validate(t *testing.T, files ...string) error {
 		BuildInfo: component.NewDefaultBuildInfo(),
 		Factories: components,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
-			ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory(), yamlprovider.NewFactory()},
+			ProviderFactories: providerFactories(),
 		}},
 	})
 	args := []string{"validate"}
@@ -78,6 +76,90 @@ func TestTLSSASLExamplesValidate(t *testing.T) {
 	err := validate(t, "member.yaml", "member-tls-sasl.yaml")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "SCRAM-SHA-1")
+}
+
+// TestMemberNeedsItsName: member.yaml does not validate without ORPHANWATCH_MEMBER (unset or
+// empty), and the error names the variable; with it, it does. (The collector's own env
+// provider reads an unset variable as empty: every member would be `orphanwatch-`.)
+func TestMemberNeedsItsName(t *testing.T) {
+	t.Setenv("ORPHANWATCH_KEY_SECRET", "a-secret-of-at-least-16-bytes")
+	t.Setenv("ORPHANWATCH_MEMBER", "")
+	err := validate(t, "member.yaml")
+	require.Error(t, err, "ORPHANWATCH_MEMBER empty")
+	assert.Contains(t, err.Error(), "environment variable ORPHANWATCH_MEMBER is unset or empty")
+	require.NoError(t, os.Unsetenv("ORPHANWATCH_MEMBER")) // t.Setenv restores it
+	err = validate(t, "member.yaml")
+	require.Error(t, err, "ORPHANWATCH_MEMBER unset")
+	assert.Contains(t, err.Error(), "environment variable ORPHANWATCH_MEMBER is unset or empty")
+	t.Setenv("ORPHANWATCH_MEMBER", "1")
+	require.NoError(t, validate(t, "member.yaml"))
+	// Variables with a default, and other variables, keep the collector's rules: unset
+	// ORPHANWATCH_KEYS_REPLICATION_FACTOR takes its default.
+	require.NoError(t, os.Unsetenv("ORPHANWATCH_KEYS_REPLICATION_FACTOR"))
+	require.NoError(t, validate(t, "member.yaml"))
+}
+
+// TestTraceStoreTLSOverlay: trace-store-tls.yaml merged over front.yaml (the front sends the
+// spans to the store; the members forward nothing), alone and with the Kafka TLS + SASL
+// overlay, validates with the environment set, turns the trace-store exporter's TLS on with the
+// files from the environment, and a client certificate without its key fails validate.
+func TestTraceStoreTLSOverlay(t *testing.T) {
+	t.Setenv("ORPHANWATCH_MEMBER", "1")
+	t.Setenv("ORPHANWATCH_KEY_SECRET", "a-secret-of-at-least-16-bytes")
+	t.Setenv("KAFKA_SASL_USERNAME", "orphanwatch")
+	t.Setenv("KAFKA_SASL_PASSWORD", "s3cret")
+	t.Setenv("KAFKA_TLS_CA_FILE", writeCA(t))
+	ca := writeCA(t)
+	t.Setenv("TRACE_STORE_ENDPOINT", "tempo-distributor.tempo:4317")
+	t.Setenv("TRACE_STORE_TLS_CA_FILE", ca)
+	t.Setenv("TRACE_STORE_TLS_SERVER_NAME", "tempo.example")
+	assert.NoError(t, validate(t, "front.yaml", "trace-store-tls.yaml"))
+	assert.NoError(t, validate(t, "front.yaml", "front-tls-sasl.yaml", "trace-store-tls.yaml"))
+
+	tls := resolved(t, "front.yaml", "trace-store-tls.yaml").Sub("exporters::otlp_grpc/store::tls")
+	assert.Equal(t, false, tls["insecure"], "the overlay turns TLS on")
+	assert.Equal(t, ca, tls["ca_file"])
+	assert.Equal(t, "tempo.example", tls["server_name_override"])
+	assert.Equal(t, "1.2", tls["min_version"])
+	// Without the overlay the store is plaintext (front.yaml's default).
+	assert.Equal(t, true, resolved(t, "front.yaml").Sub("exporters::otlp_grpc/store::tls")["insecure"])
+
+	t.Setenv("TRACE_STORE_TLS_CERT_FILE", filepath.Join(t.TempDir(), "front.pem"))
+	err := validate(t, "front.yaml", "trace-store-tls.yaml")
+	require.Error(t, err, "a client certificate without its key")
+	assert.Contains(t, err.Error(), "certificate and key")
+	t.Setenv("TRACE_STORE_TLS_KEY_FILE", filepath.Join(t.TempDir(), "front-key.pem"))
+	assert.NoError(t, validate(t, "front.yaml", "trace-store-tls.yaml"))
+}
+
+// resolvedConf is a resolved config, read by `::`-separated paths.
+type resolvedConf map[string]any
+
+// Sub returns the map at path ("" keys for a missing one).
+func (c resolvedConf) Sub(path string) map[string]any {
+	var cur any = map[string]any(c)
+	for _, k := range strings.Split(path, "::") {
+		m, _ := cur.(map[string]any)
+		cur = m[k]
+	}
+	m, _ := cur.(map[string]any)
+	return m
+}
+
+// resolved resolves the config files of config/scaleout as the distribution does (its
+// providers, the environment), merged in order.
+func resolved(t *testing.T, files ...string) resolvedConf {
+	t.Helper()
+	var uris []string
+	for _, f := range files {
+		uris = append(uris, "file:"+filepath.Join("..", "..", "config", "scaleout", f))
+	}
+	r, err := confmap.NewResolver(confmap.ResolverSettings{URIs: uris, ProviderFactories: providerFactories(),
+		DefaultScheme: "env"})
+	require.NoError(t, err)
+	conf, err := r.Resolve(context.Background())
+	require.NoError(t, err)
+	return conf.ToStringMap()
 }
 
 // writeCA writes a self-signed CA certificate (PEM) into a temporary folder and returns its path.

@@ -26,7 +26,7 @@ func TestShippedConfigsSizeMemoryFromEnvironment(t *testing.T) {
 	files := map[string]int{ // the batch processor's send_batch_max_size; 0: no batch processor
 		"collector.yaml": 8192, "push/otlp_http.yaml": 8192, "push/prometheusremotewrite.yaml": 8192,
 		"scaleout/member.yaml": 0, // observes, forwards nothing: nothing to batch
-		"scaleout/front.yaml": 512,
+		"scaleout/front.yaml":  512,
 	}
 	for _, env := range []struct {
 		limit, spike string

@@ -90,11 +90,13 @@ func (t *typedValue) number(decimal, nonNegative bool) (float64, attrState) {
 	return f, attrValid
 }
 
-// typedOf is the typedValue of a pdata value (strings cloned: nothing of the pdata is kept).
+// typedOf is the typedValue of a pdata value. A string is the value's own Go string (strings
+// are immutable: a later change of the span's attributes replaces it, never changes it), as the
+// correlator's records keep the span's name and service.
 func typedOf(v pcommon.Value) typedValue {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
-		return typedValue{s: strings.Clone(v.Str()), kind: tkStr}
+		return typedValue{s: v.Str(), kind: tkStr}
 	case pcommon.ValueTypeBool:
 		if v.Bool() {
 			return typedValue{n: 1, kind: tkBool}

@@ -64,7 +64,7 @@ var outcomeNames = [...]string{"success", "retryable_failure", "hard_failure", "
 
 const outcomeDeliveredToNobody = 4
 
-var endReasonNames = [...]string{"cancelled", "deadline_exceeded", "error", "completed"}
+var endReasonNames = [...]string{"cancelled", "deadline_exceeded", "error", "completed", "detached"}
 
 func indexOf(names []string, s string) int {
 	for i, n := range names {

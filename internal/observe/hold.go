@@ -2,6 +2,7 @@ package observe
 
 import (
 	"container/heap"
+	"slices"
 	"sync"
 	"time"
 
@@ -141,6 +142,7 @@ func (o *Observer) wait(b *batch, now time.Time) (ready []*waiting) {
 				r.setDue(w, now.Add(o.cfg.DecisionWait))
 			}
 		}
+		w.spans = slices.Grow(w.spans, g.n)
 		for i := g.off; i < g.off+g.n; i++ {
 			w.spans = append(w.spans, b.spans[i])
 			r.records++

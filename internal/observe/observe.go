@@ -44,7 +44,7 @@ type Sink interface {
 	Decided(sp ptrace.Span, s *verdict.Span, v *verdict.Verdict)
 	// Later counts a verdict decided after its span left: cv.Span names the span, cv.Span.Extra
 	// is what Keep returned (nil when it was not asked), cv.Part says which part of the verdict
-	// it is (verdict.PartAll, PartRun, PartEdge).
+	// it is (verdict.PartAll, PartRun, PartEdge). It must not keep cv, which is reused.
 	Later(cv *verdict.Carried)
 }
 
@@ -227,6 +227,9 @@ func (o *Observer) decide(now time.Time, ready []*waiting) {
 		}
 		clear(d.Verdicts)
 		clear(w.spans)
+		// The trace may still be referenced by a stale entry of the due queue (its first due,
+		// decision_wait after its first span): its records must not stay with it.
+		w.spans = nil
 	}
 }
 
@@ -237,6 +240,7 @@ var verdictBufs = sync.Pool{New: func() any { return new([]verdict.Verdict) }}
 func (o *Observer) decided(now time.Time, w *waiting, d *verdict.Decision) {
 	spans := w.spans
 	o.updateHeldRoots(w.id, d.Reach)
+	var cv verdict.Carried // one for the release: the sink does not keep it
 	for i := range d.Verdicts {
 		v := &d.Verdicts[i]
 		if v.Provisional {
@@ -245,7 +249,7 @@ func (o *Observer) decided(now time.Time, w *waiting, d *verdict.Decision) {
 			o.stats.deferred.Add(1)
 			continue
 		}
-		cv := verdict.Carried{Span: carriedOf(&spans[i]), Verdict: *v, Part: verdict.PartAll}
+		cv = verdict.Carried{Span: carriedOf(&spans[i]), Verdict: *v, Part: verdict.PartAll}
 		if v.HasReach && !w.last && spans[i].ParentID.IsZero() && o.cfg.DecisionWait > 0 {
 			o.holdRoot(now, &cv)
 			continue

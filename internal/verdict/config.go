@@ -31,8 +31,10 @@ type Config struct {
 	CancelErrorTypes []string
 	// DeadlineErrorTypes are error.type / exception.type values that mean a deadline passed.
 	DeadlineErrorTypes []string
-	// RetryableErrorTypes are error.type values of retryable failures, beyond the HTTP and gRPC
-	// status codes that are retryable by definition.
+	// RetryableErrorTypes are error.type (or exception.type) values of retryable failures,
+	// beyond the HTTP and gRPC status codes that are retryable by definition. Matched
+	// case-insensitively, as written or by the last segment after '.', ':' or "::"
+	// ("openai.APITimeoutError" matches "APITimeoutError").
 	RetryableErrorTypes []string
 	// RetryableHTTPStatus lists HTTP status codes that are retryable. Default: 408, 425, 429 and
 	// every 5xx but 501 (RFC 9110 §15.6; RFC 6585 for 429; RFC 8470 for 425).
@@ -120,9 +122,17 @@ func DefaultConfig() Config {
 			"DeadlineExceeded", "DeadlineExceededError", "TimeoutCancellationException",
 			"rpc error: code = DeadlineExceeded*",
 		},
+		// The connection and timeout errors of common languages and SDKs (DESIGN.md "Run
+		// outcomes"), matched by their last segment: Python's requests/httpx (ReadTimeout,
+		// ConnectTimeout), builtin TimeoutError, the OpenAI and Anthropic SDKs' APITimeoutError
+		// and APIConnectionError, Java's java.net.SocketTimeoutException, .NET's
+		// System.TimeoutException, Go's "i/o timeout" (the text after a net.OpError's last
+		// colon), Node's ETIMEDOUT and ECONNRESET; and the semantic conventions' "timeout".
 		RetryableErrorTypes: []string{"timeout", "connection_reset", "connection_refused",
-			"ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "RateLimitError", "APIConnectionError",
-			"APITimeoutError", "InternalServerError", "ServiceUnavailableError"},
+			"ReadTimeout", "ConnectTimeout", "TimeoutError", "APITimeoutError", "APIConnectionError",
+			"SocketTimeoutException", "TimeoutException", "i/o timeout",
+			"ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "RateLimitError",
+			"InternalServerError", "ServiceUnavailableError"},
 		RetryableHTTPStatus: retryHTTP,
 		RetryableGRPCStatus: []int{14, 8, 10},
 		ModelOperations:     []string{"chat", "text_completion", "generate_content", "embeddings", "completion"},

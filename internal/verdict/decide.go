@@ -14,17 +14,24 @@ type node struct {
 	valid             bool
 	timed             bool // usable start and end times: the span can shape its subtree even without a verdict
 	// context inherited top-down
-	detached  bool
-	bound     bool       // detached work bound to a root by a key or a deadline
-	rec       rootRecord // the root this span is judged against, when hasRoot
-	hasRoot   bool
-	deadline  int64 // earliest deadline on the span or its ancestors, 0 if none
-	done      bool
-	modelDesc bool   // a descendant is a model call
-	isRoot    bool   // a valid span without a parent
-	root      int32  // index of the span's root among the decision's roots, -1 if not one
-	rootID    SpanID // the span ID of the span's root, when known
-	hop       int32  // service hops from the root (isEntry), counted along present parents
+	detached bool
+	bound    bool       // detached work bound to a root by a key or a deadline
+	rec      rootRecord // the root this span is judged against, when hasRoot
+	hasRoot  bool
+	deadline int64 // earliest deadline on the span or its ancestors, 0 if none
+	// gaveUp is the earliest end of a caller that gave up on the span or a span above it
+	// (callerGaveUp), 0 if none; gaveUpSvc is that caller's service (its clock).
+	gaveUp    int64
+	gaveUpSvc string
+	// handedOver: detached work bound by a key to a request that completed normally
+	// (bindDetached): judged only against the deadlines it carries, else live.
+	handedOver bool
+	done       bool
+	modelDesc  bool   // a descendant is a model call
+	isRoot     bool   // a valid span without a parent
+	root       int32  // index of the span's root among the decision's roots, -1 if not one
+	rootID     SpanID // the span ID of the span's root, when known
+	hop        int32  // service hops from the root (isEntry), counted along present parents
 	// orphanedEntryAbove: an orphaned span entering a service stands above this one (the
 	// edge was already named there).
 	orphanedEntryAbove bool
@@ -414,14 +421,21 @@ func (c *Correlator) inheritContext(sc *scratch, spans []Span, out []Verdict, bi
 		if s.Deadline > 0 && (ctx.deadline == 0 || s.Deadline < ctx.deadline) {
 			ctx.deadline = s.Deadline
 		}
+		if n.parent >= 0 && n.timed && nodes[n.parent].timed {
+			if at, ok := c.callerGaveUp(s, &spans[n.parent]); ok && (ctx.gaveUp == 0 || at < ctx.gaveUp) {
+				ctx.gaveUp, ctx.gaveUpSvc = at, spans[n.parent].Service
+			}
+		}
 		if !ctx.detached && n.timed && c.startsDetachedWork(spans, nodes, i, &ctx) {
 			// Work handed over: judged only if bound again below.
 			ctx.detached, ctx.bound, ctx.hasRoot, ctx.deadline = true, false, false, s.Deadline
+			ctx.gaveUp, ctx.gaveUpSvc, ctx.handedOver = 0, "", false
 		}
 		if ctx.detached && !ctx.bound {
 			bindDetached(s, &ctx, bindings)
 		}
 		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = ctx.detached, ctx.bound, ctx.rec, ctx.hasRoot, ctx.deadline
+		n.gaveUp, n.gaveUpSvc, n.handedOver = ctx.gaveUp, ctx.gaveUpSvc, ctx.handedOver
 		if ctx.detached && sc.rel != nil {
 			sc.rel.detached = true // the incremental path does not apply (incremental.go)
 		}
@@ -451,6 +465,9 @@ func (c *Correlator) inheritContext(sc *scratch, spans []Span, out []Verdict, bi
 func (c *Correlator) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *Stats) {
 	for i := range spans {
 		s, n, v := &spans[i], &sc.nodes[i], &out[i]
+		if detachedRoot(n) {
+			v.EndReason = EndReasonDetached
+		}
 		switch {
 		case !n.valid:
 			// Seen but not judged: liveness unknown (never live or orphaned), so that nothing
@@ -482,6 +499,12 @@ type spanContext struct {
 	rootID          SpanID // that root's span ID, when known
 	deadline        int64  // earliest deadline on the span or above it, 0 if none
 	hop             int32  // service hops from the root (isEntry)
+	// gaveUp is the earliest end of a caller that gave up on the span or above it, 0 if none;
+	// gaveUpSvc that caller's service.
+	gaveUp    int64
+	gaveUpSvc string
+	// handedOver: bound by a key to a request that completed normally (bindDetached).
+	handedOver bool
 }
 
 // isEntry reports whether s enters another service from its parent p: a SERVER or CONSUMER span
@@ -490,18 +513,51 @@ func isEntry(s, p *Span) bool {
 	return (s.Kind == KindServer || s.Kind == KindConsumer) && p.Service != s.Service && p.Service != ""
 }
 
-// goneOf returns the gone time a span is judged against: the earliest of its root's gone time
-// and the deadlines above it.
+// goneOf returns the gone time a span is judged against (DESIGN.md "Words": gone time): the
+// earliest of its root's gone time, the deadlines on it and above it, and the end of a caller
+// that gave up on it or on a span above it (callerGaveUp). A caller's end makes a gone time
+// earlier, it never makes one where there is none: without a root or a deadline a span stays
+// unknown (S9), unless it is work handed over to a queue by a request that completed
+// (handedOver), which only deadlines and its own callers judge.
 func (c *Correlator) goneOf(n *node) (int64, bool) {
-	switch {
-	case n.hasRoot && n.deadline > 0:
-		return min(n.rec.gone, n.deadline), true
-	case n.hasRoot:
-		return n.rec.gone, true
-	case n.deadline > 0:
-		return n.deadline, true
+	gone, ok := int64(0), false
+	if n.hasRoot {
+		gone, ok = n.rec.gone, true
 	}
-	return 0, false
+	if n.deadline > 0 && (!ok || n.deadline < gone) {
+		gone, ok = n.deadline, true
+	}
+	if n.gaveUp > 0 && (ok || n.handedOver) && (!ok || n.gaveUp < gone) {
+		gone, ok = n.gaveUp, true
+	}
+	return gone, ok
+}
+
+// skewOf is the clock-skew tolerance between span s and the clock its gone time was read on
+// (DESIGN.md "Words": liveness of a span): none when that is s's own service's, the root's
+// when the root's gone time or a deadline below it judges (as before deadlines were compared
+// across clocks), the caller's when a caller that gave up judges; a deadline alone is written
+// by some other clock, and always gets the tolerance.
+func (c *Correlator) skewOf(s *Span, n *node) int64 {
+	clock, known := "", false
+	if n.hasRoot {
+		clock, known = n.rec.service, true
+	}
+	if c.callerJudges(n) {
+		clock, known = n.gaveUpSvc, true
+	}
+	if known && s.Service == clock {
+		return 0
+	}
+	return int64(c.cfg.ClockSkew)
+}
+
+// callerJudges reports whether the end of a caller that gave up is the span's gone time:
+// earlier than its root's gone time and every deadline above it.
+func (c *Correlator) callerJudges(n *node) bool {
+	gone, ok := c.goneOf(n)
+	return ok && n.gaveUp > 0 && gone == n.gaveUp && (!n.hasRoot || n.gaveUp < n.rec.gone) &&
+		(n.deadline == 0 || n.gaveUp < n.deadline)
 }
 
 // startOrder orders spans by start time, then span ID and kind, so that the order of a run's

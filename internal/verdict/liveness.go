@@ -11,13 +11,36 @@ package verdict
 // own business (a mailer's keys for its mail provider) and binds nothing. The request-reply
 // hop, where the request waits for the work, is not detached in the first place
 // (startsDetachedWork).
+//
+// Bound work is judged against the request's gone time only when the request ended abandoned
+// (cancelled, deadline exceeded, error); a request that completed normally handed the work over
+// and answered, as an asynchronous API answering 202 does (handedOver): the work is judged only
+// against the deadlines it carries and the callers that gave up on it within it, and is
+// otherwise live (S31).
 func bindDetached(s *Span, ctx *spanContext, bindings map[uint64]rootRecord) {
 	if rec, ok := bindings[s.KeyHash]; s.KeyHash != 0 && ok {
-		ctx.bound, ctx.rec, ctx.hasRoot, ctx.root, ctx.rootID = true, rec, true, -1, SpanID{}
+		ctx.bound, ctx.root, ctx.rootID = true, -1, SpanID{}
+		if handedOver(rec) {
+			ctx.handedOver, ctx.hasRoot = true, false
+		} else {
+			ctx.rec, ctx.hasRoot = rec, true
+		}
 	} else if ctx.deadline > 0 {
 		ctx.bound = true
 	}
 }
+
+// handedOver reports whether the request of root record rec completed normally, so that the
+// work an idempotency key binds to it was handed over, not abandoned (DESIGN.md "Words":
+// detached work): nobody waits for it past the request's end, and nobody gave it up either.
+func handedOver(rec rootRecord) bool { return rec.reason == EndReasonCompleted }
+
+// detachedRoot reports whether a span is the root of a trace of detached work (a parentless
+// CONSUMER span, a root with links: rootIsDetached). It is not a root request: it is counted
+// with the end reason detached (DESIGN.md "Words": detached work), has no gone time of its own,
+// and the work below it is judged by its own results unless a key or a deadline binds it
+// (bindDetached).
+func detachedRoot(n *node) bool { return n.valid && n.isRoot && n.detached }
 
 // startsDetachedWork reports whether span i begins work meant to outlive the request, given
 // what it inherits (ctx): it is a messaging CONSUMER span that its producing request does not
@@ -85,24 +108,50 @@ func (c *Correlator) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanCo
 	if s.Start <= p.End+tol {
 		return false // not late
 	}
-	return ctx.hasRoot && ctx.rec.reason == EndReasonCompleted && !failed(p) && !c.rules.noticeSignal(p)
+	return ctx.hasRoot && ctx.rec.reason == EndReasonCompleted && !failed(p) && !c.rules.gaveUpWithoutResponse(p)
+}
+
+// callerGaveUp reports whether the caller of SERVER span s, its parent p, gave up on it, and
+// when: p is a CLIENT span in another service that ended before s, beyond the clock-skew
+// tolerance between them, without a response (gaveUpWithoutResponse: a cancellation, a timeout
+// or deadline error, HTTP 504 or 408, gRPC CANCELLED or DEADLINE_EXCEEDED, or an HTTP client
+// span with unset status and no response status code). From p's end nobody waits for s's
+// work, though the root may still wait: an SDK or a load balancer that timed a try out and
+// tries again (DESIGN.md "Words": a caller that gave up). s and the spans below it are judged
+// against p's end (goneOf), runs there that end later are delivered to nobody, and s, when
+// orphaned, is the edge the news did not cross (decideEdges). A caller that got a normal
+// response did not give up, whenever it ended.
+func (c *Correlator) callerGaveUp(s, p *Span) (int64, bool) {
+	if s.Kind != KindServer || p.Kind != KindClient || p.Service == s.Service || p.Service == "" {
+		return 0, false
+	}
+	if s.End <= p.End+int64(c.cfg.ClockSkew) {
+		return 0, false // the server ended first, as far as two clocks can tell
+	}
+	if !c.rules.gaveUpWithoutResponse(p) {
+		return 0, false
+	}
+	return p.End, true
 }
 
 // judgeLiveness decides whether a judged span ended while somebody still waited for its root:
-// live if it ended by its gone time (plus the clock-skew tolerance across services), orphaned
-// after it, unless it noticed (see noticed). A span with no gone time is unknown.
+// live if it ended by its gone time (goneOf; plus the clock-skew tolerance across services:
+// skewOf), orphaned after it, unless it noticed (see noticed). A span with no gone time is
+// unknown, but work handed over by a request that completed (bindDetached), which is live.
 func (c *Correlator) judgeLiveness(s *Span, n *node, v *Verdict) {
 	gone, ok := c.goneOf(n)
+	if !ok && n.handedOver {
+		// Handed over by a request that completed, no deadline: nobody gave it up.
+		v.Liveness = LivenessLive
+		return
+	}
 	if !ok {
 		v.Liveness = LivenessUnknown
 		return
 	}
-	tol := int64(0)
-	if !n.hasRoot || s.Service != n.rec.service {
-		// Different clocks: the span's service is not the root's, or the gone time is only
-		// a deadline (written by some other clock).
-		tol = int64(c.cfg.ClockSkew)
-	}
+	// Different clocks: the span's service is not the one whose clock gave the gone time, or
+	// the gone time is only a deadline (written by some other clock).
+	tol := c.skewOf(s, n)
 	switch {
 	case s.End <= gone+tol:
 		v.Liveness = LivenessLive

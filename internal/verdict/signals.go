@@ -260,6 +260,42 @@ func (r *rules) deadlineSignal(s *Span) bool {
 // noticeSignal reports whether the span recorded the cancellation or a passed deadline.
 func (r *rules) noticeSignal(s *Span) bool { return r.cancelSignal(s) || r.deadlineSignal(s) }
 
+// gaveUpWithoutResponse reports whether a CLIENT span ended without a response (DESIGN.md
+// "Words": a caller that gave up): it recorded a cancellation or a passed deadline
+// (noticeSignal: HTTP 499, gRPC CANCELLED or DEADLINE_EXCEEDED, a cancellation or deadline
+// type, an HTTP client span with unset status and no response status code), a timeout error
+// (timeoutError), or a gateway timeout, HTTP 504 or 408. Any other response is one: a caller
+// that got it did not give up. A protocol that records no code (a span that is not HTTP) gives
+// up only by an error.
+func (r *rules) gaveUpWithoutResponse(s *Span) bool {
+	return s.HTTPStatus == 504 || s.HTTPStatus == 408 || r.noticeSignal(s) || timeoutError(s)
+}
+
+// timeoutError reports whether the span's error.type or one of its exception types names a
+// timeout: its last segment contains "timeout" or "timedout", without case (Python's
+// ReadTimeout, ConnectTimeout and TimeoutError, openai.APITimeoutError, Java's
+// SocketTimeoutException, .NET's TimeoutException, Go's "i/o timeout", Node's ETIMEDOUT, the
+// semantic conventions' "timeout").
+func timeoutError(s *Span) bool {
+	if namesTimeout(s.ErrorType) {
+		return true
+	}
+	for _, t := range s.ExceptionTypes {
+		if namesTimeout(t) {
+			return true
+		}
+	}
+	return false
+}
+
+func namesTimeout(v string) bool {
+	if v == "" {
+		return false
+	}
+	seg := lastSegment(strings.ToLower(strings.TrimSpace(v)))
+	return strings.Contains(seg, "timeout") || strings.Contains(seg, "timedout")
+}
+
 // failed reports whether the span records an error of any kind.
 func failed(s *Span) bool {
 	return s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > grpcOK || s.ErrorType != "" || s.ErrorTag

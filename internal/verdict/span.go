@@ -11,7 +11,8 @@
 //   - the steps in order: [Correlator.decide] in decide.go;
 //   - root end reason and gone time: [Correlator.rootRecordOf] in root.go;
 //   - detached work and liveness: liveness.go ([Correlator.startsDetachedWork], [bindDetached],
-//     [Correlator.judgeLiveness]);
+//     [Correlator.judgeLiveness]); the gone time of a hop whose caller gave up:
+//     [Correlator.callerGaveUp], used by [Correlator.goneOf] in decide.go;
 //   - attempts, runs and outcomes: runs.go ([Correlator.decideRuns], [Correlator.runOver],
 //     [Correlator.runOutcome]); runs left open: openruns.go;
 //   - model spend and cost: spend.go; edges and cancellation reach: reach.go;

@@ -67,6 +67,10 @@ const (
 	EndReasonCancelled
 	EndReasonDeadlineExceeded
 	EndReasonError
+	// EndReasonDetached is the end reason of the root of a trace of detached work (a
+	// parentless CONSUMER span, a root with links): not a root request (DESIGN.md "Words":
+	// detached work).
+	EndReasonDetached
 )
 
 // String returns the attribute value of the end reason, or "" for EndReasonNone.
@@ -80,6 +84,8 @@ func (r EndReason) String() string {
 		return "deadline_exceeded"
 	case EndReasonError:
 		return "error"
+	case EndReasonDetached:
+		return "detached"
 	}
 	return ""
 }

@@ -23,7 +23,8 @@ type Scenario struct {
 	Build func() (ptrace.Traces, Expected)
 }
 
-// All returns S1..S24 in order. S8 has no files (it is S2 shuffled: use S8Batches).
+// All returns the scenarios in order: S1..S24, then issue 27's (S30..S34 here; S25..S29 are
+// the run rules'). S8 has no files (it is S2 shuffled: use S8Batches).
 func All() []Scenario {
 	return []Scenario{
 		{"S1", "s01_happy_fanout", "happy fan-out", S1},
@@ -50,6 +51,11 @@ func All() []Scenario {
 		{"S22", "s22_server_not_attempt_arrays", "a SERVER span is never an attempt; arrays of one value", S22},
 		{"S23", "s23_proxy_client_left", "a proxy that saw its client leave", S23},
 		{"S24", "s24_request_reply_queue", "request-reply over a queue", S24},
+		{"S30", "s30_per_try_timeout", "an SDK's per-try timeout: the abandoned try's work", S30},
+		{"S31", "s31_async_api_handed_over", "an asynchronous API hands its work over", S31},
+		{"S32", "s32_kafka_redelivery_not_bound", "a redelivered Kafka message is one run, not bound to the producer", S32},
+		{"S33", "s33_detached_roots", "the roots of detached work end detached", S33},
+		{"S34", "s34_sdk_timeouts_retryable", "the timeouts of common SDKs are retryable", S34},
 	}
 }
 

@@ -239,7 +239,8 @@ func S16() (ptrace.Traces, Expected) {
 // Trace 2, a server that picks up a request after its client gave up: gateway's call to critic
 // times out at 1.10 (error.type timeout); critic starts at 1.50 and works until 4.00 (chat
 // gpt-4o-mini 1.60-3.90, 800/100) while the root answered at 2.00 (200, degraded): judged,
-// orphaned. The control: gateway's call to planner 1.80-1.90 (200) is answered; planner picks
+// orphaned. The caller gave up on critic at 1.10 (issue 27: the gone time of a hop), so critic's
+// work is judged against 1.10, not the root's 2.00: all of it was dispatched for nobody. The control: gateway's call to planner 1.80-1.90 (200) is answered; planner picks
 // the follow-up up at 2.50 after the root completed (a request sent after an answer, like a
 // browser following a redirect): detached, nothing orphaned.
 func S17() (ptrace.Traces, Expected) {
@@ -249,7 +250,8 @@ func S17() (ptrace.Traces, Expected) {
 	e := NewExpect("S17", b, "Late entry is not detachment. Trace 1: the request is cancelled at 2.00; StartActivity "+
 		"0.10-0.12 schedules the activity; RunActivity (coder) starts 2.50 and calls gpt-4o 2.60-5.90 (4000/900): "+
 		"orphaned, dispatched for nobody. Trace 2: the root completes at 2.00; gateway's call to critic timed out at "+
-		"1.10; critic works 1.50-4.00 (chat 1.60-3.90, 800/100): orphaned. planner's follow-up 2.50-3.20 after a clean "+
+		"1.10 (the caller gave up: critic's gone time is 1.10); critic works 1.50-4.00 (chat 1.60-3.90, 800/100): "+
+		"orphaned, dispatched for nobody. planner's follow-up 2.50-3.20 after a clean "+
 		"call 1.80-1.90 under a completed root: detached.")
 	e.Gone(tr1, 2.00, Gateway)
 	e.Gone(tr2, 2.00, Gateway)
@@ -269,10 +271,11 @@ func S17() (ptrace.Traces, Expected) {
 	callC := root2.HTTPClient("POST", Critic, HTTPPort, "/run", 0.10, 1.10, 0).ErrorType("timeout")
 	e.Span(callC, Live().Single(RetryableFailure, bad))
 	srvC := callC.HTTPServer(Critic, "/run", 1.50, 4.00, 200)
-	e.Span(srvC, Orphaned(2.00, false).Caller(Gateway))
+	e.GoneUnder(srvC, 1.10, Gateway) // the caller that gave up
+	e.Span(srvC, Orphaned(2.90, true).Caller(Gateway))
 	chatC := srvC.Chat(GPT4oMini, 1.60, 3.90).Usage(800, 100)
 	// 800 * 0.15e-6 + 100 * 0.60e-6
-	e.Span(chatC, Orphaned(1.90, false).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 800, 100, 0.00018))
+	e.Span(chatC, Orphaned(2.80, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 800, 100, 0.00018))
 	callP := root2.HTTPClient("POST", Planner, HTTPPort, "/run", 1.80, 1.90, 200)
 	e.Span(callP, Live().Single(Success, ok))
 	srvP := callP.HTTPServer(Planner, "/run", 2.50, 3.20, 200)
@@ -299,13 +302,12 @@ func S17() (ptrace.Traces, Expected) {
 	e.ModelCalls(Coder, GPT4o, LOrphaned, 1)
 	e.Outlive(Coder, 2, 7.90) // 4.00 + 3.90
 	e.Runs(Critic, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Attempts(Critic, "chat gpt-4o-mini", LOutlivedRoot, 1)
-	e.SpendSeconds(Critic, LLive, 0.40)     // 1.60-2.00
-	e.SpendSeconds(Critic, LOrphaned, 1.90) // 2.00-3.90
+	e.Attempts(Critic, "chat gpt-4o-mini", LStartedAfterGone, 1)
+	e.SpendSeconds(Critic, LOrphaned, 2.30) // 1.60-3.90, all after 1.10
 	e.Tokens(Critic, GPT4oMini, LOrphaned, 800, 100)
 	e.Cost(Critic, GPT4oMini, LOrphaned, 0.00018)
 	e.ModelCalls(Critic, GPT4oMini, LOrphaned, 1)
-	e.Outlive(Critic, 2, 3.90) // 2.00 + 1.90
+	e.Outlive(Critic, 2, 5.70) // 2.90 + 2.80
 	e.Runs(Planner, "chat gpt-4o-mini", Success, 1)
 	e.Attempts(Planner, "chat gpt-4o-mini", LDetached, 1)
 	e.SpendSeconds(Planner, LDetached, 0.50)

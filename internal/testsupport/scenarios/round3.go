@@ -62,18 +62,21 @@ func S20() (ptrace.Traces, Expected) {
 	e.Span(pub, Live().Single(Success, ok))
 	d1 := b1.delivery(Fulfilment, "orders", 1.00, 2.00, attrMsgID, "m-20-1").Link(pub)
 	d2 := b2.delivery(Fulfilment, "orders", 30.00, 31.00, attrMsgID, "m-20-1").Link(pub)
-	e.Span(d1, Detached().Attempt(1))
-	e.Span(d2, Detached().Attempt(2).Run(Success, 2, ok))
+	e.Span(d1, Detached().Root(DetachedRoot).Attempt(1))
+	e.Span(d2, Detached().Root(DetachedRoot).Attempt(2).Run(Success, 2, ok))
 
 	k1 := c1.delivery(Billing, "payments", 2.00, 3.00, attrMsgPartition, "3", attrKafkaOffset, 42).
 		Exception("org.apache.kafka.clients.consumer.CommitFailedException")
 	k2 := c2.delivery(Billing, "payments", 33.00, 34.00, attrMsgPartition, "3", attrKafkaOffset, 42)
 	k3 := c3.delivery(Billing, "payments", 4.00, 4.50, attrMsgPartition, "3", attrKafkaOffset, 43)
-	e.Span(k1, Detached().Attempt(1))
-	e.Span(k2, Detached().Attempt(2).Run(Success, 2, ok))
-	e.Span(k3, Detached().Single(Success, ok))
+	e.Span(k1, Detached().Root(DetachedRoot).Attempt(1))
+	e.Span(k2, Detached().Root(DetachedRoot).Attempt(2).Run(Success, 2, ok))
+	e.Span(k3, Detached().Root(DetachedRoot).Single(Success, ok))
 
 	e.Roots(Web, Completed, 1)
+	// Each delivery begins a trace of detached work: a root counted as detached.
+	e.Roots(Fulfilment, DetachedRoot, 2)
+	e.Roots(Billing, DetachedRoot, 3)
 	e.Runs(Web, "send orders", Success, 1)
 	e.Attempts(Web, "send orders", LLive, 1)
 	e.SpendSeconds(Web, LLive, 0.02)

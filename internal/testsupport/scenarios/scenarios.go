@@ -36,6 +36,9 @@ const (
 
 	Completed        = "completed"
 	DeadlineExceeded = "deadline_exceeded"
+	// DetachedRoot is the end reason of the root of a trace of detached work (a parentless
+	// CONSUMER span, a root with links): not a root request.
+	DetachedRoot = "detached"
 
 	LLive             = "live"
 	LOrphaned         = "orphaned"
@@ -532,7 +535,7 @@ func S6() (ptrace.Traces, Expected) {
 // 429 (error.type "429", http.response.status_code 429, request model only, no usage) and
 // chat gpt-4o 3.50–5.50 → 200 (2000/500). No resend_count on GenAI spans: the two are one
 // run by parent + key. The CONSUMER span carries no key itself: it stays detached (no
-// liveness, no end reason); the chat attempts are bound by K to A's root (found through the
+// liveness; the end reason of a detached root, detached); the chat attempts are bound by K to A's root (found through the
 // link) and judged against its gone time 1.00. The failed attempt is a model call with a
 // model but unknown tokens: spend.model only, no cost (not known).
 func S7() (ptrace.Traces, Expected) {
@@ -562,7 +565,7 @@ func S7() (ptrace.Traces, Expected) {
 	cons := tb.ConsumerRoot(Researcher, pub, 1.90, 5.60)
 	a1 := cons.Chat(GPT4o, 2.00, 2.50).HTTPError(429).IdempotencyKey(k)
 	a2 := cons.Chat(GPT4o, 3.50, 5.50).Usage(2000, 500).IdempotencyKey(k)
-	e.Span(cons, Detached())
+	e.Span(cons, Detached().Root(DetachedRoot))
 	e.Span(a1, Orphaned(1.50, true).Attempt(1).Model(GPT4o))
 	// 2000 * 2.5e-6 + 500 * 10e-6 = 0.005 + 0.005
 	e.Span(a2, Orphaned(4.50, true).Attempt(2).Run(DeliveredToNobody, 2, ok).Spend(GPT4o, 2000, 500, 0.010))
@@ -574,6 +577,7 @@ func S7() (ptrace.Traces, Expected) {
 	e.Attempts(Researcher, "send research-jobs", LLive, 1)
 	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 2)
 	e.Roots(Gateway, Cancelled, 1)
+	e.Roots(Researcher, DetachedRoot, 1)
 	e.Reach(Gateway, 1, 0, 0)
 	e.SpendSeconds(Gateway, LLive, 0.55)
 	e.SpendSeconds(Researcher, LLive, 0.02)
@@ -745,7 +749,7 @@ func S10() (ptrace.Traces, Expected) {
 // (destination "receipt", kafka) 0.50–0.52, no key, no deadline. Trace B: service "mailer",
 // CONSUMER "process receipt" 5.00–5.05 linked to the PRODUCER, and under it a CLIENT POST to
 // the mail provider 5.01–5.04 (202). Everything in trace B is detached: detached=true, no
-// liveness, no end reason on its CONSUMER root. The mail call is still an attempt and a run
+// liveness; its CONSUMER root's end reason is detached (not a root request). The mail call is still an attempt and a run
 // of one; with no gone time, rule 3 cannot apply and rule 4 gives success.
 func S11() (ptrace.Traces, Expected) {
 	b := NewBuilder(11)
@@ -761,7 +765,7 @@ func S11() (ptrace.Traces, Expected) {
 	mail := cons.HTTPClient("POST", "mail-provider.example", 443, "/v3/send", 5.01, 5.04, 202)
 	e.Span(root, Live().Root(Completed))
 	e.Span(pub, Live().Single(Success, ok))
-	e.Span(cons, Detached())
+	e.Span(cons, Detached().Root(DetachedRoot))
 	e.Span(mail, Detached().Single(Success, ok))
 
 	e.Runs(Gateway, "send receipt", Success, 1)
@@ -770,6 +774,7 @@ func S11() (ptrace.Traces, Expected) {
 	e.Attempts(Gateway, "send receipt", LLive, 1)
 	e.Attempts("mailer", "POST mail-provider.example:443", LDetached, 1)
 	e.Roots(Gateway, Completed, 1)
+	e.Roots("mailer", DetachedRoot, 1)
 	e.SpendSeconds(Gateway, LLive, 0.02)
 	e.SpendSeconds("mailer", LDetached, 0.03)
 	return b.Traces(), e.Build()

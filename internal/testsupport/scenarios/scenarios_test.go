@@ -280,10 +280,11 @@ func TestVerdictShape(t *testing.T) {
 			if det == liv {
 				t.Errorf("%s: span %s: exactly one of liveness and detached expected", sc.ID, es.SpanID)
 			}
-			_, reason := a[VRootEndReason]
-			isRoot := f.span.ParentSpanID().IsEmpty() && !det
-			if reason != isRoot {
-				t.Errorf("%s: span %s: root end reason %v, root %v", sc.ID, es.SpanID, reason, isRoot)
+			// Every root has an end reason; the root of detached work has "detached".
+			why, reason := a[VRootEndReason]
+			isRoot := f.span.ParentSpanID().IsEmpty()
+			if reason != isRoot || reason && (why == DetachedRoot) != det {
+				t.Errorf("%s: span %s: root end reason %v, root %v, detached %v", sc.ID, es.SpanID, why, isRoot, det)
 			}
 			if _, ok := a[VCallerService]; ok && (a[VLiveness] != "orphaned" || (kind != Server && kind != Consumer)) {
 				t.Errorf("%s: span %s: caller.service on a span that is not an orphaned SERVER/CONSUMER", sc.ID, es.SpanID)

@@ -69,7 +69,8 @@ type RootReport struct {
 	// Start is the root's start time (RFC 3339, UTC); Duration its length in seconds.
 	Start    time.Time `json:"start"`
 	Duration float64   `json:"duration_s"`
-	// EndReason is orphanwatch.root.end_reason; empty when the root is detached work.
+	// EndReason is orphanwatch.root.end_reason: "detached" when the root is detached work (a
+	// trace of it is no root request), empty when the processor wrote none.
 	EndReason string `json:"end_reason,omitempty"`
 	// Detached is true when the trace's root is itself work meant to outlive a request (a
 	// messaging CONSUMER span, or a span reached through a link): nothing in it is judged
@@ -77,7 +78,7 @@ type RootReport struct {
 	Detached bool `json:"detached,omitempty"`
 	// Bound is true when the root is detached work (a delivery, a linked trace) that an
 	// idempotency key or a propagated deadline binds to a request elsewhere: it has no end
-	// reason of its own and is judged, by its liveness, against that request's gone time.
+	// reason but "detached" and is judged, by its liveness, against that request's gone time.
 	Bound bool `json:"bound,omitempty"`
 	// Gone is the root's gone time, the earliest of its end and its deadline, as the
 	// processor decided it; GoneAfterStart is it in seconds after the root's start.
@@ -516,10 +517,11 @@ func rootReport(root *span, gone map[goneKey]int64) *RootReport {
 		Start: time.Unix(0, root.start).UTC(), Duration: float64(root.end-root.start) / 1e9,
 		EndReason: root.str(verdict.AttrRootEndReason), Detached: root.flag(verdict.AttrDetached),
 	}
-	if l := root.str(verdict.AttrLiveness); r.EndReason == "" && (l == verdict.LivenessLive.String() || l == verdict.LivenessOrphaned.String()) {
+	detached := r.EndReason == verdict.EndReasonDetached.String()
+	if l := root.str(verdict.AttrLiveness); (r.EndReason == "" || detached) && (l == verdict.LivenessLive.String() || l == verdict.LivenessOrphaned.String()) {
 		r.Bound = true
 	}
-	if g, ok := gone[goneKey{root.traceID, root.spanID}]; ok && r.EndReason != "" {
+	if g, ok := gone[goneKey{root.traceID, root.spanID}]; ok && r.EndReason != "" && !detached {
 		gt := time.Unix(0, g).UTC()
 		after := float64(g-root.start) / 1e9
 		r.Gone, r.GoneAfterStart = &gt, &after
@@ -638,6 +640,8 @@ func summarize(r *Report, zeroTrace int) Summary {
 		switch {
 		case t.Root == nil:
 			s.Roots["missing"]++
+		case t.Root.Bound:
+			s.Roots["bound"]++
 		case t.Root.EndReason != "":
 			s.Roots[t.Root.EndReason]++
 			for _, o := range t.OtherRoots {
@@ -645,8 +649,6 @@ func summarize(r *Report, zeroTrace int) Summary {
 			}
 		case t.Root.Detached:
 			s.Roots["detached"]++
-		case t.Root.Bound:
-			s.Roots["bound"]++
 		default:
 			s.Roots["unjudged"]++
 		}

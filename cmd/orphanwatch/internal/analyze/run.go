@@ -263,8 +263,8 @@ func goneProbes(out []ptrace.Traces) (ptrace.Traces, map[goneKey]probe) {
 	probes := map[goneKey]probe{}
 	for _, t := range out {
 		forEachSpan(t, func(res pcommon.Resource, sp ptrace.Span) {
-			if _, ok := sp.Attributes().Get(verdict.AttrRootEndReason); !ok {
-				return
+			if r, ok := sp.Attributes().Get(verdict.AttrRootEndReason); !ok || r.Str() == verdict.EndReasonDetached.String() {
+				return // no root, or the root of detached work: no gone time of its own
 			}
 			k := goneKey{sp.TraceID(), sp.SpanID()}
 			if _, dup := probes[k]; dup || sp.EndTimestamp() == 0 {

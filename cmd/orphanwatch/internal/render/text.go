@@ -93,6 +93,10 @@ func (p *printer) trace(t *analyze.TraceReport, spans bool) {
 		r := t.Root
 		kv = append(kv, [2]string{"root", fmt.Sprintf("%s  [%s, %s]  %s, started %s", r.Name, orDash(r.Service), r.Kind, seconds(r.Duration), r.Start.Format(time.RFC3339Nano))})
 		switch {
+		case r.Detached:
+			kv = append(kv, [2]string{"end", "root is detached work (consumer or linked): not judged against a gone time"})
+		case r.Bound:
+			kv = append(kv, [2]string{"end", "root is work bound to a request elsewhere (idempotency key or deadline): judged against its gone time"})
 		case r.EndReason != "":
 			end := r.EndReason
 			if r.GoneAfterStart != nil {
@@ -102,10 +106,6 @@ func (p *printer) trace(t *analyze.TraceReport, spans bool) {
 				}
 			}
 			kv = append(kv, [2]string{"end", end})
-		case r.Detached:
-			kv = append(kv, [2]string{"end", "root is detached work (consumer or linked): not judged against a gone time"})
-		case r.Bound:
-			kv = append(kv, [2]string{"end", "root is work bound to a request elsewhere (idempotency key or deadline): judged against its gone time"})
 		default:
 			kv = append(kv, [2]string{"end", "not judged (malformed root)"})
 		}
