@@ -443,7 +443,7 @@ func (tr *tier) settleStable(t testing.TB, members []*member, within time.Durati
 			if err != nil {
 				wait = 2 * time.Second
 			}
-			time.Sleep(wait + 500*time.Millisecond)
+			time.Sleep(wait + 1500*time.Millisecond) // a chain's decision_wait, the next sweep
 			got = 0
 			for _, m := range members {
 				got += judged(t, m)
@@ -454,28 +454,44 @@ func (tr *tier) settleStable(t testing.TB, members []*member, within time.Durati
 	}
 }
 
-// settle waits until the members judged n spans in all and owe nothing but what comes after
-// decision_wait (verdicts waiting for a root or a chain), then that wait and a margin; it
-// returns the spans judged (bounded).
+// settle waits until the members judged n spans in all and owe nothing (records waiting for
+// their decision, held roots, traces waiting for a key record), then until no record waits for
+// a root or a chain (records{state="pending"}: their verdicts come decision_wait after their
+// decision, at the next sweep; bounded by three decision_waits), and a margin; it returns the
+// spans judged (bounded by within).
 func (tr *tier) settle(t testing.TB, n int, within time.Duration) int {
 	t.Helper()
+	wait, err := time.ParseDuration(tr.opts.decisionWait)
+	if err != nil {
+		wait = 2 * time.Second
+	}
 	deadline := time.Now().Add(within)
+	got := 0
 	for {
-		got, owed := 0, 0
+		owed := 0
+		got = 0
 		for _, m := range tr.members {
 			got += judged(t, m)
 			owed += owes(t, m)
 		}
 		if (got >= n && owed == 0) || time.Now().After(deadline) {
-			wait, err := time.ParseDuration(tr.opts.decisionWait)
-			if err != nil {
-				wait = 2 * time.Second
-			}
-			time.Sleep(wait + 500*time.Millisecond)
-			return got
+			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	pendingUntil := time.Now().Add(3*wait + 2*time.Second)
+	for time.Now().Before(pendingUntil) {
+		pending := 0.0
+		for _, m := range tr.members {
+			pending += metricSum(scrape(t, m.telemetry), "otelcol_exporter_orphanmetrics_records", "state=pending")
+		}
+		if pending == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // what a sweep handed over is counted; margin for the scrape
+	return got
 }
 
 // metricSum sums the series of a metric (name{...} or name_total{...}) whose labels contain
