@@ -110,12 +110,33 @@ func TestSpreadHeld(t *testing.T) {
 	}
 
 	key := func(sp ptrace.Span) string {
-		return sp.TraceID().String() + "/" + sp.SpanID().String() + "/" + sp.Kind().String() + "/" + sp.Name()
+		return sp.TraceID().String() + "/" + sp.SpanID().String() + "/" + strings.ToLower(sp.Kind().String()) + "/" + sp.Name()
 	}
+	// verdicts: every span's orphanwatch.* attributes, with the outcomes of runs carried for it
+	// (an orphanwatch.verdict event naming it: a keyed run left open until its run_timeout).
 	verdicts := func(out []ptrace.Traces) (map[string]string, map[string]bool) {
-		v, deferred := map[string]string{}, map[string]bool{}
+		raws, deferred := map[string][]map[string]any{}, map[string]bool{}
+		carried := map[string]map[string]any{}
 		for _, td := range out {
 			forEachSpan(td, func(sp ptrace.Span) {
+				for i := range sp.Events().Len() {
+					ev := sp.Events().At(i)
+					if ev.Name() != verdict.EventVerdict {
+						continue
+					}
+					a := ev.Attributes()
+					if _, part := a.Get(verdict.AttrLiveness); part {
+						continue // a whole verdict: its span left deferred, not compared
+					}
+					get := func(k string) string { v, _ := a.Get(k); return v.AsString() }
+					k := get(verdict.AttrEventTraceID) + "/" + get(verdict.AttrEventSpanID) + "/" + get(verdict.AttrEventSpanKind) + "/" + get(verdict.AttrEventSpanName)
+					carried[k] = map[string]any{}
+					for _, name := range []string{verdict.AttrRunOutcome, verdict.AttrRunAttempts, verdict.AttrRunResult} {
+						if v, ok := a.Get(name); ok {
+							carried[k][name] = v.AsRaw()
+						}
+					}
+				}
 				if _, carrier := sp.Attributes().Get(verdict.AttrCarrier); carrier {
 					return
 				}
@@ -130,9 +151,18 @@ func TestSpreadHeld(t *testing.T) {
 					}
 					return true
 				})
-				b, _ := json.Marshal(raw)
-				v[key(sp)] += string(b)
+				raws[key(sp)] = append(raws[key(sp)], raw)
 			})
+		}
+		v := map[string]string{}
+		for k, rs := range raws {
+			for _, raw := range rs {
+				for name, x := range carried[k] {
+					raw[name] = x
+				}
+				b, _ := json.Marshal(raw)
+				v[k] += string(b)
+			}
 		}
 		return v, deferred
 	}

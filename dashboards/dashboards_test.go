@@ -107,7 +107,21 @@ func TestQueriesNameServedMetrics(t *testing.T) {
 		for v, q := range vq {
 			m, _, err := dashboards.LabelValuesMetric(q)
 			require.NoError(t, err, "%s: variable %s", name, v)
-			assert.True(t, scraped[m] && pushed[m], "%s: variable %s: %s is not served under one name both ways", name, v, m)
+			if !strings.HasPrefix(m, "{") {
+				assert.True(t, scraped[m] && pushed[m], "%s: variable %s: %s is not served under one name both ways", name, v, m)
+				continue
+			}
+			// A selector ({__name__=~"a|b"}, gauges of either mode): each name it matches is
+			// served under one name both ways, and it matches some.
+			ms, err := dashboards.NameMatchers(m)
+			require.NoError(t, err, "%s: variable %s", name, v)
+			require.Len(t, ms, 1, "%s: variable %s", name, v)
+			assert.True(t, matchesOne(ms[0], scraped) && matchesOne(ms[0], pushed), "%s: variable %s: %s matches no metric served both ways", name, v, m)
+			for n := range scraped {
+				if ms[0].Matches(n) {
+					assert.True(t, pushed[n], "%s: variable %s: %s is scraped as %s but not pushed so", name, v, m, n)
+				}
+			}
 		}
 	}
 	// Every metric of the exporter's contract appears on some dashboard.
@@ -115,7 +129,7 @@ func TestQueriesNameServedMetrics(t *testing.T) {
 		"orphanwatch_runs_total", "orphanwatch_attempts_total", "orphanwatch_roots_total",
 		"orphanwatch_spend_seconds_total", "orphanwatch_spend_tokens_total", "orphanwatch_spend_cost_usd_total",
 		"orphanwatch_model_calls_total", "orphanwatch_outlive_seconds_bucket", "orphanwatch_unpropagated_total",
-		"orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total",
+		"orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total", "orphanwatch_series_overflow_total",
 		"orphanwatch_cancel_reach_hops_bucket", "orphanwatch_orphaned_depth_hops_bucket",
 	} {
 		assert.True(t, used[m], "no dashboard shows %s", m)
@@ -231,16 +245,28 @@ func servedMetrics(t *testing.T) (scraped, pushed map[string]bool) {
 		require.True(t, scraped[m], "the exporter did not serve %s: the test's traces miss a verdict", m)
 	}
 
-	src, err := os.ReadFile("../processor/orphanprocessor/internal/metadata/generated_telemetry.go")
-	require.NoError(t, err)
-	re := regexp.MustCompile(`\b(?:m|meter)\.(Int64Counter|Float64Counter|Int64UpDownCounter|Float64UpDownCounter|Float64Histogram|Int64Histogram|Int64ObservableGauge|Float64ObservableGauge|Int64Gauge|Float64Gauge)\(\s*"([a-z0-9_]+)",\s*metric\.WithDescription\("(?:[^"\\]|\\.)*"\),\s*metric\.WithUnit\("([^"]*)"\)`)
-	matches := re.FindAllStringSubmatch(string(src), -1)
-	require.NotEmpty(t, matches)
+	// The telemetry of the components that decide verdicts: the processor (annotate mode), the
+	// exporter and the connector (observe mode).
+	re := regexp.MustCompile(`\b(?:m|meter)\.(Int64Counter|Float64Counter|Int64UpDownCounter|Float64UpDownCounter|Float64Histogram|Int64Histogram|Int64ObservableGauge|Float64ObservableGauge|Int64ObservableCounter|Int64Gauge|Float64Gauge)\(\s*"([a-z0-9_]+)",\s*metric\.WithDescription\("(?:[^"\\]|\\.)*"\),\s*metric\.WithUnit\("([^"]*)"\)`)
+	var matches [][]string
+	for _, f := range []string{
+		"../processor/orphanprocessor/internal/metadata/generated_telemetry.go",
+		"../exporter/orphanmetricsexporter/internal/metadata/generated_telemetry.go",
+		"../connector/orphanmetricsconnector/internal/metadata/generated_telemetry.go",
+	} {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		m := re.FindAllStringSubmatch(string(src), -1)
+		require.NotEmpty(t, m, f)
+		matches = append(matches, m...)
+	}
 	type instrument struct{ kind, name, unit string }
 	instruments := []instrument{
 		{"Int64Counter", "otelcol_receiver_accepted_spans", "{spans}"},
 		{"Int64Counter", "otelcol_receiver_refused_spans", "{spans}"},
 		{"Int64Counter", "otelcol_receiver_failed_spans", "{spans}"},
+		{"Int64Counter", "otelcol_exporter_sent_spans", "{spans}"},
+		{"Int64Counter", "otelcol_exporter_send_failed_spans", "{spans}"},
 	}
 	for _, m := range matches {
 		instruments = append(instruments, instrument{m[1], m[2], m[3]})
@@ -249,7 +275,7 @@ func servedMetrics(t *testing.T) (scraped, pushed map[string]bool) {
 	// repository is built with.
 	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver").Output()
 	require.NoError(t, err)
-	src, err = os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "internal", "metadata", "generated_telemetry.go"))
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "internal", "metadata", "generated_telemetry.go"))
 	require.NoError(t, err)
 	kafka := re.FindAllStringSubmatch(string(src), -1)
 	require.NotEmpty(t, kafka, "no metric found in the kafka receiver's generated_telemetry.go")
@@ -265,7 +291,7 @@ func servedMetrics(t *testing.T) (scraped, pushed map[string]bool) {
 			typ, prom = otlptranslator.MetricTypeHistogram, dto.MetricType_HISTOGRAM
 		case strings.HasSuffix(in.kind, "UpDownCounter"):
 			typ = otlptranslator.MetricTypeNonMonotonicCounter
-		case strings.HasSuffix(in.kind, "Counter"):
+		case strings.HasSuffix(in.kind, "Counter"), strings.HasSuffix(in.kind, "ObservableCounter"):
 			typ = otlptranslator.MetricTypeMonotonicCounter
 		}
 		addFamily(scraped, in.name, prom) // counters without _total on the collector's endpoint
@@ -399,4 +425,24 @@ func TestProvisioning(t *testing.T) {
 		}
 	}
 	assert.True(t, linked, "no Prometheus datasource links exemplars to traces")
+}
+
+// TestQueryMode: the pipeline-health queries of one mode only say so, and the rest are of both.
+func TestQueryMode(t *testing.T) {
+	b, err := os.ReadFile("pipeline-health.json")
+	require.NoError(t, err)
+	qs, err := dashboards.Queries(b)
+	require.NoError(t, err)
+	got := map[string]string{}
+	count := map[string]int{}
+	for _, q := range qs {
+		got[q.Panel+"/"+q.RefID] = q.Mode()
+		count[q.Mode()]++
+	}
+	assert.Equal(t, "", got["Spans per second/B"], "decided: either component")
+	assert.Equal(t, "annotate", got["Spans per second/C"], "orphaned: the processor's count")
+	assert.Equal(t, "observe", got["Verdicts owed and records kept/D"], "held roots")
+	assert.Equal(t, "annotate", got["Decision wait (annotate mode)/A"])
+	assert.Equal(t, "", got["Verdict latency/A"])
+	assert.Greater(t, count[""], count["annotate"]+count["observe"], "most queries serve both modes")
 }

@@ -21,6 +21,20 @@ type Query struct {
 	Exemplar  bool // exemplars requested
 }
 
+// Mode is the one mode q has data in, "annotate" or "observe", from the AnnotateOnly or
+// ObserveOnly mark that ends its panel's title or its legend; "" for a query of both modes.
+func (q Query) Mode() string {
+	for _, t := range []string{q.Panel, q.Legend} {
+		switch {
+		case strings.HasSuffix(t, AnnotateOnly):
+			return "annotate"
+		case strings.HasSuffix(t, ObserveOnly):
+			return "observe"
+		}
+	}
+	return ""
+}
+
 func (q Query) String() string { return fmt.Sprintf("%s / %s / %s", q.Dashboard, q.Panel, q.RefID) }
 
 type jsonTarget struct {

@@ -522,7 +522,7 @@ func TestRealFiles(t *testing.T) {
 		assert.Equal(t, "poll", tr.Root.Name)
 		assert.Equal(t, "CONSUMER", tr.Root.Kind)
 		assert.True(t, tr.Root.Detached)
-		assert.Empty(t, tr.Root.EndReason)
+		assert.Equal(t, "detached", tr.Root.EndReason, "DESIGN: the root of detached work ends detached")
 		assert.Equal(t, analyze.Liveness{Detached: 28}, tr.Liveness)
 		assert.Empty(t, tr.Orphaned)
 		assert.Zero(t, tr.Runs["delivered_to_nobody"])

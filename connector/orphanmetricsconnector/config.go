@@ -27,6 +27,13 @@ type Config struct {
 	// become "other", counted in <namespace>.label_overflow{label}.
 	LabelLimits orphanmetricsexporter.LabelLimitsConfig `mapstructure:"label_limits"`
 
+	// SeriesLimit bounds the number of distinct data point attribute sets of each sum from span
+	// data, as the exporter's series_limit bounds its counters' series: beyond it, new sets go
+	// to the sum's overflow point (attributes from span data "other"), counted in
+	// <namespace>.series_overflow{metric}. Must be positive. Default
+	// orphanmetricsexporter.DefaultSeriesLimit.
+	SeriesLimit int `mapstructure:"series_limit"`
+
 	// OutliveBuckets are the explicit bounds, in seconds, of the <namespace>.outlive
 	// histogram: positive, finite and strictly increasing.
 	OutliveBuckets []float64 `mapstructure:"outlive_buckets"`
@@ -81,6 +88,7 @@ func NewDefaultConfig() *Config {
 	return &Config{
 		Namespace:              e.Namespace,
 		LabelLimits:            e.LabelLimits,
+		SeriesLimit:            e.SeriesLimit,
 		OutliveBuckets:         e.OutliveBuckets,
 		HopBuckets:             e.HopBuckets,
 		MetricsFlushInterval:   DefaultMetricsFlushInterval,
@@ -128,6 +136,7 @@ func (c *Config) recorderConfig() *orphanmetricsexporter.Config {
 	e := orphanmetricsexporter.NewDefaultConfig()
 	e.Namespace = c.Namespace
 	e.LabelLimits = c.LabelLimits
+	e.SeriesLimit = c.SeriesLimit
 	e.OutliveBuckets = c.OutliveBuckets
 	e.HopBuckets = c.HopBuckets
 	e.ConstLabels = c.ConstLabels

@@ -116,7 +116,7 @@ func TestHealthSeriesUnderCollectorResource(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string][]string{
-		"service.name=otelcol-orphanwatch;service.instance.id=0f1e;": {"orphanwatch.label_overflow", "orphanwatch.spans_skipped"},
+		"service.name=otelcol-orphanwatch;service.instance.id=0f1e;": {"orphanwatch.label_overflow", "orphanwatch.series_overflow", "orphanwatch.spans_skipped"},
 		"service.name=svc;": {"orphanwatch.roots"},
 	}, byResource)
 }

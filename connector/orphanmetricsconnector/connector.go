@@ -44,12 +44,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	if err != nil {
 		return nil, err
 	}
-	var obs *orphanmetricsexporter.Observing
-	if rc.Mode == orphanmetricsexporter.ModeObserve {
-		if obs, err = orphanmetricsexporter.NewObserving(rc, rec, set.Logger, nil, nil); err != nil {
-			return nil, err
-		}
-	}
+	rec.LogSkips(set.Logger)
 	tel, err := newTelemetry(set, func(report func(string, int64)) {
 		for _, l := range orphanmetricsexporter.LimitedLabels {
 			report(l, int64(rec.LabelValues(l)))
@@ -57,6 +52,13 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	})
 	if err != nil {
 		return nil, err
+	}
+	var obs *orphanmetricsexporter.Observing
+	if rc.Mode == orphanmetricsexporter.ModeObserve {
+		if obs, err = tel.observing(rc, rec, set.Logger); err != nil {
+			tel.Shutdown()
+			return nil, err
+		}
 	}
 	conv := newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource)
 	conv.delta = cfg.temporality() == TemporalityDelta

@@ -40,6 +40,7 @@ var metricSpecs = []metricSpec{
 	{om.MetricOrphanedDepth, "orphaned.depth_hops", "{hop}"},
 	{om.MetricLabelOverflow, "label_overflow", "{occurrence}"},
 	{om.MetricSpansSkipped, "spans_skipped", "{span}"},
+	{om.MetricSeriesOverflow, "series_overflow", "{occurrence}"},
 }
 
 // Attribute names the converter reads from a series to choose its resource.
@@ -120,7 +121,7 @@ func newConverter(namespace, version string, start pcommon.Timestamp, collector 
 // (or at the series' creation, if later). The series of one
 // service (its service_name label, or callee_service for unpropagated) share a resource with
 // service.name set to that label value, as spanmetrics puts a service's metrics under its
-// resource; the health series (label_overflow, spans_skipped), which are about the collector,
+// resource; the health series (label_overflow, spans_skipped, series_overflow), which are about the collector,
 // are under the collector's own resource (its service.name and service.instance.id), as its
 // internal telemetry is. Every label stays a data point attribute, so the Prometheus series are the
 // exporter's.

@@ -24,7 +24,7 @@ var (
 // connector through prometheusremotewrite (or a scrape of contrib's prometheus exporter): the
 // same name and labels, plus job from the resource's service.name and no instance (the
 // resource has no service.instance.id), the scope labels and the const label the README's
-// pipelines set. The health series (label_overflow, spans_skipped) are under the collector's
+// pipelines set. The health series (label_overflow, spans_skipped, series_overflow) are under the collector's
 // own resource: their job and instance are the collector's service.name and
 // service.instance.id, which the tests' job and instance stand for. Series that are not the
 // connector's (up, otelcol_*) are left alone.
@@ -34,7 +34,7 @@ func asConnectorSeries(s string) string {
 	}
 	name, labels, _ := strings.Cut(s, "{")
 	labels = strings.TrimSuffix(labels, "}")
-	if name != "orphanwatch_label_overflow_total" && name != "orphanwatch_spans_skipped_total" {
+	if name != "orphanwatch_label_overflow_total" && name != "orphanwatch_spans_skipped_total" && name != "orphanwatch_series_overflow_total" {
 		labels = strings.TrimPrefix(scrapeLabel.ReplaceAllString(labels, ""), ",")
 	}
 	extra := []string{`otel_scope_name="` + metadata.ScopeName + `"`, `otel_scope_version="v0.0.1"`, `collector="collector-1"`}

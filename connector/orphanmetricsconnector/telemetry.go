@@ -6,8 +6,10 @@ import (
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 )
 
 // connectorAttribute is the attribute of every measurement that names the connector instance.
@@ -66,4 +68,30 @@ func (t *telemetry) flushed(ctx context.Context, ok bool) {
 		opt = t.flushFailed
 	}
 	t.ConnectorOrphanmetricsFlushes.Add(ctx, 1, opt)
+}
+
+// observing returns observe mode for rec (cfg.Mode observe) reporting through the connector's
+// otelcol_connector_orphanmetrics_* instruments: records, traces, open_runs, held_roots,
+// evictions, spans_judged, spans_without_verdict (read on collection, as the exporter's) and
+// verdict_latency.
+func (t *telemetry) observing(cfg *orphanmetricsexporter.Config, rec *orphanmetricsexporter.Recorder, logger *zap.Logger) (*orphanmetricsexporter.Observing, error) {
+	one := metric.WithAttributes(t.id)
+	latency := func(s float64) { t.ConnectorOrphanmetricsVerdictLatency.Record(context.Background(), s, one) }
+	obs, err := orphanmetricsexporter.NewObserving(cfg, rec, logger, latency, nil)
+	if err != nil {
+		return nil, err
+	}
+	err = obs.RegisterTelemetry(orphanmetricsexporter.ObserveTelemetry{
+		Records:             t.RegisterConnectorOrphanmetricsRecordsCallback,
+		Traces:              t.RegisterConnectorOrphanmetricsTracesCallback,
+		OpenRuns:            t.RegisterConnectorOrphanmetricsOpenRunsCallback,
+		HeldRoots:           t.RegisterConnectorOrphanmetricsHeldRootsCallback,
+		Evictions:           t.RegisterConnectorOrphanmetricsEvictionsCallback,
+		SpansJudged:         t.RegisterConnectorOrphanmetricsSpansJudgedCallback,
+		SpansWithoutVerdict: t.RegisterConnectorOrphanmetricsSpansWithoutVerdictCallback,
+	}, t.id)
+	if err != nil {
+		return nil, err
+	}
+	return obs, nil
 }

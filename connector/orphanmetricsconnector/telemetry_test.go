@@ -3,7 +3,7 @@ package orphanmetricsconnector
 import (
 	"context"
 	"errors"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"os"
 	"testing"
 	"time"
 
@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
@@ -252,4 +253,73 @@ func TestMetadataMatchesTelemetry(t *testing.T) {
 	want, err := telemetrydoc.FromMetadata("metadata.yaml")
 	require.NoError(t, err)
 	assert.Equal(t, want, builderInstruments(t))
+}
+
+// TestObserveTelemetry: the observing connector's own telemetry says what it keeps, as the
+// exporter's (shared code): S2's abandoned root is held decision_wait, then counted; every span
+// is judged; its verdict latency is recorded; everything reads 0 once counted.
+func TestObserveTelemetry(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	set := connectortest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	c := newTestConnector(t, set, new(consumertest.MetricsSink), func(cfg *Config) {
+		cfg.Mode = orphanmetricsexporter.ModeObserve
+		cfg.DecisionWait = 500 * time.Millisecond
+		cfg.DecisionWaitAfterRoot = 0 // decided as it arrives
+		cfg.RunTimeout = 100 * time.Millisecond
+	})
+	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, c.Shutdown(context.Background())) })
+
+	raw, err := os.ReadFile("../../testdata/scenarios/s02_caller_leaves/trace.json")
+	require.NoError(t, err)
+	s2, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+	require.NoError(t, err)
+	n := int64(s2.SpanCount())
+	require.NoError(t, c.ConsumeTraces(context.Background(), s2))
+
+	// sum adds the points of the int64 gauge or sum name whose attribute key (when set) is
+	// value; every point carries the connector attribute.
+	sum := func(name, key, value string) int64 {
+		m, err := tel.GetMetric(name)
+		require.NoError(t, err, name)
+		var points []metricdata.DataPoint[int64]
+		switch d := m.Data.(type) {
+		case metricdata.Gauge[int64]:
+			points = d.DataPoints
+		case metricdata.Sum[int64]:
+			points = d.DataPoints
+		}
+		var total int64
+		for _, p := range points {
+			id, _ := p.Attributes.Value(connectorAttribute)
+			assert.Equal(t, set.ID.String(), id.AsString(), name)
+			if v, ok := p.Attributes.Value(attribute.Key(key)); key == "" || (ok && v.AsString() == value) {
+				total += p.Value
+			}
+		}
+		return total
+	}
+	assert.Equal(t, int64(0), sum("otelcol_connector_orphanmetrics_records", "state", "waiting"), "decided as it arrived")
+	assert.Equal(t, int64(1), sum("otelcol_connector_orphanmetrics_held_roots", "", ""), "the cancelled root, held for its reach")
+	assert.Equal(t, n, sum("otelcol_connector_orphanmetrics_spans_judged", "", ""))
+	require.Eventually(t, func() bool { return sum("otelcol_connector_orphanmetrics_held_roots", "", "") == 0 }, 10*time.Second, 50*time.Millisecond, "counted after decision_wait")
+	assert.Equal(t, int64(0), sum("otelcol_connector_orphanmetrics_open_runs", "", ""))
+	assert.Equal(t, int64(0), sum("otelcol_connector_orphanmetrics_records", "state", "pending"))
+	assert.Equal(t, int64(0), sum("otelcol_connector_orphanmetrics_traces", "", ""))
+	assert.Equal(t, int64(0), sum("otelcol_connector_orphanmetrics_evictions", "", ""), "nothing evicted")
+	assert.Equal(t, int64(0), sum("otelcol_connector_orphanmetrics_spans_without_verdict", "", ""), "every span judged")
+
+	// The request's latency is observed once nothing more can come for it (decision_wait,
+	// clock-skew tolerance and two sweeps after its last verdict).
+	var lat metricdata.Metrics
+	require.Eventually(t, func() bool {
+		lat, err = tel.GetMetric("otelcol_connector_orphanmetrics_verdict_latency")
+		return err == nil
+	}, 15*time.Second, 100*time.Millisecond)
+	points := lat.Data.(metricdata.Histogram[float64]).DataPoints
+	require.Len(t, points, 1)
+	assert.Equal(t, uint64(1), points[0].Count, "one request")
+	assert.GreaterOrEqual(t, points[0].Sum, 0.4, "its abandoned root counted after decision_wait")
 }

@@ -25,6 +25,12 @@ const (
 	DefaultNamespace = "orphanwatch"
 	// DefaultLabelLimit is the number of distinct values admitted per label.
 	DefaultLabelLimit = 500
+	// DefaultSeriesLimit is the number of distinct series admitted per counter (series_limit).
+	// It keeps a scrape at a few MB whatever the span data: 8 counters of at most 2,000 series
+	// (and their few overflow series), about 120 bytes a line, are under 2 MB; the 3 histograms,
+	// bounded by label_limits to 501 series of 12 to 15 lines each, under 2.5 MB more
+	// (TestSeriesLimitFlood measures a flood of every metric at the defaults: see the README).
+	DefaultSeriesLimit = 2000
 )
 
 // DefaultOutliveBuckets returns the default upper bounds, in seconds, of the
@@ -71,6 +77,14 @@ type Config struct {
 	// LabelLimits bounds the number of distinct values of the labels that
 	// come from span data.
 	LabelLimits LabelLimitsConfig `mapstructure:"label_limits"`
+
+	// SeriesLimit bounds the number of distinct series of each counter from span data
+	// (runs_total, attempts_total, roots_total, spend_*, model_calls_total,
+	// unpropagated_total): once a counter holds SeriesLimit series, a new label tuple is counted
+	// in its overflow series (labels from span data "other", the others kept) and in
+	// <namespace>_series_overflow_total{metric}. Must be positive. Default
+	// [DefaultSeriesLimit].
+	SeriesLimit int `mapstructure:"series_limit"`
 
 	// OutliveBuckets are the upper bounds, in seconds, of the buckets of the
 	// outlive_seconds histogram: positive, finite and strictly increasing.
@@ -164,7 +178,7 @@ func (c *Config) ValidateMode() error {
 }
 
 // ValidateMetrics checks the fields that shape the metrics: namespace, label_limits,
-// outlive_buckets, hop_buckets and const_labels, each error naming its field. It is what
+// series_limit, outlive_buckets, hop_buckets and const_labels, each error naming its field. It is what
 // [NewRecorder] checks, without the HTTP settings; the orphanmetrics connector validates its
 // configuration with it.
 func (c *Config) ValidateMetrics() error { return c.validateMetrics() }
@@ -193,6 +207,10 @@ func (c *Config) validateMetrics() error {
 		if n <= 0 {
 			add("label_limits::per_label::%s: must be positive, got %d", name, n)
 		}
+	}
+
+	if c.SeriesLimit <= 0 {
+		add("series_limit: must be positive, got %d", c.SeriesLimit)
 	}
 
 	errs = append(errs, validateBuckets("outlive_buckets", c.OutliveBuckets, false)...)
@@ -250,7 +268,7 @@ func validateBuckets(field string, bounds []float64, zeroOK bool) []error {
 var reservedLabels = []string{
 	labelServiceName, labelOperation, labelOutcome, labelLiveness, labelEndReason,
 	labelModel, labelDirection, labelCallerService, labelCalleeService,
-	labelLabel, labelReason, "le", "quantile", exemplarTraceID, exemplarSpanID,
+	labelLabel, labelReason, labelMetric, "le", "quantile", exemplarTraceID, exemplarSpanID,
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -37,6 +37,7 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 	if err != nil {
 		return nil, err
 	}
+	rec.LogSkips(set.Logger)
 	tel, err := newTelemetry(set, func(report func(string, int64)) {
 		for _, l := range LimitedLabels {
 			report(l, int64(rec.limiter.Len(l)))
@@ -52,7 +53,7 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 			tel.ExporterOrphanmetricsVerdictLatency.Record(context.Background(), s, metric.WithAttributes(id))
 		}
 		if e.obs, err = NewObserving(cfg, rec, set.Logger, latency, nil); err == nil {
-			err = registerObserve(tel, id, e.obs.Observer())
+			err = e.obs.RegisterTelemetry(observeTelemetry(tel), id)
 		}
 		if err != nil {
 			tel.Shutdown()

@@ -29,8 +29,8 @@ func createDefaultConfig() component.Config {
 
 // NewDefaultConfig returns the default configuration: serve on
 // [DefaultEndpoint] at [DefaultPath], namespace [DefaultNamespace],
-// [DefaultLabelLimit] values per label, [DefaultOutliveBuckets], observe mode with the
-// default rules.
+// [DefaultLabelLimit] values per label, [DefaultSeriesLimit] series per counter,
+// [DefaultOutliveBuckets], observe mode with the default rules.
 func NewDefaultConfig() *Config {
 	server := confighttp.NewDefaultServerConfig()
 	server.NetAddr.Endpoint = DefaultEndpoint
@@ -39,6 +39,7 @@ func NewDefaultConfig() *Config {
 		Path:           DefaultPath,
 		Namespace:      DefaultNamespace,
 		LabelLimits:    LabelLimitsConfig{Default: DefaultLabelLimit},
+		SeriesLimit:    DefaultSeriesLimit,
 		OutliveBuckets: DefaultOutliveBuckets(),
 		HopBuckets:     DefaultHopBuckets(),
 		Mode:           ModeObserve,

@@ -6,14 +6,17 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/labellimit"
+	"github.com/orphanwatch/orphanwatch/internal/badinput"
 )
 
 // Label names of the exported series.
@@ -29,6 +32,7 @@ const (
 	labelCalleeService = "callee_service"
 	labelLabel         = "label"
 	labelReason        = "reason"
+	labelMetric        = "metric"
 
 	exemplarTraceID = "trace_id"
 	exemplarSpanID  = "span_id"
@@ -37,19 +41,20 @@ const (
 // Metric names without the namespace prefix. The exported name is
 // "<namespace>_<name>", for example "orphanwatch_runs_total".
 const (
-	MetricRuns          = "runs_total"
-	MetricAttempts      = "attempts_total"
-	MetricRoots         = "roots_total"
-	MetricSpendSeconds  = "spend_seconds_total"
-	MetricSpendTokens   = "spend_tokens_total"
-	MetricSpendCostUSD  = "spend_cost_usd_total"
-	MetricModelCalls    = "model_calls_total"
-	MetricOutlive       = "outlive_seconds"
-	MetricUnpropagated  = "unpropagated_total"
-	MetricCancelReach   = "cancel_reach_hops"
-	MetricOrphanedDepth = "orphaned_depth_hops"
-	MetricLabelOverflow = "label_overflow_total"
-	MetricSpansSkipped  = "spans_skipped_total"
+	MetricRuns           = "runs_total"
+	MetricAttempts       = "attempts_total"
+	MetricRoots          = "roots_total"
+	MetricSpendSeconds   = "spend_seconds_total"
+	MetricSpendTokens    = "spend_tokens_total"
+	MetricSpendCostUSD   = "spend_cost_usd_total"
+	MetricModelCalls     = "model_calls_total"
+	MetricOutlive        = "outlive_seconds"
+	MetricUnpropagated   = "unpropagated_total"
+	MetricCancelReach    = "cancel_reach_hops"
+	MetricOrphanedDepth  = "orphaned_depth_hops"
+	MetricLabelOverflow  = "label_overflow_total"
+	MetricSpansSkipped   = "spans_skipped_total"
+	MetricSeriesOverflow = "series_overflow_total"
 )
 
 // Reasons of <namespace>_spans_skipped_total: why a span did not feed a
@@ -68,6 +73,8 @@ const (
 	ReasonInvalidCost             = "invalid_cost"               // orphanwatch.spend.cost not a finite number >= 0
 	ReasonZeroTime                = "zero_time"                  // an attempt span without start or end time
 	ReasonEndBeforeStart          = "end_before_start"           // an attempt span that ends before it starts
+	ReasonEndInFuture             = "end_in_future"              // an attempt span that ends beyond the clock plus future_tolerance
+	ReasonOverMaxDuration         = "over_max_duration"          // an attempt span that lasts longer than max_request_duration
 	ReasonInvalidReachHops        = "invalid_reach_hops"         // orphanwatch.cancel.reach_hops not an integer >= 0
 	ReasonInvalidDepthHops        = "invalid_depth_hops"         // orphanwatch.orphaned.depth_hops not an integer >= 0
 	ReasonInvalidSpendRepeated    = "invalid_spend_repeated"     // orphanwatch.spend.repeated not a bool (the span is not counted by its gen_ai attributes)
@@ -99,6 +106,8 @@ const (
 	skipInvalidSpendNested
 	skipInvalidDeferred
 	skipInvalidVerdictEvent
+	skipEndInFuture
+	skipOverMaxDuration
 	numSkipReasons
 )
 
@@ -109,6 +118,7 @@ var skipReasons = [numSkipReasons]string{
 	ReasonInvalidTokens, ReasonInvalidCost, ReasonZeroTime, ReasonEndBeforeStart,
 	ReasonInvalidReachHops, ReasonInvalidDepthHops, ReasonInvalidSpendRepeated,
 	ReasonInvalidSpendNested, ReasonInvalidDeferred, ReasonInvalidVerdictEvent,
+	ReasonEndInFuture, ReasonOverMaxDuration,
 }
 
 // Recorder turns spans annotated with orphanwatch.* verdicts (and, for spans
@@ -121,19 +131,21 @@ type Recorder struct {
 	reg     *prometheus.Registry
 	limiter *labellimit.Limiter
 
-	runs         *prometheus.CounterVec
-	attempts     *prometheus.CounterVec
-	roots        *prometheus.CounterVec
-	spendSeconds *prometheus.CounterVec
-	spendTokens  *prometheus.CounterVec
-	spendCost    *prometheus.CounterVec
-	modelCalls   *prometheus.CounterVec
-	outlive      *prometheus.HistogramVec
-	reach        *prometheus.HistogramVec
-	depth        *prometheus.HistogramVec
-	unpropagated *prometheus.CounterVec
-	overflow     *prometheus.CounterVec
-	skipped      *prometheus.CounterVec
+	// The counters from span data are bounded by series_limit (serieslimit.go).
+	runs           *limitedCounterVec
+	attempts       *limitedCounterVec
+	roots          *limitedCounterVec
+	spendSeconds   *limitedCounterVec
+	spendTokens    *limitedCounterVec
+	spendCost      *limitedCounterVec
+	modelCalls     *limitedCounterVec
+	outlive        *prometheus.HistogramVec
+	reach          *prometheus.HistogramVec
+	depth          *prometheus.HistogramVec
+	unpropagated   *limitedCounterVec
+	overflow       *prometheus.CounterVec
+	skipped        *prometheus.CounterVec
+	seriesOverflow *prometheus.CounterVec
 
 	// Series handles already used (series.go), and the health counters.
 	now       func() time.Time // when exemplars are taken
@@ -141,6 +153,15 @@ type Recorder struct {
 	services  map[string]*serviceSeries
 	overflows map[string]prometheus.Counter // by limited label
 	skips     [numSkipReasons]prometheus.Counter
+
+	// Times sane (annotate mode, spans.go recordSpendSeconds and recordOutlive): a span ending
+	// more than futureTol (ns) after the Record call, or lasting longer than maxSpan (ns,
+	// max_request_duration; 0: no bound), adds no seconds; an after_gone beyond maxSpan is
+	// malformed.
+	futureTol, maxSpan int64
+	// skipLog logs the skips sampled (LogSkips); nil until set.
+	skipLog     atomic.Pointer[badinput.Log]
+	skippedName string
 }
 
 // NewRecorder returns a Recorder for the metric settings of cfg (namespace,
@@ -156,13 +177,20 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 	}
 	r := &Recorder{reg: prometheus.NewRegistry(), services: map[string]*serviceSeries{}, now: time.Now}
 
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+	health := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace:   cfg.Namespace,
 			Name:        name,
 			Help:        help,
 			ConstLabels: cfg.ConstLabels,
 		}, labels)
+	}
+	// Made first: the limited counters count their overflows in it.
+	r.seriesOverflow = health(MetricSeriesOverflow,
+		"Uses of a metric's overflow series (labels from span data \"other\") because the metric reached series_limit distinct series, by metric.",
+		labelMetric)
+	counter := func(name, help string, labels ...string) *limitedCounterVec {
+		return newLimitedCounterVec(health(name, help, labels...), labels, cfg.SeriesLimit, r.seriesOverflow.WithLabelValues(name))
 	}
 	r.runs = counter(MetricRuns,
 		"Runs (retry loops of one logical operation) by outcome, counted on the span that closed the run.",
@@ -206,16 +234,18 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 	r.unpropagated = counter(MetricUnpropagated,
 		"Orphaned spans that entered a service whose caller was not orphaned: the edge the cancellation did not cross.",
 		labelCallerService, labelCalleeService)
-	r.overflow = counter(MetricLabelOverflow,
+	r.overflow = health(MetricLabelOverflow,
 		`Label value occurrences replaced by "other" because the label reached its limit of distinct values.`,
 		labelLabel)
-	r.skipped = counter(MetricSpansSkipped,
+	r.skippedName = cfg.Namespace + "_" + MetricSpansSkipped
+	r.skipped = health(MetricSpansSkipped,
 		"Spans that could not feed a metric because of a malformed attribute or unusable times, by reason.",
 		labelReason)
 
 	for _, c := range []prometheus.Collector{
 		r.runs, r.attempts, r.roots, r.spendSeconds, r.spendTokens, r.spendCost,
 		r.modelCalls, r.outlive, r.reach, r.depth, r.unpropagated, r.overflow, r.skipped,
+		r.seriesOverflow,
 	} {
 		if err := r.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering metric: %w", err)
@@ -227,8 +257,11 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 		r.overflows[l] = r.overflow.WithLabelValues(l)
 	}
 	for i, reason := range skipReasons {
-		r.skips[i] = r.skipped.WithLabelValues(reason)
+		r.skips[i] = &loggedCounter{Counter: r.skipped.WithLabelValues(reason), r: r, reason: reason}
 	}
+	// Annotate mode does not validate the rule settings: a negative future_tolerance is read as
+	// 0, a max_request_duration <= 0 as no bound.
+	r.futureTol, r.maxSpan = max(int64(cfg.FutureTolerance), 0), max(int64(cfg.MaxRequestDuration), 0)
 
 	// Overflows are counted by the recorder, once for every use of an "other" value.
 	limiter, err := labellimit.New(cfg.LabelLimits.Default, cfg.LabelLimits.PerLabel, nil)
@@ -263,6 +296,62 @@ func (r *Recorder) Record(td ptrace.Traces) {
 				}
 			}
 		}
+	}
+}
+
+// LogSkips makes the recorder log what it counts in <namespace>_spans_skipped_total to logger,
+// sampled: at most one Warn line per reason per 10 s, with the spans skipped since the reason's
+// previous line; never anything of the spans. The line cannot name the sender: Record reads
+// batches, whose senders a batch processor may have mixed. A nil logger stops the lines.
+func (r *Recorder) LogSkips(logger *zap.Logger) {
+	if logger == nil {
+		r.skipLog.Store(nil)
+		return
+	}
+	r.skipLog.Store(badinput.New(logger, "Spans could not feed a metric (counted; one line per reason per interval)",
+		r.skippedName, "spans", 0, nil))
+}
+
+// loggedCounter is a series of spans_skipped_total that also logs (LogSkips).
+type loggedCounter struct {
+	prometheus.Counter
+	r      *Recorder
+	reason string
+}
+
+func (c *loggedCounter) Inc() { c.Add(1) }
+
+func (c *loggedCounter) Add(v float64) {
+	c.Counter.Add(v)
+	if l := c.r.skipLog.Load(); l != nil {
+		l.Add(c.reason, int64(v))
+	}
+}
+
+// Series returns how many series metric (a Metric* name without namespace, one of the counters
+// bounded by series_limit) has admitted so far, and false for a metric without a series limit.
+func (r *Recorder) Series(metric string) (int, bool) {
+	for _, v := range r.limitedCounters() {
+		if v.name == metric {
+			return v.vec.lim.len(), true
+		}
+	}
+	return 0, false
+}
+
+// limitedCounters lists the counters bounded by series_limit with their names.
+func (r *Recorder) limitedCounters() []struct {
+	name string
+	vec  *limitedCounterVec
+} {
+	return []struct {
+		name string
+		vec  *limitedCounterVec
+	}{
+		{MetricRuns, r.runs}, {MetricAttempts, r.attempts}, {MetricRoots, r.roots},
+		{MetricSpendSeconds, r.spendSeconds}, {MetricSpendTokens, r.spendTokens},
+		{MetricSpendCostUSD, r.spendCost}, {MetricModelCalls, r.modelCalls},
+		{MetricUnpropagated, r.unpropagated},
 	}
 }
 

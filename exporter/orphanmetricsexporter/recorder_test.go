@@ -370,6 +370,8 @@ func TestMalformedSpans(t *testing.T) {
 
 	assert.Equal(t, map[string]float64{
 		`{reason="invalid_liveness"}`:           2,
+		`{reason="end_in_future"}`:              0,
+		`{reason="over_max_duration"}`:          0,
 		`{reason="invalid_detached"}`:           2,
 		`{reason="invalid_started_after_gone"}`: 1,
 		`{reason="invalid_after_gone"}`:         3,
@@ -494,17 +496,18 @@ func TestLabelNames(t *testing.T) {
 	mfs, err := r.Gatherer().Gather()
 	require.NoError(t, err)
 	want := map[string][]string{
-		"orphanwatch_runs_total":           {"operation", "outcome", "service_name"},
-		"orphanwatch_attempts_total":       {"liveness", "operation", "service_name"},
-		"orphanwatch_roots_total":          {"end_reason", "service_name"},
-		"orphanwatch_spend_seconds_total":  {"liveness", "service_name"},
-		"orphanwatch_spend_tokens_total":   {"direction", "liveness", "model", "service_name"},
-		"orphanwatch_spend_cost_usd_total": {"liveness", "model", "service_name"},
-		"orphanwatch_model_calls_total":    {"liveness", "model", "service_name"},
-		"orphanwatch_outlive_seconds":      {"service_name"},
-		"orphanwatch_unpropagated_total":   {"callee_service", "caller_service"},
-		"orphanwatch_label_overflow_total": {"label"},
-		"orphanwatch_spans_skipped_total":  {"reason"},
+		"orphanwatch_runs_total":            {"operation", "outcome", "service_name"},
+		"orphanwatch_attempts_total":        {"liveness", "operation", "service_name"},
+		"orphanwatch_roots_total":           {"end_reason", "service_name"},
+		"orphanwatch_spend_seconds_total":   {"liveness", "service_name"},
+		"orphanwatch_spend_tokens_total":    {"direction", "liveness", "model", "service_name"},
+		"orphanwatch_spend_cost_usd_total":  {"liveness", "model", "service_name"},
+		"orphanwatch_model_calls_total":     {"liveness", "model", "service_name"},
+		"orphanwatch_outlive_seconds":       {"service_name"},
+		"orphanwatch_unpropagated_total":    {"callee_service", "caller_service"},
+		"orphanwatch_label_overflow_total":  {"label"},
+		"orphanwatch_spans_skipped_total":   {"reason"},
+		"orphanwatch_series_overflow_total": {"metric"},
 	}
 	got := map[string][]string{}
 	for _, mf := range mfs {

@@ -638,6 +638,12 @@ func (r *Recorder) recordSpendSeconds(c *spanCtx) {
 	case end < start:
 		c.skip(skipEndBeforeStart)
 		return
+	case int64(end) > c.now+r.futureTol:
+		c.skip(skipEndInFuture)
+		return
+	case r.maxSpan > 0 && int64(end-start) > r.maxSpan:
+		c.skip(skipOverMaxDuration)
+		return
 	}
 	seconds := float64(end-start) / 1e9
 	svc := c.useService()
@@ -747,6 +753,10 @@ func (r *Recorder) recordOutlive(c *spanCtx) {
 		return
 	case attrInvalid:
 		c.skip(skipInvalidAfterGone)
+		return
+	}
+	if r.maxSpan > 0 && v > float64(r.maxSpan)/1e9 {
+		c.skip(skipInvalidAfterGone) // longer than any request may last
 		return
 	}
 	svc := c.useService()

@@ -21,8 +21,8 @@ type Config struct {
 	// Topic is the compacted topic of key records and how it is created and checked.
 	Topic TopicConfig `mapstructure:"topic"`
 	// Secret keys the HMAC-SHA256 of idempotency keys: the same on every member of a tier, at
-	// least 16 bytes. Keys are low-entropy: without the secret, their hashes could be reversed
-	// by trying guesses.
+	// least 16 bytes, not only whitespace, and at least 6 distinct bytes (secretEntropy). Keys
+	// are low-entropy: without the secret, their hashes could be reversed by trying guesses.
 	Secret configopaque.String `mapstructure:"secret"`
 	// Wait: a trace carrying a key that binds nowhere yet is held this long, after its decision
 	// is due, for another member's record (by every orphan processor using the extension).
@@ -111,8 +111,10 @@ func (c *Config) Validate() error {
 	if c.Topic.CheckTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("topic.check_timeout: must be positive, got %s", c.Topic.CheckTimeout))
 	}
-	if n := len(c.Secret); n < 16 {
-		errs = append(errs, fmt.Errorf("secret: must be at least 16 bytes, got %d", n))
+	if n := len(c.Secret); n < minSecretBytes {
+		errs = append(errs, fmt.Errorf("secret: must be at least %d bytes, got %d", minSecretBytes, n))
+	} else if err := secretEntropy(string(c.Secret)); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Wait < 0 {
 		errs = append(errs, fmt.Errorf("wait: must not be negative, got %s", c.Wait))
@@ -124,4 +126,35 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max_waiting: must be positive, got %d", c.MaxWaiting))
 	}
 	return errors.Join(errs...)
+}
+
+// minSecretBytes is the shortest secret accepted: 128 bits.
+const minSecretBytes = 16
+
+// minSecretDistinct is the fewest distinct bytes a secret must have. A secret that is a
+// character repeated ("aaaa...", 16 spaces) or a short pattern ("abababab...") has none of the
+// entropy its length promises. Six keeps false refusals of random secrets negligible: 16
+// random hex digits (openssl rand -hex 8, the shortest random secret accepted) have fewer than
+// 6 distinct ones about 4 times in 100,000; 32 hex digits or base64 practically never.
+const minSecretDistinct = 6
+
+// secretEntropy refuses a secret that cannot be random: only whitespace (an unset or
+// mis-quoted environment variable), or fewer than minSecretDistinct distinct bytes. The error
+// names the field, never the secret.
+func secretEntropy(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("secret: must not be only whitespace (an unset environment variable?); use random bytes, e.g. openssl rand -hex 32")
+	}
+	var seen [256]bool
+	distinct := 0
+	for i := 0; i < len(s); i++ {
+		if !seen[s[i]] {
+			seen[s[i]] = true
+			distinct++
+		}
+	}
+	if distinct < minSecretDistinct {
+		return fmt.Errorf("secret: must have at least %d distinct bytes, got %d (a repeated character or pattern has no entropy); use random bytes, e.g. openssl rand -hex 32", minSecretDistinct, distinct)
+	}
+	return nil
 }

@@ -2,12 +2,14 @@ package orphankeysextension
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
@@ -103,4 +105,37 @@ func TestValidateNamesFields(t *testing.T) {
 	cfg.Secret = "0123456789abcdef"
 	cfg.DialTimeout = 0
 	require.ErrorContains(t, confmap.Validate(cfg), "dial_timeout")
+}
+
+// TestSecretEntropy: a secret of the right length that cannot be random is refused, naming the
+// field and never printing the secret: only whitespace (16 spaces, the case issue 30 found
+// accepted), one repeated character, a short pattern; random secrets (hex, base64) pass.
+func TestSecretEntropy(t *testing.T) {
+	for _, c := range []struct {
+		secret, want string
+	}{
+		{strings.Repeat(" ", 16), "secret: must not be only whitespace"},
+		{" \t\n\r \t\n\r \t\n\r \t\n\r", "secret: must not be only whitespace"},
+		{strings.Repeat("x", 32), "secret: must have at least 6 distinct bytes, got 1"},
+		{strings.Repeat("ab", 16), "secret: must have at least 6 distinct bytes, got 2"},
+		{strings.Repeat("12345", 4), "secret: must have at least 6 distinct bytes, got 5"},
+		{"3f9a0c1e7b2d4865", ""},                                                  // openssl rand -hex 8
+		{"q8Zr1Xh0vT3mB6yK2pL5wN9e", ""},                                          // base64 of 18 random bytes
+		{" 3f9a0c1e7b2d4865 ", ""},                                                // whitespace around a random secret is still a random secret
+		{"c0ffee00c0ffee00c0ffee00c0ffee00", "got 4"},                             // a pattern: 4 distinct bytes
+		{"correct horse battery staple", ""},                                      // a passphrase: many distinct bytes
+		{"\x00\x01\x02\x03\x04\x05\x00\x01\x02\x03\x04\x05", "at least 16 bytes"}, // too short first
+	} {
+		cfg := NewFactory().CreateDefaultConfig().(*Config)
+		cfg.Secret = configopaque.String(c.secret)
+		err := confmap.Validate(cfg)
+		if c.want == "" {
+			assert.NoError(t, err, "%q", c.secret)
+			continue
+		}
+		require.ErrorContains(t, err, c.want, "%q", c.secret)
+		if strings.TrimSpace(c.secret) != "" {
+			assert.NotContains(t, err.Error(), c.secret, "the secret is never printed")
+		}
+	}
 }

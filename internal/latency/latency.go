@@ -16,8 +16,8 @@ import (
 // spans or carried (a run closed later, an abandoned root held for its depth, a late span).
 // It is observed (otelcol_processor_orphan_verdict_latency, otelcol_exporter_orphanmetrics_verdict_latency) once nothing more can come for the
 // request: horizon after its last verdict, the longest the time model keeps anything of a
-// request that has its root (run_timeout or decision_wait, plus the clock-skew tolerance and a
-// sweep). Requests are tracked within max entries (limits.max_traces); when full, the one
+// request that has its root (run_timeout plus decision_wait and the clock-skew tolerance, as a
+// run waits for a further attempt, and a sweep). Requests are tracked within max entries (limits.max_traces); when full, the one
 // whose last verdict is oldest is observed early.
 //
 // Cost: one map entry per request for the horizon, and one queue mark per release or carried

@@ -169,7 +169,7 @@ func (o *Observer) Consume(td ptrace.Traces) {
 		}
 	}
 	if len(b.observed) > 0 {
-		o.corr.Observe(b.observed)
+		o.corr.ObserveAt(b.observed, now.UnixNano())
 	}
 	ready := o.wait(b, now)
 	if o.cfg.DecisionWait == 0 || min(o.cfg.DecisionWaitAfterRoot, o.cfg.DecisionWait) == 0 {
@@ -210,7 +210,7 @@ func (o *Observer) decide(now time.Time, ready []*waiting) {
 	for _, w := range ready {
 		var d verdict.Decision
 		if w.last {
-			d = o.corr.ReleaseLast((*vbuf)[:0], w.spans, ns)
+			d = o.corr.ReleaseLast((*vbuf)[:0], w.spans, ns, nil)
 		} else {
 			d = o.corr.Release((*vbuf)[:0], w.spans, ns, nil)
 		}

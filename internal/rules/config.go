@@ -38,6 +38,11 @@ type Config struct {
 	MaxRequestDuration time.Duration `mapstructure:"max_request_duration"`
 	// ClockSkewTolerance applies when a span and its root are in different services.
 	ClockSkewTolerance time.Duration `mapstructure:"clock_skew_tolerance"`
+	// FutureTolerance is how far beyond the collector's clock a span may end (the clocks of
+	// the hosts that write spans run a little ahead): a span ending later gets no verdict that
+	// counts time (spans_without_verdict{reason="end_in_future"}), and a root ending later
+	// makes its trace judged at once without a root. Must not be negative.
+	FutureTolerance time.Duration `mapstructure:"future_tolerance"`
 	// RunTimeout: an attempt starting longer than this after the previous attempt ended begins
 	// a new run. 0 disables.
 	RunTimeout time.Duration `mapstructure:"run_timeout"`
@@ -250,6 +255,7 @@ func Default() Config {
 		DecisionWaitAfterRoot: 2 * time.Second,
 		MaxRequestDuration:    vc.MaxRequestDuration,
 		ClockSkewTolerance:    vc.ClockSkew,
+		FutureTolerance:       vc.FutureTolerance,
 		RunTimeout:            vc.RunTimeout,
 		MaxAttempts:           vc.MaxAttempts,
 		Attributes: AttributesConfig{
@@ -348,7 +354,7 @@ func (c *Config) Validate(lim LimitsConfig) error {
 	// The rules (clock_skew_tolerance, run_timeout, max_attempts, cancellation.grace,
 	// retryable.*, prices, limits.max_root_records, limits.max_idempotency_keys,
 	// limits.max_multi_root_spans, limits.max_context_spans, limits.max_pending_spans,
-	// limits.max_open_runs, max_request_duration) are checked once, by the correlator's own
+	// limits.max_open_runs, max_request_duration, future_tolerance) are checked once, by the correlator's own
 	// Validate, which names them as written here.
 	if err := c.VerdictConfig(lim).Validate(); err != nil {
 		errs = append(errs, err)
@@ -382,6 +388,7 @@ func (c *Config) VerdictConfig(lim LimitsConfig) verdict.Config {
 	vc.MaxPendingSpans = lim.MaxPendingSpans
 	vc.MaxOpenRuns = lim.MaxOpenRuns
 	vc.MaxRequestDuration = c.MaxRequestDuration
+	vc.FutureTolerance = c.FutureTolerance
 	vc.ChainWait = c.DecisionWait
 	return vc
 }

@@ -82,7 +82,7 @@ type Reader struct {
 	method, status, statusOld, grpcStatus, rpcStatus, errorType, exceptionType int
 	rpcResponseStatus, exceptionMessage, openInferenceKind, llmRequestType     int
 	resend, operation                                                          int
-	rpcMethod, rpcService, msgDest, serverAddr, serverPort, urlFull            int
+	rpcMethod, rpcService, msgDest, serverAddr, serverPort, urlFull, urlPath   int
 	peerService, requestModel                                                  int
 	responseFlags, errorTag, grpcPrevAttempts, messageID                       int
 	toolName, toolCallID, aiToolName, aiToolCallID                             int
@@ -134,6 +134,7 @@ func New(o Options) *Reader {
 	r.serverAddr = slot("server.address")
 	r.serverPort = slot("server.port")
 	r.urlFull = slot("url.full")
+	r.urlPath = slot("url.path")
 	r.peerService = slot("peer.service")
 	r.requestModel = slot("gen_ai.request.model")
 	r.toolName = slot("gen_ai.tool.name")
@@ -658,11 +659,30 @@ func grpcStatus(a *view, st *Stats) int {
 	return -1
 }
 
-// target names what a span calls, for grouping same-name siblings into runs: the hash of
-// rpc.service/rpc.method, messaging.destination.name, server.address[:server.port], url.full
-// without its query, peer.service or the requested model, the first present; hashed part by part,
-// nothing joined or allocated.
+// target names what a span calls, for grouping same-name siblings into runs (DESIGN.md "Words":
+// run; docs/verdicts.md "How attempts group into runs"): the hash of rpc.service/rpc.method,
+// messaging.destination.name, server.address[:server.port] followed by the path (url.path, else
+// the path of url.full), url.full without its query, peer.service or the requested model, the
+// first present, then "#" and the tool name (gen_ai.tool.name, else ai.toolCall.name) where one
+// is recorded: calls to different endpoints of one host, or to different tools, are different
+// operations. Hashed part by part, nothing joined or allocated.
 func (r *Reader) target(a *view) verdict.TargetHash {
+	t := r.endpoint(a)
+	tool := strValue(a.get(r.toolName))
+	if tool == "" {
+		tool = strValue(a.get(r.aiToolName))
+	}
+	if tool != "" {
+		if t == 0 {
+			t = verdict.NewTargetHash()
+		}
+		t = t.Add("#").Add(tool)
+	}
+	return t
+}
+
+// endpoint is target's first part: what the span calls, without the tool.
+func (r *Reader) endpoint(a *view) verdict.TargetHash {
 	if m := strValue(a.get(r.rpcMethod)); m != "" {
 		return verdict.NewTargetHash().Add(strValue(a.get(r.rpcService))).Add("/").Add(m)
 	}
@@ -673,12 +693,15 @@ func (r *Reader) target(a *view) verdict.TargetHash {
 		t := verdict.NewTargetHash().Add(h)
 		pv, ok := a.get(r.serverPort)
 		if ok && pv.Type() == pcommon.ValueTypeInt {
-			return t.Add(":").AddInt(pv.Int())
+			t = t.Add(":").AddInt(pv.Int())
+		} else if p := strValue(pv, ok); p != "" {
+			t = t.Add(":").Add(p)
 		}
-		if p := strValue(pv, ok); p != "" {
-			return t.Add(":").Add(p)
+		path := strValue(a.get(r.urlPath))
+		if path == "" {
+			path = URLPath(strValue(a.get(r.urlFull)))
 		}
-		return t
+		return t.Add(path)
 	}
 	if u := strValue(a.get(r.urlFull)); u != "" {
 		if i := strings.IndexAny(u, "?#"); i >= 0 {
@@ -693,4 +716,23 @@ func (r *Reader) target(a *view) verdict.TargetHash {
 		return verdict.NewTargetHash().Add(m)
 	}
 	return 0
+}
+
+// URLPath is the path of an absolute URL ("http://h:8080/search?q=1" → "/search"): what
+// follows the authority, up to the query or fragment; "" when there is none.
+func URLPath(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return ""
+	}
+	rest := u[i+3:]
+	j := strings.IndexAny(rest, "/?#")
+	if j < 0 || rest[j] != '/' {
+		return ""
+	}
+	rest = rest[j:]
+	if k := strings.IndexAny(rest, "?#"); k >= 0 {
+		rest = rest[:k]
+	}
+	return rest
 }

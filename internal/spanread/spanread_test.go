@@ -295,3 +295,36 @@ func TestReadArraysOfOneValue(t *testing.T) {
 	assert.Zero(t, s.Attempt)
 	assert.Equal(t, 1, st[BadAttributeType])
 }
+
+// TestTargetNamesTheEndpoint: the target of a call is its host and port with the path (url.path,
+// else the path of url.full), the RPC method, or the tool name (DESIGN.md "Words": run): two
+// endpoints of one host are two operations, one endpoint with another query is the same.
+func TestTargetNamesTheEndpoint(t *testing.T) {
+	read := func(attrs map[string]any) verdict.TargetHash {
+		sp := ptrace.NewSpan()
+		sp.SetTraceID(pcommon.TraceID{1})
+		sp.SetSpanID(pcommon.SpanID{2})
+		sp.SetKind(ptrace.SpanKindClient)
+		require.NoError(t, sp.Attributes().FromRaw(attrs))
+		var s verdict.Span
+		var st Stats
+		testReader().Read(pcommon.NewResource(), sp, &s, &st)
+		return s.Target
+	}
+	host := verdict.NewTargetHash().Add("search-tool:8080")
+	search := read(map[string]any{"server.address": "search-tool", "server.port": 8080, "url.full": "http://search-tool:8080/search?q=a"})
+	assert.Equal(t, host.Add("/search"), search)
+	assert.Equal(t, search, read(map[string]any{"server.address": "search-tool", "server.port": 8080, "url.full": "http://search-tool:8080/search?q=b#x"}))
+	assert.NotEqual(t, search, read(map[string]any{"server.address": "search-tool", "server.port": 8080, "url.full": "http://search-tool:8080/fetch"}))
+	assert.Equal(t, host.Add("/v1/x"), read(map[string]any{"server.address": "search-tool", "server.port": "8080", "url.path": "/v1/x", "url.full": "http://search-tool:8080/other"}))
+	assert.Equal(t, host, read(map[string]any{"server.address": "search-tool", "server.port": 8080, "url.full": "http://search-tool:8080?q=1"}))
+	assert.Equal(t, verdict.NewTargetHash().Add("mcp:80/mcp#web_search"),
+		read(map[string]any{"server.address": "mcp", "server.port": 80, "url.path": "/mcp", "gen_ai.tool.name": "web_search"}))
+	assert.Equal(t, verdict.NewTargetHash().Add("#fetch_page"), read(map[string]any{"gen_ai.tool.name": "fetch_page"}))
+	assert.Equal(t, verdict.NewTargetHash().Add("vectors.Search/Query"), read(map[string]any{"rpc.service": "vectors.Search", "rpc.method": "Query", "server.address": "vectors"}))
+	assert.NotEqual(t, read(map[string]any{"rpc.service": "vectors.Search", "rpc.method": "Query"}), read(map[string]any{"rpc.service": "vectors.Search", "rpc.method": "Upsert"}))
+
+	for u, want := range map[string]string{"http://h/a/b?c": "/a/b", "https://h:1": "", "h/a": "", "http://h?x=/y": "", "grpc://h#/z": "", "http://u@h/p#f": "/p"} {
+		assert.Equal(t, want, URLPath(u), u)
+	}
+}

@@ -88,10 +88,16 @@ type Config struct {
 	// spans are judged without it (unknown, runs unknown_root).
 	MaxRequestDuration time.Duration
 	// ChainWait is how long an orphaned span whose chain to its root is incomplete waits for
-	// it (Verdict.Provisional) before the single root known judges it; also how long after a
-	// loop recorded the cancellation its run waits for a further attempt before it is over
-	// (loopStopsAt). The processor sets it to decision_wait.
+	// it (Verdict.Provisional) before the single root known judges it; also the longest a span
+	// that came in time may take to be released, which a run's end waits for (runOverAt:
+	// settled). The processor sets it to decision_wait.
 	ChainWait time.Duration
+	// FutureTolerance is how far beyond the correlator's clock (the now of a release) a span
+	// may end: clocks of the hosts that write spans run a little ahead of the collector's. A
+	// span ending later is malformed (InvalidEndInFuture): a clock gone wrong, or a forged
+	// time, that would otherwise count years of spend. Decisions without a clock (Decide,
+	// DecideInto) do not check it.
+	FutureTolerance time.Duration
 }
 
 // DefaultConfig returns the rules that follow the OpenTelemetry semantic conventions and the
@@ -151,6 +157,7 @@ func DefaultConfig() Config {
 		MaxOpenRuns:         100_000,
 		MaxRequestDuration:  30 * time.Minute,
 		ChainWait:           30 * time.Second,
+		FutureTolerance:     5 * time.Minute,
 	}
 }
 
@@ -190,6 +197,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequestDuration <= 0 {
 		errs = append(errs, fmt.Errorf("max_request_duration: must be positive, got %s", c.MaxRequestDuration))
+	}
+	if c.FutureTolerance < 0 {
+		errs = append(errs, fmt.Errorf("future_tolerance: must not be negative, got %s", c.FutureTolerance))
 	}
 	for _, code := range c.RetryableHTTPStatus {
 		if code < 100 || code > 599 {

@@ -59,6 +59,7 @@ type scratch struct {
 	// attempts and run are decideRuns' working memory.
 	attempts []attemptRef
 	run      []int32
+	members  []int32 // decideRuns: the attempts of the run being gathered (runSoFar.members)
 	byID     map[SpanID]idChain
 	roots    []int32      // the decision's roots
 	recs     []rootRecord // their records, by position in roots
@@ -107,8 +108,8 @@ func (c *Correlator) decide(dst []Verdict, spans []Span, rel *release) ([]Verdic
 	sc.nodes = grown(sc.nodes, len(spans))
 
 	// 1. Validity and the span-ID index.
-	if !indexSpans(sc, spans, out, false) {
-		indexSpans(sc, spans, out, true)
+	if !indexSpans(sc, spans, out, false, c.maxDuration()) {
+		indexSpans(sc, spans, out, true, c.maxDuration())
 	}
 	// 2. Parent links. 3. Cycles broken, children grouped.
 	linkParents(sc, spans, out)
@@ -117,6 +118,7 @@ func (c *Correlator) decide(dst []Verdict, spans []Span, rel *release) ([]Verdic
 	// 4. Roots, what is known of the trace, key bindings.
 	known, bindings := c.findRoots(sc, spans)
 	st.RootMissing = known.n == 0
+	st.RootUnusable = st.RootMissing && known.unusable
 	// 5. Context inherited top-down: detachment, root, deadline, hop.
 	c.inheritContext(sc, spans, out, bindings, &st)
 	// 6. Liveness of every span (liveness.go).
@@ -160,7 +162,7 @@ func (sc *scratch) put() {
 // is kept must not depend on arrival order, so indexSpans stops, reporting false, and the
 // caller indexes again with canonical set: in a canonical order (span ID, kind, start, end,
 // name).
-func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool) bool {
+func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool, maxDur int64) bool {
 	sc.canon = grown(sc.canon, len(spans))
 	canon := sc.canon
 	for i := range canon {
@@ -201,7 +203,7 @@ func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool) bool {
 			return false
 		}
 		n.parent = -1
-		out[i].Invalid = validity(s)
+		out[i].Invalid = validity(s, maxDur)
 		if s.SpanID.IsZero() {
 			continue
 		}
@@ -234,9 +236,12 @@ func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool) bool {
 	return true
 }
 
-// validity is what makes a span unusable on its own: no trace or span ID, no times, an end
-// before its start (DESIGN.md "Bounds and bad input").
-func validity(s *Span) Invalid {
+// validity is what makes a span unusable on its own: no trace or span ID, or times that are
+// not sane (DESIGN.md "Bounds and bad input"; docs/verdicts.md "Bad input"): no start or end,
+// an end before its start, an end beyond the clock it came with (markFuture), or a duration
+// longer than maxDur (MaxRequestDuration; 0: none). Such a span counts no time: no liveness
+// but unknown, no spend, no attempt, and it is not a root.
+func validity(s *Span, maxDur int64) Invalid {
 	switch {
 	case s.TraceID.IsZero():
 		return InvalidTraceID
@@ -246,8 +251,42 @@ func validity(s *Span) Invalid {
 		return InvalidTimes
 	case s.End < s.Start:
 		return InvalidEndBeforeStart
+	case s.future:
+		return InvalidEndInFuture
+	case maxDur > 0 && s.End-s.Start > maxDur:
+		return InvalidTooLong
 	}
 	return Valid
+}
+
+// saneTimes reports whether s's times make it usable (validity's time rules alone).
+func (c *Correlator) saneTimes(s *Span) bool {
+	return s.Start > 0 && s.End >= s.Start && !s.future && s.End-s.Start <= c.maxDuration()
+}
+
+// maxDuration is the longest a span may last, in nanoseconds: MaxRequestDuration.
+func (c *Correlator) maxDuration() int64 { return int64(c.cfg.MaxRequestDuration) }
+
+// markFuture notes, on the spans that come with a clock at now (unix ns; 0: none), those
+// that end beyond it plus FutureTolerance (Span.future). Once marked, a span stays so.
+func (c *Correlator) markFuture(spans []Span, now int64) {
+	if now <= 0 {
+		return
+	}
+	limit := now + int64(c.cfg.FutureTolerance)
+	for i := range spans {
+		if spans[i].End > limit {
+			spans[i].future = true
+		}
+	}
+}
+
+// DecideAt is DecideInto for spans that come at now (unix ns, the caller's clock): a span
+// ending beyond now plus FutureTolerance is malformed (InvalidEndInFuture). It marks such
+// spans (Span.future) in spans.
+func (c *Correlator) DecideAt(dst []Verdict, spans []Span, now int64) ([]Verdict, Stats) {
+	c.markFuture(spans, now)
+	return c.decide(dst, spans, nil)
 }
 
 // linkParents is step 2: each span's parent among the spans present. Among spans sharing the

@@ -354,7 +354,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 			}
 		}
 	}
-	valid := validity(s) == Valid
+	valid := validity(s, c.maxDuration()) == Valid
 	switch p, ok := ix.lookup(s.ParentID); {
 	case s.ParentID.IsZero():
 		if valid {
@@ -629,6 +629,7 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 		carryEarlier(&d, m, int(i), &verdicts[p])
 	}
 	d.Stats = statsOf(all[len(old):], verdicts[len(old):], st.RootMissing)
+	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
 	d.addCarriedStats(st.RootMissing)
 	d.Stats.UnknownRootRuns += rel.unknown
 	for p := range verdicts {

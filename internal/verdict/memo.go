@@ -19,13 +19,14 @@ import (
 //     MaxContextSpans, oldest first out; memos that owe verdicts within MaxPendingSpans and
 //     MaxRequestDuration, after which their spans are judged without a root (unknown) and
 //     carried, counted as evicted.
-//   - open runs: a run whose final attempt so far is not terminal, whose loop has not ended
-//     and whose run_timeout has not passed stays open (runOver) instead of taking an outcome.
+//   - open runs: a run that is not over by the release's time (runOverAt: no success, its loop's
+//     span not ended after its attempts, or its attempts carry an idempotency key or a message,
+//     and run_timeout not passed) stays open instead of taking an outcome.
 //     Later attempts, released later or in another trace with the same idempotency key
 //     (queue redelivery, a client re-sending), continue it: numbered on, and the attempt that
 //     closes it carries the outcome. A run closed without an attempt of its own in the release
-//     (its loop arrived, its run_timeout passed, a new run began after it) has its outcome
-//     carried. Open runs are kept within MaxOpenRuns, oldest closed first, counted.
+//     (its loop's end settled, its run_timeout passed, a new run began after it) has its
+//     outcome carried. Open runs are kept within MaxOpenRuns, oldest closed first, counted.
 //
 // Carried verdicts leave on another span of their trace (the processor puts them on the root
 // when it can) or on a span made to carry them.
@@ -208,6 +209,7 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	if len(spans) == 0 {
 		return Decision{}
 	}
+	c.markFuture(spans, now)
 	t := spans[0].TraceID
 	ms := c.memoShardOf(t)
 	ms.mu.Lock()
@@ -224,15 +226,18 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 }
 
 // ReleaseLast is Release when no later release will come (the processor's shutdown): nothing
-// is deferred or left open; spans whose root has not arrived are judged without it.
-func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64) Decision {
+// is deferred; spans whose root has not arrived are judged without it; every run is over but a
+// keyed run's or a delivery's, which another trace released last may continue (Finish closes
+// them; extra, as Release's, gives the Extra of their final attempts).
+func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64, extra func(i int) any) Decision {
 	if len(spans) == 0 {
 		return Decision{}
 	}
+	c.markFuture(spans, now)
 	ms := c.memoShardOf(spans[0].TraceID)
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, nil)
+	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, extra)
 }
 
 // deferLocked keeps the spans in their trace's memo, owing their verdicts. ms, t's shard, is
@@ -319,6 +324,7 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 		carryEarlier(&d, m, i, &verdicts[i])
 	}
 	d.Stats = statsOf(all[rel.nOld:], verdicts[rel.nOld:], st.RootMissing)
+	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
 	d.addCarriedStats(st.RootMissing)
 	d.Stats.UnknownRootRuns += rel.unknown
 	for i := range verdicts {
@@ -655,7 +661,7 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	c.open.All(func(id runID, r *openRun) bool {
-		if c.runTimedOut(r.last.End, now, c.cfg.ClockSkew) || r.stopsAt != 0 && now > r.stopsAt {
+		if r.overAt != overNever && now > r.overAt { // runOverAt: the rules of time
 			c.open.Delete(id)
 			c.sweptRun(r)
 		}
@@ -759,6 +765,7 @@ func (s *Stats) add(o Stats) {
 	s.NoDuration += o.NoDuration
 	s.RootMissingSpans += o.RootMissingSpans
 	s.RootMissing = s.RootMissing || o.RootMissing
+	s.RootUnusable = s.RootUnusable || o.RootUnusable
 	s.Spans += o.Spans
 }
 

@@ -134,7 +134,7 @@ func TestMemoInPlaceCounts(t *testing.T) {
 	}
 	// The same-name siblings are attempts of one run (each failed but the last), numbered on
 	// across the releases.
-	d := c.ReleaseLast(nil, []Span{mk(6, 1, "tool", 6e8, 6e8+5e7)}, 1e11)
+	d := c.ReleaseLast(nil, []Span{mk(6, 1, "tool", 6e8, 6e8+5e7)}, 1e11, nil)
 	if len(d.Verdicts) != 1 || d.Verdicts[0].Attempt != 5 {
 		t.Fatalf("last release: %+v, want the fifth attempt", d.Verdicts)
 	}
@@ -238,7 +238,7 @@ func TestMemoRecycleConcurrent(t *testing.T) {
 				for k, p := range parts {
 					var d Decision
 					if tr%5 == 0 && k == len(parts)-1 {
-						d = c.ReleaseLast(nil, p, now+int64(k)*1e6)
+						d = c.ReleaseLast(nil, p, now+int64(k)*1e6, nil)
 					} else {
 						d = c.Release(nil, p, now+int64(k)*1e6, nil)
 					}

@@ -1,11 +1,10 @@
 package verdict
 
-// Open runs (memo.go's package comment): a run whose final attempt so far is not terminal, whose
-// loop has not ended and whose run_timeout has not passed stays open instead of taking an
-// outcome (runOver); later attempts, released later or in another trace with the same
-// idempotency key, continue it. Open runs are kept by runID within MaxOpenRuns, the oldest
+// Open runs (memo.go's package comment): a run that is not over by the release's time stays
+// open instead of taking an outcome (runOverAt, runOver); later attempts, released later or in
+// another trace with the same idempotency key, continue it. Open runs are kept by runID within MaxOpenRuns, the oldest
 // closed first (its outcome carried, counted), and closed by Sweep once no attempt can join
-// them any more (run_timeout after their final attempt ended, plus the clock-skew tolerance).
+// them any more (the moment runOverAt gave, openRun.overAt).
 
 // runID identifies an open run: within a trace, parent span and operation key; across traces,
 // an attempt that carries an idempotency key joins the runs of its key, service and operation.
@@ -24,10 +23,11 @@ type openRun struct {
 	base     int  // attempts before the first one of trace's own part of the run
 	split    bool // it began because the run before it was over
 	outcome  Outcome
-	ok       bool
-	// stopsAt: unix ns after which the run is over because its loop recorded the cancellation
-	// (loopStopsAt); 0 when that rule does not apply.
-	stopsAt int64
+	ok       bool  // an attempt succeeded (its final attempt is the first that did)
+	end      int64 // the latest end among its attempts (unix ns)
+	// overAt: the collector's time (unix ns) after which the run is over while nothing of it
+	// changes (runOverAt); Sweep closes it then.
+	overAt int64
 }
 
 // continuation is the open run an attempt group continues.
@@ -65,52 +65,68 @@ func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef)
 	if prior == nil {
 		return continuation{}
 	}
+	own := false // the trace's own attempts of the run, released before, are in the decision again
 	if prior.trace == rel.t {
 		for _, r := range refs {
-			if int(r.i) < rel.nOld && spans[r.i].SpanID == prior.last.SpanID && spans[r.i].Kind == prior.last.Kind {
+			if int(r.i) >= rel.nOld {
+				continue
+			}
+			if s := &spans[r.i]; s.SpanID == prior.last.SpanID && s.Kind == prior.last.Kind && s.TraceID == prior.last.TraceID {
 				return continuation{prior: prior, inDecision: true, offset: prior.base, split: prior.split}
 			}
+			own = true
 		}
 	}
-	// Its attempts left with an earlier release whose memo is gone, or came in another trace:
-	// the group goes on from its count, or begins a new run (decideRuns).
+	// Its final attempt left with an earlier release whose memo is gone, or came in another
+	// trace: the group goes on from its count (from the attempts before the trace's own, when
+	// those are in the decision again: a keyed run whose final attempt, the first that
+	// succeeded, is another trace's), or begins a new run (decideRuns).
 	c.open.Delete(id)
+	if own {
+		return continuation{prior: prior, offset: prior.base, split: prior.split}
+	}
 	return continuation{prior: prior, offset: prior.attempts, split: prior.split}
 }
 
 // priorClosed: the open run prior is over, a new run began after it; its outcome leaves now.
 func (c *Correlator) priorClosed(rel *release, prior *openRun) {
-	rel.carried = append(rel.carried, Carried{Span: carriedOf(&prior.last), Part: PartRun,
-		Verdict: Verdict{Outcome: prior.outcome, RunAttempts: prior.attempts, RunOK: prior.ok}})
-	if prior.outcome == OutcomeUnknownRoot {
+	c.carryRun(rel, &prior.last, prior.outcome, prior.attempts, prior.ok)
+}
+
+// carryRun carries the outcome of a run over whose final attempt s left before (PartRun).
+func (c *Correlator) carryRun(rel *release, s *Span, outcome Outcome, attempts int, ok bool) {
+	rel.carried = append(rel.carried, Carried{Span: carriedOf(s), Part: PartRun,
+		Verdict: Verdict{Outcome: outcome, RunAttempts: attempts, RunOK: ok}})
+	if outcome == OutcomeUnknownRoot {
 		rel.unknown++
 	}
 }
 
-// runStaysOpen records the run whose final attempt so far is spans[last] as open.
-func (c *Correlator) runStaysOpen(rel *release, spans []Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool, stopsAt int64) {
-	s := &spans[last]
+// runStaysOpen records the run whose final attempt so far is s as open: spans[last] of the
+// decision, or (last -1) the final attempt of the open run it continues; r is the run so far,
+// overAt when it is over (runOverAt).
+func (c *Correlator) runStaysOpen(rel *release, s *Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool, r *runSoFar, overAt int64) {
 	id := runIDOf(rel.t, s)
-	r, _ := c.open.Get(id)
-	if r == nil {
-		r = &openRun{}
-		c.open.Put(id, r) // the oldest open run is closed (carried) when MaxOpenRuns are kept
+	o, _ := c.open.Get(id)
+	if o == nil {
+		o = &openRun{}
+		c.open.Put(id, o) // the oldest open run is closed (carried) when MaxOpenRuns are kept
 	}
-	keep := r.last.Extra
-	sameLast := r.last.SpanID == s.SpanID && r.last.Kind == s.Kind
-	r.trace, r.last, r.attempts, r.base, r.split, r.outcome, r.ok, r.stopsAt = rel.t, *s, total, cont.offset, split, outcome, ok, stopsAt
+	keep := o.last.Extra
+	sameLast := o.last.SpanID == s.SpanID && o.last.Kind == s.Kind && o.last.TraceID == s.TraceID
+	o.trace, o.last, o.attempts, o.base, o.split, o.outcome, o.ok, o.end, o.overAt = rel.t, *s, total, cont.offset, split, outcome, ok, r.end, overAt
 	switch {
-	case r.last.Extra != nil:
+	case o.last.Extra != nil:
 	case sameLast:
-		r.last.Extra = keep
-	case int(last) >= rel.nOld && rel.extra != nil:
-		r.last.Extra = rel.extra(int(last) - rel.nOld)
+		o.last.Extra = keep
+	case last >= 0 && int(last) >= rel.nOld && rel.extra != nil:
+		o.last.Extra = rel.extra(int(last) - rel.nOld)
 	}
 }
 
 // runClosed: the run whose final attempt is spans[last] is over in this release. When that
 // attempt left earlier with the run open, the outcome is carried now.
-func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last int32) {
+func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, run []int32, last int32) {
 	if rel == nil {
 		return
 	}
@@ -120,12 +136,27 @@ func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, last i
 	if prior == nil || prior.trace != rel.t {
 		return
 	}
+	if !ownsPrior(spans, run, continuation{prior: prior, inDecision: true}) && inDecision(rel, spans, prior) {
+		return // the open run is a later run of the operation among the decision's spans, not this one
+	}
 	c.open.Delete(id)
-	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind {
+	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind && prior.last.TraceID == s.TraceID {
 		v := &out[last]
-		rel.carried = append(rel.carried, Carried{Span: carriedOf(s), Part: PartRun,
+		// The open run's record of the attempt keeps the reader's Extra (the memo's keeps it
+		// only for spans that left without a verdict).
+		rel.carried = append(rel.carried, Carried{Span: carriedOf(&prior.last), Part: PartRun,
 			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
 	}
+}
+
+// inDecision: the open run's final attempt is among the decision's spans released before.
+func inDecision(rel *release, spans []Span, prior *openRun) bool {
+	for i := range rel.nOld {
+		if s := &spans[i]; s.SpanID == prior.last.SpanID && s.Kind == prior.last.Kind && s.TraceID == prior.last.TraceID {
+			return true
+		}
+	}
+	return false
 }
 
 // sweptRun carries the outcome of an open run closed outside a release.

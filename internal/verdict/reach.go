@@ -20,7 +20,9 @@ func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []
 	for _, i := range sc.order { // parents before children
 		s, n := &spans[i], &nodes[i]
 		if n.parent < 0 {
-			n.chainOK = whole || n.isRoot
+			// A span without a parent ID tops its chain even when it is not a usable root (its
+			// times not sane: validity): nothing above it will come.
+			n.chainOK = whole || n.isRoot || s.ParentID.IsZero()
 			continue
 		}
 		n.chainOK = nodes[n.parent].chainOK

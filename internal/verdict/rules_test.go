@@ -267,3 +267,112 @@ func TestNestedAttemptsAreMarked(t *testing.T) {
 	assert.True(t, v[2].SpendNested)
 	assert.False(t, v[4].SpendNested)
 }
+
+// TestWhenARunIsOver: startsNewRun's rules (DESIGN.md "Run outcomes", issue 27) on a loop under
+// a handler (span 2, 0.00-10.00) in a live request: two tries of one call, the second starting
+// at 2.0; what the first did and where the handler ended decide whether they are one run.
+func TestWhenARunIsOver(t *testing.T) {
+	mk := func(first func(*Span), handlerEnd float64, key uint64) []Verdict {
+		root := sp(1, 0, "gw", KindServer, 0, 20)
+		h := sp(2, 1, "gw", KindInternal, 0.01, handlerEnd)
+		a1 := sp(3, 2, "gw", KindClient, 0.1, 1.0)
+		a1.IsHTTP, a1.HTTPStatus, a1.KeyHash = true, 200, key
+		first(&a1)
+		a2 := sp(4, 2, "gw", KindClient, 2.0, 3.0)
+		a2.IsHTTP, a2.HTTPStatus, a2.KeyHash = true, 200, key
+		return decide(t, DefaultConfig(), root, h, a1, a2)
+	}
+	status := func(code int) func(*Span) {
+		return func(s *Span) { s.HTTPStatus, s.Status = code, StatusError }
+	}
+	cancelled := func(s *Span) { s.HTTPStatus, s.ErrorType, s.Status = 0, "context canceled", StatusError }
+	for _, c := range []struct {
+		name       string
+		first      func(*Span)
+		handlerEnd float64
+		key        uint64
+		runs       int
+	}{
+		{"a retryable error does not end a run", status(503), 10, 0, 1},
+		{"nor a non-retryable one", status(400), 10, 0, 1},
+		{"nor a recorded cancellation", cancelled, 10, 0, 1},
+		{"a success does", func(*Span) {}, 10, 0, 2},
+		{"but for a keyed run: a client re-sends", func(*Span) {}, 10, 0xabc1, 1},
+		{"the loop's span ended between the tries", status(503), 1.5, 0, 2},
+		{"a try in flight when the loop's span ended joins", status(503), 2.5, 0, 1},
+	} {
+		v := mk(c.first, c.handlerEnd, c.key)
+		runs := 0
+		for _, x := range v[2:] {
+			if x.Outcome != OutcomeNone {
+				runs++
+			}
+		}
+		assert.Equal(t, c.runs, runs, c.name)
+		if c.runs == 1 {
+			final := 3 // the last to end, or the first that succeeded
+			if c.key != 0 {
+				final = 2
+			}
+			assert.Equal(t, 2, v[final].RunAttempts, c.name)
+		}
+	}
+}
+
+// TestFinalAttemptIsTheFirstThatSucceeded: hedged tries, the loser cancelled long before the
+// winner finished (one run, its outcome on the winner), and tries that failed (the last to
+// end is final, not the last to start).
+func TestFinalAttemptIsTheFirstThatSucceeded(t *testing.T) {
+	root := sp(1, 0, "gw", KindServer, 0, 20)
+	h := sp(2, 1, "gw", KindInternal, 0.01, 10)
+	lose := sp(3, 2, "gw", KindClient, 0.1, 0.4)
+	lose.IsHTTP, lose.ErrorType, lose.Status = true, "context canceled", StatusError
+	win := sp(4, 2, "gw", KindClient, 0.3, 1.8)
+	win.IsHTTP, win.HTTPStatus = true, 200
+	v := decide(t, DefaultConfig(), root, h, lose, win)
+	assert.Equal(t, OutcomeNone, v[2].Outcome)
+	assert.Equal(t, OutcomeSuccess, v[3].Outcome)
+	assert.Equal(t, 2, v[3].RunAttempts)
+
+	long := sp(3, 2, "gw", KindClient, 0.1, 3.0)
+	long.IsHTTP, long.HTTPStatus, long.Status = true, 503, StatusError
+	short := sp(4, 2, "gw", KindClient, 0.2, 0.5)
+	short.IsHTTP, short.HTTPStatus, short.Status, short.ResendCount = true, 503, StatusError, 1
+	v = decide(t, DefaultConfig(), root, h, long, short)
+	assert.Equal(t, OutcomeRetryableFailure, v[2].Outcome, "the last to end carries the outcome")
+	assert.Equal(t, OutcomeNone, v[3].Outcome)
+}
+
+// TestKeyedRunWhoseFinalAttemptIsAnotherTraces: a key's first try succeeds in trace 1 (the run's
+// final attempt, the first that succeeded); trace 2 re-sends it twice, in two releases. The run
+// has three attempts, counted once each, its outcome on trace 1's try when it closes.
+func TestKeyedRunWhoseFinalAttemptIsAnotherTraces(t *testing.T) {
+	c, err := New(DefaultConfig())
+	require.NoError(t, err)
+	mk := func(tr, id, parent byte, kind Kind, start, end float64, status int) Span {
+		s := sp(id, parent, "shop", kind, start, end)
+		s.TraceID = TraceID{tr}
+		s.IsHTTP, s.HTTPStatus = true, status
+		if kind == KindClient {
+			s.Name, s.KeyHash = "POST", 0xabc1
+		}
+		return s
+	}
+	release := func(now float64, spans ...Span) Decision {
+		c.Observe(spans)
+		return c.Release(nil, spans, t0+int64(now*float64(sec)), func(i int) any { return spans[i].SpanID })
+	}
+	d := release(3, mk(1, 1, 0, KindServer, 0, 2, 200), mk(1, 2, 1, KindClient, 0.1, 0.9, 200))
+	assert.Equal(t, OutcomeNone, d.Verdicts[1].Outcome, "a keyed run goes on after a success")
+	d = release(12, mk(2, 1, 0, KindServer, 10, 11, 200), mk(2, 2, 1, KindClient, 10.1, 10.5, 503))
+	assert.Equal(t, 2, d.Verdicts[1].Attempt)
+	d = release(14, mk(2, 3, 1, KindClient, 10.6, 10.9, 200))
+	assert.Equal(t, 3, d.Verdicts[0].Attempt, "trace 2's first re-send is counted once")
+	assert.Equal(t, OutcomeNone, d.Verdicts[0].Outcome)
+	carried, _ := c.Finish(t0 + 20*sec)
+	require.Len(t, carried, 1)
+	assert.Equal(t, SpanID{2}, carried[0].Span.SpanID)
+	assert.Equal(t, TraceID{1}, carried[0].Span.TraceID)
+	assert.Equal(t, OutcomeSuccess, carried[0].Verdict.Outcome)
+	assert.Equal(t, 3, carried[0].Verdict.RunAttempts)
+}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"time"
 )
 
 // runKey identifies the attempts of one logical operation: same parent span, same operation key.
@@ -49,6 +48,37 @@ type attemptRef struct {
 // explicitRetry reports whether the span says itself that it repeats an earlier attempt.
 func explicitRetry(s *Span) bool { return s.ResendCount >= 1 || s.Attempt >= 2 }
 
+// goesOnAcrossTraces: a run whose attempts carry an idempotency key, or deliveries of one
+// message, may go on in another trace (a client re-sending because it never got the answer, a
+// queue redelivering): neither a success nor its loop's end ends it (DESIGN.md "Run outcomes").
+func goesOnAcrossTraces(s *Span) bool { return s.KeyHash != 0 || isDelivery(s) }
+
+// runSoFar is what the rules of a run's end read of a run as its attempts are gathered in
+// start order (decideRuns), and of a run left open (openRun).
+type runSoFar struct {
+	attempts int   // attempts so far, from the run's first (an open run's earlier ones counted)
+	end      int64 // the latest end among them (unix ns)
+	ok       bool  // one of them succeeded
+	// loopEnd is the end of the attempts' parent span (their loop), 0 when it is not in the
+	// decision.
+	loopEnd int64
+	members []int32 // its attempts in this decision
+	prior   *Span   // the final attempt of the open run it continues, when that is not in the decision
+	// followed: a later attempt of the operation began a new run after it (startsNewRun).
+	followed bool
+	// before: it was decided over in an earlier release (decidedBefore).
+	before bool
+}
+
+// add counts attempt i in the run.
+func (c *Correlator) add(r *runSoFar, spans []Span, i int32) {
+	s := &spans[i]
+	r.attempts++
+	r.end = max(r.end, s.End)
+	r.ok = r.ok || c.rules.attemptResult(s) == resultOK
+	r.members = append(r.members, i)
+}
+
 // decideRuns groups attempt spans into runs and decides each run's outcome (DESIGN.md "Run
 // outcomes"; docs/verdicts.md "How attempts group into runs").
 func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []Verdict, st *Stats) {
@@ -91,100 +121,160 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 			e++
 		}
 		run = run[:0]
+		loopEnd := loopEndOf(spans, nodes, refs[g].i)
 		// The run this group continues, when an earlier decision left one open (memo.go).
 		cont := c.continuedRun(sc.rel, spans, refs[g:e])
-		split := cont.split // the run began because the one before it was over (max_attempts, run_timeout)
-		for _, r := range refs[g:e] {
-			switch {
-			case len(run) == 0 && cont.prior != nil && !cont.inDecision:
-				if c.startsNewRun(&cont.prior.last, cont.prior.attempts, &spans[r.i]) {
+		split := cont.split // the run began because the one before it was over
+		r := runSoFar{attempts: cont.offset, loopEnd: loopEnd, members: sc.members[:0]}
+		if p := cont.prior; p != nil && !cont.inDecision {
+			r.end, r.ok, r.prior = p.end, p.ok, &p.last
+		}
+		for _, ref := range refs[g:e] {
+			if (len(run) > 0 || r.prior != nil) && c.startsNewRun(spans, &r, &spans[ref.i]) {
+				if len(run) == 0 {
 					c.priorClosed(sc.rel, cont.prior) // the open run was over: its outcome leaves now
-					cont = continuation{split: true}
-					split = true
+				} else {
+					r.followed = true // cur began a new run: this one is over
+					if ownsPrior(spans, run, cont) {
+						c.closeRun(sc, spans, nodes, out, run, split, cont, &r, st)
+						cont = continuation{split: true}
+					} else {
+						// The open run among the decision's spans is a later run of the group:
+						// the continuation is that run's.
+						c.closeRun(sc, spans, nodes, out, run, split, continuation{split: cont.split}, &r, st)
+						cont.split = true
+					}
 				}
-			case len(run) > 0 && c.startsNewRun(&spans[run[len(run)-1]], cont.offset+len(run), &spans[r.i]):
-				c.closeRun(sc, spans, nodes, out, run, split, cont, st)
 				run = run[:0]
 				split = true
-				cont = continuation{split: true}
+				r = runSoFar{loopEnd: loopEnd, members: r.members[:0]}
 			}
-			run = append(run, r.i)
+			run = append(run, ref.i)
+			c.add(&r, spans, ref.i)
 		}
-		c.closeRun(sc, spans, nodes, out, run, split, cont, st)
+		c.closeRun(sc, spans, nodes, out, run, split, cont, &r, st)
+		sc.members = r.members[:0]
 		g = e
 	}
 	sc.run = run
 }
 
-// startsNewRun decides whether attempt cur begins a new run after a run of runLen attempts whose
-// latest attempt so far (by start) is prev. A run is
-// over (DESIGN.md "Run outcomes") when max_attempts is reached or the next attempt starts more
-// than run_timeout after the previous one ended, even if that attempt says it is a retry;
-// otherwise a span that says it retries joins the run (a hedged try says so too: gRPC's
-// grpc-previous-rpc-attempts, Envoy's x-envoy-attempt-count), and so does a try that raced
-// prev as a hedge (hedgedPair); another overlapping sibling (parallel work) and an attempt
-// after a success, a hard failure or a cancellation begin a new one.
-func (c *Correlator) startsNewRun(prev *Span, runLen int, cur *Span) bool {
+// ownsPrior: the run's attempts hold the final attempt of the open run the group continues
+// (when that run's attempts are among the decision's spans), or there is none such.
+func ownsPrior(spans []Span, run []int32, cont continuation) bool {
+	if cont.prior == nil || !cont.inDecision {
+		return true
+	}
+	for _, i := range run {
+		if s := &spans[i]; s.SpanID == cont.prior.last.SpanID && s.Kind == cont.prior.last.Kind && s.TraceID == cont.prior.last.TraceID {
+			return true
+		}
+	}
+	return false
+}
+
+// loopEndOf is the end of attempt i's parent span (the loop around its run's attempts), 0 when
+// that span is not in the decision.
+func loopEndOf(spans []Span, nodes []node, i int32) int64 {
+	if p := nodes[i].parent; p >= 0 && nodes[p].timed {
+		return spans[p].End
+	}
+	return 0
+}
+
+// startsNewRun decides whether attempt cur, the next by start, begins a new run after the run
+// r (DESIGN.md "Run outcomes": when a run is over; docs/verdicts.md "How attempts group into
+// runs"), one named step per rule, in this order:
+//  1. attemptsExhausted: max_attempts is reached;
+//  2. noAttemptWithin: cur started more than run_timeout after the run's attempts ended;
+//  3. triedInParallel: cur overlaps the run's attempts: it joins when it is a try of the same
+//     operation (hedged), else it is parallel work;
+//  4. succeeded: an attempt of the run succeeded, and the run does not go on across traces;
+//  5. loopEndedBefore: the loop's span (the attempts' parent) ended after the run's attempts
+//     ended and before cur started, for a run that does not go on across traces.
+//
+// Otherwise cur joins: an error, retryable or not, and a recorded cancellation do not end a
+// run that another try follows; a keyed re-send and a redelivery join after a success.
+func (c *Correlator) startsNewRun(spans []Span, r *runSoFar, cur *Span) bool {
 	switch {
-	case c.cfg.MaxAttempts > 0 && runLen >= c.cfg.MaxAttempts:
+	case c.attemptsExhausted(r.attempts): // 1.
 		return true
-	case c.cfg.RunTimeout > 0 && cur.Start-prev.End > int64(c.cfg.RunTimeout):
+	case c.noAttemptWithin(r, cur): // 2.
 		return true
-	case explicitRetry(cur):
-		return false
-	case isDelivery(cur):
-		// Another delivery of the same message (opKey: its identity or key): redelivered,
-		// whatever the earlier delivery did.
-		return false
-	case cur.Start < prev.End:
-		// Overlapping same-name siblings are parallel work, not retries, unless they raced as
-		// hedges of one call.
-		return !c.hedgedPair(prev, cur)
-	case c.rules.attemptResult(prev) != resultRetryable:
-		return true // after a success, a hard failure or a cancellation nothing is retried
+	case cur.Start < r.end: // 3.
+		return !c.hedged(spans, r, cur)
+	case r.ok && !goesOnAcrossTraces(cur): // 4.
+		return true
+	case loopEndedBefore(r, cur) && !goesOnAcrossTraces(cur): // 5.
+		return true
+	}
+	return false
+}
+
+// noAttemptWithin: rule 2, cur started more than run_timeout (0: never) after the run's
+// attempts ended.
+func (c *Correlator) noAttemptWithin(r *runSoFar, cur *Span) bool {
+	return c.cfg.RunTimeout > 0 && cur.Start-r.end > int64(c.cfg.RunTimeout)
+}
+
+// loopEndedBefore: rule 5, the run was over when its loop's span ended, after every attempt of
+// the run ended (loopEndedAfter), and cur started after that: a new run under the same parent.
+// A try that started while the loop's span was still open joins (the loop outlives its parent).
+func loopEndedBefore(r *runSoFar, cur *Span) bool {
+	return loopEndedAfter(r) && cur.Start >= r.loopEnd
+}
+
+// loopEndedAfter: the attempts' parent span is in the decision and ended after every attempt of
+// the run so far ended (DESIGN.md "Run outcomes": the loop ended after the final attempt).
+func loopEndedAfter(r *runSoFar) bool {
+	return r.loopEnd != 0 && r.loopEnd >= r.end
+}
+
+// hedged: rule 3, cur, overlapping the run's attempts, is a try of the same operation (DESIGN.md
+// "Words": attempt; "Run outcomes": tries of one operation that overlap in time are one run): it
+// says it repeats an attempt (resend count, attempt attribute, gRPC's
+// grpc-previous-rpc-attempts, Envoy's x-envoy-attempt-count), it carries the run's idempotency
+// key or is a redelivery of its message, or it raced an attempt of the run as a hedge
+// (hedgedPair). Other overlapping same-name siblings are parallel work.
+func (c *Correlator) hedged(spans []Span, r *runSoFar, cur *Span) bool {
+	if explicitRetry(cur) || goesOnAcrossTraces(cur) {
+		return true
+	}
+	overlaps := func(a *Span) bool { return a.Start < cur.End && cur.Start < a.End }
+	if r.prior != nil && overlaps(r.prior) && c.hedgedPair(r.prior, cur) {
+		return true
+	}
+	for _, m := range r.members {
+		if a := &spans[m]; overlaps(a) && c.hedgedPair(a, cur) {
+			return true
+		}
 	}
 	return false
 }
 
 // hedgedPair reports whether two overlapping tries of one operation (same parent, name and
-// target, or key) raced as hedges: one succeeded and its own client cancelled the other within
-// cancellation.grace of that success (DESIGN.md "Words": attempt). Without that cancellation,
-// overlapping siblings are genuinely parallel work.
+// target, or key) raced as hedges: one succeeded and its own client cancelled the other, before
+// that success or within cancellation.grace after it, whichever ended first (DESIGN.md "Words":
+// attempt). Without that cancellation, overlapping siblings are genuinely parallel work.
 func (c *Correlator) hedgedPair(a, b *Span) bool {
 	won := func(w, l *Span) bool {
-		if c.rules.attemptResult(w) != resultOK || !c.rules.cancelSignal(l) {
-			return false
-		}
-		d := l.End - w.End
-		return d >= -int64(c.cfg.CancellationGrace) && d <= int64(c.cfg.CancellationGrace)
+		return c.rules.attemptResult(w) == resultOK && c.rules.cancelSignal(l) && l.End-w.End <= int64(c.cfg.CancellationGrace)
 	}
 	return won(a, b) || won(b, a)
 }
 
-// finalAttempt is the attempt whose ending is the run's (DESIGN.md "Run outcomes": decided from
-// the run's final attempt): the latest to start, unless tries of the run raced each other
-// (hedged: one started before another ended); then the winner, the try that succeeded first,
-// else the try that ended last. The others were cancelled by their own client, or lost.
+// finalAttempt is the attempt whose ending is the run's (DESIGN.md "Words": run; "Run
+// outcomes": decided from the run's final attempt): the first that succeeded (the earliest to
+// end among those that succeeded), else the last to end (of two that ended together, the later
+// to start). Hedged tries that lost, and keyed re-sends after a success, are never final.
 func (c *Correlator) finalAttempt(spans []Span, run []int32) int32 {
-	last := run[len(run)-1]
-	raced := false
-	end := spans[run[0]].End
-	for _, i := range run[1:] {
-		if spans[i].Start < end {
-			raced = true
-		}
-		end = max(end, spans[i].End)
-	}
-	if !raced {
-		return last
-	}
-	winner, latest := int32(-1), last
+	winner, latest := int32(-1), run[0]
 	for _, i := range run {
 		s := &spans[i]
 		if c.rules.attemptResult(s) == resultOK && (winner < 0 || s.End < spans[winner].End) {
 			winner = i
 		}
-		if s.End > spans[latest].End {
+		if s.End >= spans[latest].End {
 			latest = i
 		}
 	}
@@ -194,12 +284,23 @@ func (c *Correlator) finalAttempt(spans []Span, run []int32) int32 {
 	return latest
 }
 
+// priorStaysFinal: the final attempt of the open run the attempts continue (prior, in another
+// trace or an earlier release whose memo is gone) stays the run's final attempt against cand,
+// the final attempt among the attempts of this decision: it succeeded, or neither did and it
+// ended later.
+func (c *Correlator) priorStaysFinal(prior *openRun, spans []Span, cand int32) bool {
+	if prior.ok {
+		return true
+	}
+	return c.rules.attemptResult(&spans[cand]) != resultOK && prior.last.End > spans[cand].End
+}
+
 // closeRun numbers the attempts of one run and, when the run is over, writes its outcome on the
 // final attempt. Attempts are numbered by what they say (resend_count + 1, the attempt
 // attribute), so that a run whose first attempts were not seen keeps their numbers; a run that
 // began because the one before it was over (split) numbers its attempts from 1, its own; a run
 // continued from an earlier decision (cont) goes on from that decision's count.
-func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Verdict, run []int32, split bool, cont continuation, st *Stats) {
+func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Verdict, run []int32, split bool, cont continuation, r *runSoFar, st *Stats) {
 	for pos, i := range run {
 		s := &spans[i]
 		switch {
@@ -215,77 +316,114 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 	}
 	last := c.finalAttempt(spans, run)
 	total := cont.offset + len(run)
-	if !c.runOver(sc.rel, spans, nodes, last, total) {
-		// Until when it stays open while its attempts and the spans above them stay as they are
-		// (runOver's rules that the release's time decides): incremental.go.
-		stopsAt := c.loopStopsAt(spans, nodes, last)
-		until := int64(math.MaxInt64)
-		if stopsAt != 0 {
-			until = stopsAt
+	r.before = decidedBefore(sc.rel, run, cont)
+	if p := cont.prior; p != nil && !cont.inDecision && c.priorStaysFinal(p, spans, last) {
+		// The final attempt left before, in another trace or release: it keeps its outcome,
+		// carried when the run is over.
+		at := c.runOverAt(sc.rel, &p.last, total, r)
+		if !c.runOver(sc.rel, at) {
+			sc.rel.opened = append(sc.rel.opened, openedRun{pos: run[len(run)-1], until: at})
+			c.runStaysOpen(sc.rel, &p.last, -1, total, cont, split || cont.split, p.outcome, p.ok, r, at)
+			return
 		}
-		if c.cfg.RunTimeout > 0 {
-			until = min(until, spans[last].End+int64(c.cfg.RunTimeout))
-		}
-		sc.rel.opened = append(sc.rel.opened, openedRun{pos: last, until: until})
-		c.runStaysOpen(sc.rel, spans, last, total, cont, split || cont.split, c.runOutcome(spans, nodes, out, last), c.rules.attemptResult(&spans[last]) == resultOK, stopsAt)
+		c.carryRun(sc.rel, &p.last, p.outcome, total, p.ok)
+		return
+	}
+	at := c.runOverAt(sc.rel, &spans[last], total, r)
+	outcome := c.runOutcome(spans, nodes, out, last, r.end)
+	ok := c.rules.attemptResult(&spans[last]) == resultOK
+	if !c.runOver(sc.rel, at) {
+		// Until when it stays open while its attempts and the spans above them stay as they are:
+		// the moment runOverAt gives, which the incremental path reads (openedRun.until).
+		sc.rel.opened = append(sc.rel.opened, openedRun{pos: last, until: at})
+		c.runStaysOpen(sc.rel, &spans[last], last, total, cont, split || cont.split, outcome, ok, r, at)
 		return
 	}
 	v := &out[last]
 	v.RunAttempts = total
-	v.Outcome = c.runOutcome(spans, nodes, out, last)
-	v.RunOK = c.rules.attemptResult(&spans[last]) == resultOK
+	v.Outcome = outcome
+	v.RunOK = ok
 	if v.Outcome == OutcomeUnknownRoot {
 		st.UnknownRootRuns++
 	}
-	c.runClosed(sc.rel, spans, out, last)
+	c.runClosed(sc.rel, spans, out, run, last)
 }
 
-// runOver reports whether a run whose final attempt so far is last, with total attempts, is
-// over (DESIGN.md "Run outcomes"; docs/verdicts.md "When a run is over"), one named step per
-// rule, in this order:
+// Moments of runOverAt beyond any time.
+const (
+	overNow   = math.MinInt64 // over whatever the time
+	overNever = math.MaxInt64 // over by no time: only a later attempt, or the final decision, ends it
+)
+
+// runOver reports whether a run that runOverAt says is over after at is over in the decision
+// rel: at once in a decision of its own (rel nil), else when the release's time (the collector's
+// clock, unix ns) is past at.
+func (c *Correlator) runOver(rel *release, at int64) bool {
+	return rel == nil || at == overNow || at != overNever && rel.now > at
+}
+
+// runOverAt is the one source of "until when a run stays open" (DESIGN.md "Run outcomes": when
+// a run is over; docs/verdicts.md "When a run is over"): the moment on the collector's clock
+// after which the run r, whose final attempt so far is s and which has total attempts, is over
+// while nothing of it changes (overNow: already; overNever: by no time). Releases and sweeps
+// compare their time with it (runOver, Sweep) and the incremental path keeps it (openedRun.until),
+// so a rule added here holds on every path. One named step per rule, in this order:
 //  1. the decision is whole (rel nil: all of a trace's spans at once): every run is over;
-//  2. the decision is final (a trace given up, shutdown): every run but a delivery's;
-//  3. loopStopped: its loop recorded the cancellation and no attempt followed;
-//  4. isDelivery: a delivery of a message is over only when attemptsExhausted or runTimedOut;
-//  5. finalAttemptTerminal: success, a non-retryable error, a cancellation;
-//  6. attemptsExhausted: max_attempts is reached;
-//  7. loopArrived: the loop around its attempts (their parent span) has arrived, for attempts
-//     without an idempotency key;
-//  8. runTimedOut: run_timeout has passed since its final attempt ended.
+//  2. followed: a later attempt of the operation began a new run after it (startsNewRun); or
+//     decidedBefore: an earlier release decided it over (its outcome left then);
+//  3. the decision is final (a trace given up, shutdown): every run but a keyed run's or a
+//     delivery's, which another trace given up with it may continue (Finish closes it);
+//  4. attemptsExhausted: max_attempts is reached;
+//  5. goesOnAcrossTraces: a keyed run or a delivery's is over only when no attempt came within
+//     run_timeout (noAttemptAfter), whatever its attempts did;
+//  6. succeeded: an attempt succeeded (a hedge that lost to it and ended later is one run with
+//     it when it comes with it or before the loop's span: the attempts wait for their parent,
+//     Verdict.Provisional);
+//  7. loopEndedAfter: the loop's span ended after every attempt of the run ended: over once a
+//     try started before the loop's span ended could have come (loopSettled);
+//  8. noAttemptAfter: run_timeout has passed since its attempts ended.
 //
-// Otherwise it stays open (openruns.go): a later attempt, in a later decision or (through the
-// idempotency key) another trace, continues it.
-func (c *Correlator) runOver(rel *release, spans []Span, nodes []node, last int32, total int) bool {
-	s := &spans[last]
+// Each waiting rule adds what a span that ended in time may still take to be released
+// (settled: decision_wait, the longest the processor holds a span, and the clock-skew
+// tolerance, the attempts' ends being on their own service's clock). A loop that outlives its
+// parent (an attempt ended after the loop's span) waits for step 8.
+func (c *Correlator) runOverAt(rel *release, s *Span, total int, r *runSoFar) int64 {
 	switch {
 	case rel == nil: // 1.
-		return true
-	case rel.mode == modeFinal: // 2.
-		// Every run is over, but a delivery's, which another trace given up with it may
-		// continue (Finish closes it).
-		return !isDelivery(s)
-	case c.loopStopped(rel, spans, nodes, last): // 3.
-		return true
-	case isDelivery(s): // 4.
-		// A message may be delivered again (its ack or commit lost) in another trace, whatever
-		// this delivery did: the run waits for run_timeout or max_attempts.
-		return c.attemptsExhausted(total) || c.runTimedOut(s.End, rel.now, 0)
-	case c.finalAttemptTerminal(s): // 5.
-		return true
-	case c.attemptsExhausted(total): // 6.
-		return true
-	case loopArrived(nodes, last, s): // 7.
-		return true
-	case c.runTimedOut(s.End, rel.now, 0): // 8.
-		return true
+		return overNow
+	case r.followed || r.before: // 2.
+		return overNow
+	case rel.mode == modeFinal: // 3.
+		if goesOnAcrossTraces(s) {
+			return overNever
+		}
+		return overNow
+	case c.attemptsExhausted(total): // 4.
+		return overNow
+	case goesOnAcrossTraces(s): // 5.
+		return c.noAttemptAfter(r.end)
+	case r.ok: // 6.
+		return overNow
+	case loopEndedAfter(r): // 7.
+		return min(c.loopSettled(r.loopEnd), c.noAttemptAfter(r.end))
 	}
-	return false
+	return c.noAttemptAfter(r.end) // 8.
 }
 
-// finalAttemptTerminal: the run's final attempt so far ended it: it succeeded, failed with a
-// non-retryable error, or recorded a cancellation (attemptResult).
-func (c *Correlator) finalAttemptTerminal(s *Span) bool {
-	return c.rules.attemptResult(s) != resultRetryable
+// decidedBefore: every attempt of the run left with its verdict in an earlier release of the
+// trace and no open run continues it: the run was over then (its outcome written or carried,
+// or a sweep closed it), and deciding it again (a whole decision of the trace) must not open it
+// again.
+func decidedBefore(rel *release, run []int32, cont continuation) bool {
+	if rel == nil || cont.prior != nil {
+		return false
+	}
+	for _, i := range run {
+		if int(i) >= rel.nOld || !rel.emitted[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // attemptsExhausted: a run of total attempts has reached max_attempts (0: no limit).
@@ -293,64 +431,40 @@ func (c *Correlator) attemptsExhausted(total int) bool {
 	return c.cfg.MaxAttempts > 0 && total >= c.cfg.MaxAttempts
 }
 
-// loopArrived: the loop around the attempts (the final attempt's parent span) ended and is
-// here, so no attempt starts after it. Attempts that carry an idempotency key may be re-sent in
-// another trace, by another loop: for them the loop's arrival ends nothing.
-func loopArrived(nodes []node, last int32, s *Span) bool {
-	return nodes[last].parent >= 0 && s.KeyHash == 0
+// settled is when every span that ended by t (on its service's clock) has been released: t plus
+// decision_wait (ChainWait: the longest the processor holds a span after it arrived) and the
+// clock-skew tolerance.
+func (c *Correlator) settled(t int64) int64 {
+	return t + int64(c.cfg.ChainWait+c.cfg.ClockSkew)
 }
 
-// runTimedOut: run_timeout (0: never) has passed, at now on the collector's clock (unix ns),
-// since a run's final attempt ended at end, with slack added to the timeout: none within a
-// release; the clock-skew tolerance when the sweep closes a run left open (Sweep), as its final
-// attempt's end is on its own service's clock.
-func (c *Correlator) runTimedOut(end, now int64, slack time.Duration) bool {
-	return c.cfg.RunTimeout > 0 && now-end > int64(c.cfg.RunTimeout+slack)
+// noAttemptAfter: step 8, when no further attempt can come any more: run_timeout (0: never)
+// after the run's attempts ended at end, settled.
+func (c *Correlator) noAttemptAfter(end int64) int64 {
+	if c.cfg.RunTimeout <= 0 {
+		return overNever
+	}
+	return c.settled(end + int64(c.cfg.RunTimeout))
 }
 
-// loopStopped reports whether, by the release's time, the run's loop recorded the cancellation
-// and no attempt followed within decision_wait (loopStopsAt).
-func (c *Correlator) loopStopped(rel *release, spans []Span, nodes []node, last int32) bool {
-	at := c.loopStopsAt(spans, nodes, last)
-	return at != 0 && rel.now > at
-}
-
-// loopStopsAt is when a run whose final attempt so far is last is over because its loop
-// recorded the cancellation and stopped (DESIGN.md "Run outcomes": a keyed run is over "at once
-// when its loop recorded the cancellation"), 0 when that rule does not apply: the final
-// attempt's parent span is present and recorded the cancellation or a passed deadline, and the
-// final attempt began while that span was still open. The run is over when no further attempt
-// came within ChainWait (decision_wait) of the parent's end: the wait tells a loop that stopped
-// from a parent that recorded the cancellation while its attempts went on (S14), whose next
-// attempts come seconds later; run_timeout (minutes) stays for runs whose loop said nothing.
-func (c *Correlator) loopStopsAt(spans []Span, nodes []node, last int32) int64 {
-	pi := nodes[last].parent
-	if pi < 0 {
-		return 0
-	}
-	p, s := &spans[pi], &spans[last]
-	tol := int64(0)
-	if p.Service != s.Service {
-		tol = int64(c.cfg.ClockSkew)
-	}
-	if !c.rules.noticeSignal(p) || s.Start > p.End+tol {
-		return 0
-	}
-	return p.End + int64(c.cfg.ChainWait)
+// loopSettled: step 7, when a try that started before the loop's span ended (at loopEnd) and
+// ended soon after it has come: loopEnd, settled.
+func (c *Correlator) loopSettled(loopEnd int64) int64 {
+	return c.settled(loopEnd)
 }
 
 // runOutcome is where a run's outcome is decided (DESIGN.md "Run outcomes"; docs/verdicts.md
 // "How a run's outcome is decided"), from its final attempt and the liveness of the root when
 // the run ended. One named step per rule, in the order of docs/verdicts.md.
-func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last int32) Outcome {
+func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last int32, runEnd int64) Outcome {
 	s, n, v := &spans[last], &nodes[last], &out[last]
 	res := c.rules.attemptResult(s)
 	switch {
 	case rootUnknown(n, v): // 1.
 		return OutcomeUnknownRoot
-	case c.finalAttemptNoticed(s, n): // 2.
+	case c.finalAttemptNoticed(s, n) && c.nothingWentOn(n, runEnd): // 2.
 		return OutcomeCancelled
-	case c.loopNoticed(spans, n, res, s.End): // 3.
+	case c.loopNoticed(spans, n, res, runEnd): // 3.
 		return OutcomeCancelled
 	case v.Liveness == LivenessOrphaned: // 4.
 		return OutcomeDeliveredToNobody
@@ -395,8 +509,15 @@ func (c *Correlator) loopNoticed(spans []Span, n *node, res result, lastEnd int6
 	if !c.rules.noticeSignal(p) || !c.nearGone(n, p.End) {
 		return false
 	}
+	return c.nothingWentOn(n, lastEnd)
+}
+
+// nothingWentOn: no attempt of the run ended later than cancellation.grace after the gone time
+// (runEnd: the latest end among its attempts): a run whose attempts went on past the grace is
+// delivered_to_nobody, whoever recorded the cancellation (DESIGN.md "Run outcomes": cancelled).
+func (c *Correlator) nothingWentOn(n *node, runEnd int64) bool {
 	gone, known := c.goneOf(n)
-	return !known || lastEnd <= gone+int64(c.cfg.CancellationGrace)
+	return !known || runEnd <= gone+int64(c.cfg.CancellationGrace)
 }
 
 // nearGone reports whether t is within cancellation.grace of the span's gone time ("at about

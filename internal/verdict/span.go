@@ -83,6 +83,11 @@ type Span struct {
 	// recorded caches what the span's error.type, exception types and messages record
 	// (recordsType): set by the first rule that asks, as the records never change.
 	recorded recordedTypes
+	// future is set when the span came to the correlator with a clock (Release, ReleaseLast,
+	// DecideAt, ObserveAt) ending beyond that clock plus FutureTolerance (markFuture): decided
+	// once, when it came, and kept with its record, so that a later release does not judge it
+	// otherwise.
+	future bool
 	// Kind is the span kind.
 	Kind Kind
 	// IsHTTP is true when the span follows the stable HTTP conventions (http.request.method

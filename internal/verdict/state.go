@@ -19,6 +19,10 @@ type Correlator struct {
 	mu sync.Mutex
 	// roots are the root records, within MaxRootRecords (the oldest evicted first).
 	roots *bounded.Table[TraceID, rootRecord]
+	// badRoots are the traces whose only roots seen have times that are not sane (validity):
+	// their traces are known, so decided at once, judged without a root (unknown). Within
+	// MaxRootRecords; a trace leaves it when a usable root comes.
+	badRoots *bounded.Table[TraceID, struct{}]
 	// keys are the traces that carried each idempotency key, within MaxKeys: sharded, each
 	// shard under its own mutex (keyindex.go; lock order: mu, then a key shard).
 	keys *keyIndex
@@ -87,11 +91,12 @@ func New(cfg Config) (*Correlator, error) {
 		return nil, err
 	}
 	c := &Correlator{
-		cfg:   cfg,
-		rules: compileRules(cfg),
-		roots: bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
-		keys:  newKeyIndex(cfg.MaxKeys),
-		multi: bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRootsLocked)
+		cfg:      cfg,
+		rules:    compileRules(cfg),
+		roots:    bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
+		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
+		keys:     newKeyIndex(cfg.MaxKeys),
+		multi:    bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRootsLocked)
 	}
 	for i := range c.memoShards {
 		c.memoShards[i].memos = make(map[TraceID]*traceMemo)
@@ -113,7 +118,16 @@ func (c *Correlator) Config() Config { return c.cfg }
 // Root records (and, with key sharing, the directory) are kept under the correlator's mutex,
 // then the keys in their shards (keyIndex): a decision running meanwhile sees a key of the
 // batch with its root, or not yet.
-func (c *Correlator) Observe(spans []Span) {
+func (c *Correlator) Observe(spans []Span) { c.ObserveAt(spans, 0) }
+
+// ObserveAt is Observe for spans that arrive at now (unix ns, the caller's clock; 0: none): a
+// root ending beyond now plus FutureTolerance is not usable (see validity). A root whose times
+// are not sane (no start or end, an end before its start, longer than MaxRequestDuration, in
+// the future) makes its trace known all the same, with no usable root: its spans are decided
+// at once, judged without a root (liveness unknown, runs unknown_root), rather than waiting
+// MaxRequestDuration for a root that has come already. It marks future spans in spans.
+func (c *Correlator) ObserveAt(spans []Span, now int64) {
+	c.markFuture(spans, now)
 	c.observeRootsLocked(spans)
 	for i := range spans {
 		if s := &spans[i]; s.KeyHash != 0 && !s.TraceID.IsZero() && !s.SpanID.IsZero() {
@@ -132,7 +146,12 @@ func (c *Correlator) observeRootsLocked(spans []Span) {
 		if s.TraceID.IsZero() || s.SpanID.IsZero() {
 			continue
 		}
-		if s.ParentID.IsZero() && s.Start > 0 && s.End >= s.Start {
+		if s.ParentID.IsZero() && !c.saneTimes(s) {
+			if _, ok := c.roots.Get(s.TraceID); !ok {
+				c.badRoots.Put(s.TraceID, struct{}{})
+			}
+		} else if s.ParentID.IsZero() {
+			c.badRoots.Delete(s.TraceID)
 			rec := c.rootRecordOf(s)
 			if old, ok := c.roots.Get(s.TraceID); ok {
 				// Two roots (or the same root twice): count the second, keep the preferred.
@@ -210,6 +229,9 @@ type knownRoots struct {
 	detached bool       // no root but detached ones is known: work below is detached
 	detRec   rootRecord
 	multi    *multiRoot // the trace's index, if it has one
+	// unusable: the trace's only roots seen have times that are not sane (badRoots): its
+	// spans are judged without a root, and not counted as root_missing.
+	unusable bool
 }
 
 // knownRootsLocked gathers what is known of the roots of trace t, given the decision's roots.
@@ -251,6 +273,9 @@ func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, re
 	}
 	if k.n > 0 {
 		k.detached = false
+	}
+	if k.n == 0 && !k.detached {
+		_, k.unusable = c.badRoots.Get(t)
 	}
 	return k
 }
@@ -354,12 +379,16 @@ func (c *Correlator) Evicted() (roots, keys uint64) {
 	return c.roots.Evicted(), c.keys.evicted()
 }
 
-// Knows reports whether a root record is kept for the trace.
+// Knows reports whether a root record is kept for the trace, or its root came with times that
+// are not sane (badRoots): either way no root is still to come.
 func (c *Correlator) Knows(t TraceID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.roots.Get(t)
-	return ok
+	if _, ok := c.roots.Get(t); ok {
+		return true
+	}
+	_, bad := c.badRoots.Get(t)
+	return bad
 }
 
 // KnowsAll sets known[i] to whether a root record is kept for trace ids[i] (Knows for many
@@ -372,5 +401,8 @@ func (c *Correlator) KnowsAll(ids []TraceID, known []bool) {
 	defer c.mu.Unlock()
 	for i, t := range ids {
 		_, known[i] = c.roots.Get(t)
+		if !known[i] {
+			_, known[i] = c.badRoots.Get(t)
+		}
 	}
 }

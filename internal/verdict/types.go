@@ -102,6 +102,8 @@ const (
 	InvalidEndBeforeStart         // end time before start time
 	InvalidDuplicate              // a second span with the same span ID and kind in the trace
 	InvalidParentCycle            // the parent chain loops back on itself
+	InvalidEndInFuture            // end time beyond the correlator's clock plus FutureTolerance
+	InvalidTooLong                // lasts longer than MaxRequestDuration
 	numInvalid
 )
 
@@ -124,6 +126,10 @@ func (r Invalid) String() string {
 		return "duplicate_span_id"
 	case InvalidParentCycle:
 		return "parent_cycle"
+	case InvalidEndInFuture:
+		return "end_in_future"
+	case InvalidTooLong:
+		return "over_max_duration"
 	}
 	return ""
 }
@@ -200,8 +206,11 @@ type Stats struct {
 	Invalid         [numInvalid]int // spans by Invalid reason (index Valid unused)
 	UnknownRootRuns int             // runs whose root was never seen
 	RootMissing     bool            // no root span was among the spans nor retained
-	AmbiguousRoot   int             // spans whose parent is absent in a trace with several roots: unknown
-	NoDuration      int             // spans with end equal to start: liveness unknown
+	// RootUnusable: with RootMissing, the trace's root came but its times are not sane
+	// (counted by its own Invalid reason): the spans were judged without it.
+	RootUnusable  bool
+	AmbiguousRoot int // spans whose parent is absent in a trace with several roots: unknown
+	NoDuration    int // spans with end equal to start: liveness unknown
 	// Spans is the number of verdicts counted; RootMissingSpans those of them judged with no
 	// root known (valid ones), when RootMissing.
 	Spans, RootMissingSpans int

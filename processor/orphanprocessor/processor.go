@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/orphanwatch/orphanwatch/internal/badinput"
 	"github.com/orphanwatch/orphanwatch/internal/latency"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
@@ -66,6 +67,9 @@ type orphanProcessor struct {
 	seenKept                             [4]uint64 // context, pending, expired, open runs
 
 	dropLog logLimiter
+	// badSpans and badAttrs log bad input sampled (telemetry.go): a line per reason per
+	// badinput.DefaultInterval at most.
+	badSpans, badAttrs *badinput.Log
 
 	// sweepMu is held by a sweep from taking verdicts out of the correlator until they are
 	// handed on (carrier_spans counted, the next consumer returned), and by the telemetry
@@ -108,6 +112,11 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		done:      make(chan struct{}),
 	}
 	p.holdShards.init(shardCount())
+	now := func() time.Time { return p.clock.Now() }
+	p.badSpans = badinput.New(set.Logger, "Malformed spans got no verdict (counted; one line per reason per interval)",
+		"otelcol_processor_orphan_spans_without_verdict", "spans", 0, now)
+	p.badAttrs = badinput.New(set.Logger, "Unusable span attribute values were ignored (counted; one line per reason per interval)",
+		"otelcol_processor_orphan_attributes_ignored", "values", 0, now)
 	p.tel, err = newTelemetry(set, func() kept {
 		p.sweepMu.Lock()
 		defer p.sweepMu.Unlock()
@@ -118,7 +127,9 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 	if err != nil {
 		return nil, err
 	}
-	horizon := max(cfg.RunTimeout, cfg.DecisionWait) + cfg.ClockSkewTolerance + 2*sweepInterval
+	// A run stays open up to run_timeout after its last attempt ended, plus decision_wait and
+	// the clock-skew tolerance (verdict's runOverAt); an abandoned root is held decision_wait.
+	horizon := cfg.RunTimeout + cfg.DecisionWait + cfg.ClockSkewTolerance + 2*sweepInterval
 	p.lat = latency.New(horizon, cfg.Limits.MaxTraces, func(s float64) {
 		p.tel.ProcessorOrphanVerdictLatency.Record(context.Background(), s, p.tel.ID)
 	})
@@ -300,7 +311,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	}
 	p.corr.KnowsAll(in.ids, in.known)
 	if len(in.observed) > 0 {
-		p.corr.Observe(in.observed)
+		p.corr.ObserveAt(in.observed, now.UnixNano())
 	}
 	var ready []*heldTrace
 	var late int64
@@ -315,7 +326,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 
 	p.countReaderStats(ctx, &in.rst)
 	if invalid := int64(len(in.pass)); invalid > 0 {
-		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, invalid, p.tel.With("reason", verdict.InvalidTraceID.String()))
+		p.withoutVerdict(ctx, verdict.InvalidTraceID.String(), invalid)
 		p.tel.ProcessorOrphanSpansProcessed.Add(ctx, invalid, p.tel.ID)
 	}
 	if late > 0 {

@@ -79,8 +79,10 @@ func keyedResends(last int64) ptrace.Traces {
 }
 
 // TestReplayJoinsKeyedRunAcrossTraces: the re-sends are one run, as on a collector
-// (TestKeyJoinsRunAcrossTraces): attempts 1, 2, 3, the outcome on the third only; nothing is
-// carried. Deciding each batch at once (decision_wait 0) closes each trace's run by itself.
+// (TestKeyJoinsRunAcrossTraces): attempts 1, 2, 3, none with an outcome when it leaves; the
+// run's outcome, success, is carried once for the third when the drain passes its run_timeout
+// (a keyed run goes on after a success). Deciding each batch at once (decision_wait 0) closes
+// each trace's run by itself.
 func TestReplayJoinsKeyedRunAcrossTraces(t *testing.T) {
 	attempts := func(out []ptrace.Traces) []pcommon.Map {
 		var as []pcommon.Map
@@ -105,11 +107,15 @@ func TestReplayJoinsKeyedRunAcrossTraces(t *testing.T) {
 		n, _ := a.Get(verdict.AttrAttempt)
 		assert.Equal(t, int64(i+1), n.Int(), "attempt %d", i+1)
 		_, hasOutcome := a.Get(verdict.AttrRunOutcome)
-		assert.Equal(t, i == 2, hasOutcome, "only the closing attempt carries the outcome (attempt %d)", i+1)
+		assert.False(t, hasOutcome, "attempt %d leaves with the run open", i+1)
 	}
-	assert.Equal(t, "success", str(as[2], verdict.AttrRunOutcome))
-	assert.Equal(t, "3", str(as[2], verdict.AttrRunAttempts))
-	assert.Empty(t, carriedEvents(out))
+	evs := carriedEvents(out)
+	require.Len(t, evs, 1)
+	ev := evs[pcommon.SpanID{2, 1}.String()]
+	require.Len(t, ev, 1, "the outcome carried once, for the third attempt")
+	assert.Equal(t, pcommon.TraceID{3, 1}.String(), str(ev[0], verdict.AttrEventTraceID))
+	assert.Equal(t, "success", str(ev[0], verdict.AttrRunOutcome))
+	assert.Equal(t, "3", str(ev[0], verdict.AttrRunAttempts))
 
 	out, _ = replay(t, testConfig(0), keyedResends(200))
 	outcomes := 0
@@ -122,14 +128,15 @@ func TestReplayJoinsKeyedRunAcrossTraces(t *testing.T) {
 }
 
 // TestReplayDrainsPastRunTimeout: a keyed run whose last attempt failed retryably stays open
-// for a re-send; Drain lets the replay's clock run past its run_timeout (plus the clock-skew
-// tolerance), and the run's outcome leaves on a carrier span, once.
+// for a re-send; Drain lets the replay's clock run past its run_timeout (plus decision_wait and
+// the clock-skew tolerance: runOverAt), and the run's outcome leaves on a carrier span, once.
 func TestReplayDrainsPastRunTimeout(t *testing.T) {
 	cfg := testConfig(30 * time.Second)
 	out, reached := replay(t, cfg, keyedResends(503))
 	lastEnd := at(21.9).AsTime()
-	assert.True(t, reached.After(lastEnd.Add(cfg.RunTimeout+cfg.ClockSkewTolerance)), "reached %s", reached)
-	assert.True(t, reached.Before(lastEnd.Add(cfg.RunTimeout+cfg.ClockSkewTolerance+2*sweepInterval)), "reached %s: no later than the sweep after run_timeout", reached)
+	over := lastEnd.Add(cfg.RunTimeout + cfg.DecisionWait + cfg.ClockSkewTolerance)
+	assert.True(t, reached.After(over), "reached %s", reached)
+	assert.True(t, reached.Before(over.Add(2*sweepInterval)), "reached %s: no later than the sweep after run_timeout", reached)
 	ev := carriedEvents(out)[pcommon.SpanID{2, 1}.String()]
 	require.Len(t, ev, 1, "the run's outcome carried once, for its last attempt")
 	assert.Equal(t, "retryable_failure", str(ev[0], verdict.AttrRunOutcome))

@@ -104,7 +104,7 @@ func newTestProcessorWith(t *testing.T, set processor.Settings, cfg *Config, nex
 	}
 	p, err := newOrphanProcessor(set, cfg, next)
 	require.NoError(t, err)
-	clk := newFakeClock(time.Unix(1000, 0))
+	clk := newFakeClock(t0)
 	p.clock = clk
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	return p, clk

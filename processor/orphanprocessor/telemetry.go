@@ -189,7 +189,7 @@ func (p *orphanProcessor) countDecision(ctx context.Context, verdicts []verdict.
 	}
 	for r, n := range st.Invalid {
 		if r != int(verdict.Valid) && n > 0 {
-			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(n), p.tel.With("reason", verdict.Invalid(r).String()))
+			p.withoutVerdict(ctx, verdict.Invalid(r).String(), int64(n))
 		}
 	}
 	if st.AmbiguousRoot > 0 {
@@ -198,7 +198,14 @@ func (p *orphanProcessor) countDecision(ctx context.Context, verdicts []verdict.
 	if st.NoDuration > 0 {
 		p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.NoDuration), p.tel.With("reason", "no_duration"))
 	}
-	if st.RootMissing {
+	switch {
+	case st.RootUnusable:
+		// The root came, its times not sane (counted by their reason): the others were judged
+		// without it at once.
+		if st.RootMissingSpans > 0 {
+			p.withoutVerdict(ctx, reasonRootUnusable, int64(st.RootMissingSpans))
+		}
+	case st.RootMissing:
 		p.tel.ProcessorOrphanTracesRootMissing.Add(ctx, 1, p.tel.ID)
 		if st.RootMissingSpans > 0 { // malformed spans are counted by their own reason
 			p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, int64(st.RootMissingSpans), p.tel.With("reason", "root_missing"))
@@ -209,10 +216,29 @@ func (p *orphanProcessor) countDecision(ctx context.Context, verdicts []verdict.
 	}
 }
 
+// reasonRootUnusable is the reason of spans_without_verdict of the spans of a trace whose root
+// came with times that are not sane (its own reason counts the root): judged at once without a
+// root (liveness unknown, runs unknown_root).
+const reasonRootUnusable = "root_unusable"
+
+// withoutVerdict counts n malformed spans of reason (a verdict.Invalid, or root_unusable) in
+// spans_without_verdict and logs them sampled (badSpans). Spans judged unknown for want of a
+// root (root_missing, ambiguous_root) or of a duration (no_duration) are counted, not logged:
+// they are not malformed, and common.
+//
+// The line names no sender: verdicts are decided in the release loop, after the request that
+// brought the spans (and its client.Info) is gone, and a batch processor before this one mixes
+// the requests of several senders.
+func (p *orphanProcessor) withoutVerdict(ctx context.Context, reason string, n int64) {
+	p.tel.ProcessorOrphanSpansWithoutVerdict.Add(ctx, n, p.tel.With("reason", reason))
+	p.badSpans.Add(reason, n)
+}
+
 func (p *orphanProcessor) countReaderStats(ctx context.Context, st *spanread.Stats) {
 	for r := spanread.BadNone + 1; r < spanread.NumBadReasons; r++ {
 		if n := st[r]; n > 0 {
 			p.tel.ProcessorOrphanAttributesIgnored.Add(ctx, int64(n), p.tel.With("reason", r.String()))
+			p.badAttrs.Add(r.String(), int64(n))
 		}
 	}
 }

@@ -43,7 +43,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	if p.atOnce {
 		// Each batch is decided whole, as it arrives (the offline CLI): one decision, every run
 		// over, nothing deferred or kept but root records.
-		d.Verdicts, d.Stats = p.corr.DecideInto(*vbuf, spans)
+		d.Verdicts, d.Stats = p.corr.DecideAt(*vbuf, spans, p.clock.Now().UnixNano())
 		d.Stats.Spans = len(spans)
 		if d.Stats.RootMissing {
 			d.Stats.RootMissingSpans = 0
@@ -54,15 +54,20 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 			}
 			d.Stats.RootMissing = d.Stats.RootMissingSpans > 0
 		}
-	} else if h.last {
-		d = p.corr.ReleaseLast(*vbuf, spans, p.clock.Now().UnixNano())
 	} else {
-		d = p.corr.Release(*vbuf, spans, p.clock.Now().UnixNano(), func(i int) any {
+		// extra: the attributes that name the operation of a span whose verdict may be carried
+		// later (a deferred span, the final attempt of a run left open).
+		extra := func(i int) any {
 			if ops := operationAttributes(h.refs[i].sp.Attributes()); ops != nil {
 				return ops
 			}
 			return nil
-		})
+		}
+		if h.last {
+			d = p.corr.ReleaseLast(*vbuf, spans, p.clock.Now().UnixNano(), extra)
+		} else {
+			d = p.corr.Release(*vbuf, spans, p.clock.Now().UnixNano(), extra)
+		}
 	}
 	clear(spans) // drop the strings it points into before the buffer is reused
 	*buf = spans[:0]

@@ -62,6 +62,10 @@ const (
 	// S9's spans (their root never comes) leave deferred after decisionWait and are judged
 	// without their root this much later, feeding the root-missing and unknown-root panels.
 	maxRequestDuration = 5 * time.Second
+	// A request's verdict latency is observed once nothing more can come for it: run_timeout
+	// (default 5m) after its last verdict at most. Cut, so that the verdict-latency panel has
+	// data within the test; longer than any backoff of fanoutsim's loops.
+	runTimeout = 15 * time.Second
 )
 
 // Panels that show failures: zero is their healthy value.
@@ -90,8 +94,14 @@ func TestMonitoringEndToEnd(t *testing.T) {
 	}
 	bins.collector = e2e.BuildCollector(t, t.TempDir())
 
+	// Observe mode (the shipped default: the exporter decides), then annotate mode (the orphan
+	// processor decides and writes): every panel query of either mode has data in its mode, and
+	// so has every pipeline-health alert's expression in both.
 	t.Run("blind traffic fills every panel and the orphaned-spend alert reaches the webhook", func(t *testing.T) {
-		testBlind(t, bins)
+		testBlind(t, bins, false)
+	})
+	t.Run("annotate mode: blind traffic fills every panel of annotate mode", func(t *testing.T) {
+		testBlind(t, bins, true)
 	})
 	t.Run("aware traffic keeps the orphan alerts silent", func(t *testing.T) {
 		testAware(t, bins)
@@ -101,6 +111,7 @@ func TestMonitoringEndToEnd(t *testing.T) {
 
 // stack is one collector, Prometheus, Alertmanager and webhook receiver.
 type stack struct {
+	mode  string // of the collector: "observe" or "annotate"
 	c     *e2e.Collector
 	prom  *e2e.Prometheus
 	am    *e2e.Alertmanager
@@ -116,13 +127,17 @@ func repoFile(t *testing.T, rel string) []byte {
 	return b
 }
 
-func startStack(t *testing.T, bins binaries) *stack {
+func startStack(t *testing.T, bins binaries, annotate bool) *stack {
 	t.Helper()
-	s := &stack{start: time.Now()}
+	s := &stack{start: time.Now(), mode: "observe"}
+	if annotate {
+		s.mode = "annotate"
+	}
 	s.c = e2e.StartCollector(t, bins.collector, e2e.Options{
+		Annotate:     annotate,
 		DecisionWait: decisionWait.String(),
-		ExtraOrphan: fmt.Sprintf("    clock_skew_tolerance: %s\n    max_request_duration: %s\n    limits:\n      max_idempotency_keys: %d\n",
-			tolerance, maxRequestDuration, maxIdempotencyKeys),
+		ExtraOrphan: fmt.Sprintf("    clock_skew_tolerance: %s\n    max_request_duration: %s\n    run_timeout: %s\n    limits:\n      max_idempotency_keys: %d\n",
+			tolerance, maxRequestDuration, runTimeout, maxIdempotencyKeys),
 	})
 	s.hook = e2e.StartWebhook(t)
 
@@ -242,8 +257,8 @@ func waitSim(t *testing.T, ch <-chan simResult) truth.Truth {
 	}
 }
 
-func testBlind(t *testing.T, bins binaries) {
-	s := startStack(t, bins)
+func testBlind(t *testing.T, bins binaries, annotate bool) {
+	s := startStack(t, bins, annotate)
 	simDone := runSim(simOptions(sim.Blind, s.c, t))
 
 	// Beside the simulator, scenario traces (services renamed scenario-*) feed the health
@@ -309,9 +324,12 @@ func testBlind(t *testing.T, bins binaries) {
 		assert.Equal(t, want, r.Message.Path, "%v", r.Alert.Labels)
 	}
 
-	// (a) Every panel query of every committed dashboard returns data; all but the failure
-	// panels return non-zero data at some point of the run.
-	queries := dashboardQueries(t)
+	// (a) Every panel query of every committed dashboard returns data (but those of the other
+	// mode); all but the failure panels return non-zero data at some point of the run. Every
+	// pipeline-health alert's expression, each side of its comparisons and every selector in it
+	// returns data (of the component deciding in this mode).
+	queries := forMode(dashboardQueries(t), s.mode)
+	alerts := pipelineAlerts(t)
 	var pending []string
 	ok := e2e.WaitFor(90*time.Second, func() bool {
 		pending = pending[:0]
@@ -320,10 +338,13 @@ func testBlind(t *testing.T, bins binaries) {
 				pending = append(pending, msg)
 			}
 		}
+		for _, a := range alerts {
+			pending = append(pending, s.checkAlert(a, s.mode)...)
+		}
 		return len(pending) == 0
 	})
-	assert.True(t, ok, "dashboard queries without data:\n%s", strings.Join(pending, "\n"))
-	t.Logf("%d dashboard queries returned data", len(queries))
+	assert.True(t, ok, "%s mode: dashboard queries or alert expressions without data:\n%s", s.mode, strings.Join(pending, "\n"))
+	t.Logf("%s mode: %d dashboard queries and %d pipeline-health alerts returned data", s.mode, len(queries), len(alerts))
 
 	// Exemplars: every exemplar query of the propagation dashboard links to trace IDs.
 	for _, q := range queries {
@@ -350,7 +371,7 @@ func testBlind(t *testing.T, bins binaries) {
 }
 
 func testAware(t *testing.T, bins binaries) {
-	s := startStack(t, bins)
+	s := startStack(t, bins, false)
 	tr := waitSim(t, runSim(simOptions(sim.Aware, s.c, t)))
 	require.Positive(t, tr.Abandoned, "no user left: aware traffic proves nothing")
 	assert.Zero(t, tr.Orphaned.CostUSD, "the simulator's aware mode orphaned spend")
@@ -505,6 +526,18 @@ func dashboardQueries(t *testing.T) []dashboards.Query {
 // tests run no Kafka. test/scaleout's TestMemberKafkaTelemetry reads those series on a member,
 // config/prometheus/tests/kafka.test.yml tests the alert.
 func tierOnly(expr string) bool { return strings.Contains(expr, "otelcol_kafka_receiver_") }
+
+// forMode keeps the queries that have data in mode ("observe" or "annotate"): those of both
+// modes and those of this one (dashboards.Query.Mode).
+func forMode(qs []dashboards.Query, mode string) []dashboards.Query {
+	var out []dashboards.Query
+	for _, q := range qs {
+		if m := q.Mode(); m == "" || m == mode {
+			out = append(out, q)
+		}
+	}
+	return out
+}
 
 // scenarioTraces loads a scenario's trace.json with its services renamed scenario-<name>, its
 // trace IDs made unique per round (the all-zero ID of S13 stays zero), and its times moved to

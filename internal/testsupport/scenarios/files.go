@@ -23,8 +23,8 @@ type Scenario struct {
 	Build func() (ptrace.Traces, Expected)
 }
 
-// All returns the scenarios in order: S1..S24, then issue 27's (S30..S34 here; S25..S29 are
-// the run rules'). S8 has no files (it is S2 shuffled: use S8Batches).
+// All returns S1..S34 in order (S25..S29: round 4's run rules; S30..S34: its hops, detached
+// work and retryable timeouts). S8 has no files (it is S2 shuffled: use S8Batches).
 func All() []Scenario {
 	return []Scenario{
 		{"S1", "s01_happy_fanout", "happy fan-out", S1},
@@ -51,6 +51,11 @@ func All() []Scenario {
 		{"S22", "s22_server_not_attempt_arrays", "a SERVER span is never an attempt; arrays of one value", S22},
 		{"S23", "s23_proxy_client_left", "a proxy that saw its client leave", S23},
 		{"S24", "s24_request_reply_queue", "request-reply over a queue", S24},
+		{"S25", "s25_loop_outlives_parent", "a loop outlives its parent", S25},
+		{"S26", "s26_keyed_resend_after_success", "a keyed re-send after a success", S26},
+		{"S27", "s27_hedge_loser_cancelled_early", "hedged tries, the loser cancelled long before the winner finished", S27},
+		{"S28", "s28_two_endpoints_one_host", "two endpoints of one host are two operations", S28},
+		{"S29", "s29_loop_ended_between_tries", "the loop's span ended between two tries", S29},
 		{"S30", "s30_per_try_timeout", "an SDK's per-try timeout: the abandoned try's work", S30},
 		{"S31", "s31_async_api_handed_over", "an asynchronous API hands its work over", S31},
 		{"S32", "s32_kafka_redelivery_not_bound", "a redelivered Kafka message is one run, not bound to the producer", S32},

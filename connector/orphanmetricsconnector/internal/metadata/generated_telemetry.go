@@ -25,11 +25,19 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                             metric.Meter
-	mu                                sync.Mutex
-	registrations                     []metric.Registration
-	ConnectorOrphanmetricsFlushes     metric.Int64Counter
-	ConnectorOrphanmetricsLabelValues metric.Int64ObservableGauge
+	meter                                     metric.Meter
+	mu                                        sync.Mutex
+	registrations                             []metric.Registration
+	ConnectorOrphanmetricsEvictions           metric.Int64ObservableCounter
+	ConnectorOrphanmetricsFlushes             metric.Int64Counter
+	ConnectorOrphanmetricsHeldRoots           metric.Int64ObservableGauge
+	ConnectorOrphanmetricsLabelValues         metric.Int64ObservableGauge
+	ConnectorOrphanmetricsOpenRuns            metric.Int64ObservableGauge
+	ConnectorOrphanmetricsRecords             metric.Int64ObservableGauge
+	ConnectorOrphanmetricsSpansJudged         metric.Int64ObservableCounter
+	ConnectorOrphanmetricsSpansWithoutVerdict metric.Int64ObservableCounter
+	ConnectorOrphanmetricsTraces              metric.Int64ObservableGauge
+	ConnectorOrphanmetricsVerdictLatency      metric.Float64Histogram
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -49,6 +57,111 @@ func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsLabelValuesCallba
 		cb(ctx, &observerInt64{inst: builder.ConnectorOrphanmetricsLabelValues, obs: o})
 		return nil
 	}, builder.ConnectorOrphanmetricsLabelValues)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorOrphanmetricsEvictionsCallback sets callback for observable ConnectorOrphanmetricsEvictions metric.
+func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsEvictionsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorOrphanmetricsEvictions, obs: o})
+		return nil
+	}, builder.ConnectorOrphanmetricsEvictions)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorOrphanmetricsHeldRootsCallback sets callback for observable ConnectorOrphanmetricsHeldRoots metric.
+func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsHeldRootsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorOrphanmetricsHeldRoots, obs: o})
+		return nil
+	}, builder.ConnectorOrphanmetricsHeldRoots)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorOrphanmetricsOpenRunsCallback sets callback for observable ConnectorOrphanmetricsOpenRuns metric.
+func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsOpenRunsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorOrphanmetricsOpenRuns, obs: o})
+		return nil
+	}, builder.ConnectorOrphanmetricsOpenRuns)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorOrphanmetricsRecordsCallback sets callback for observable ConnectorOrphanmetricsRecords metric.
+func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsRecordsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorOrphanmetricsRecords, obs: o})
+		return nil
+	}, builder.ConnectorOrphanmetricsRecords)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorOrphanmetricsSpansJudgedCallback sets callback for observable ConnectorOrphanmetricsSpansJudged metric.
+func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsSpansJudgedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorOrphanmetricsSpansJudged, obs: o})
+		return nil
+	}, builder.ConnectorOrphanmetricsSpansJudged)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorOrphanmetricsSpansWithoutVerdictCallback sets callback for observable ConnectorOrphanmetricsSpansWithoutVerdict metric.
+func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsSpansWithoutVerdictCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorOrphanmetricsSpansWithoutVerdict, obs: o})
+		return nil
+	}, builder.ConnectorOrphanmetricsSpansWithoutVerdict)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterConnectorOrphanmetricsTracesCallback sets callback for observable ConnectorOrphanmetricsTraces metric.
+func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsTracesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ConnectorOrphanmetricsTraces, obs: o})
+		return nil
+	}, builder.ConnectorOrphanmetricsTraces)
 	if err != nil {
 		return err
 	}
@@ -96,6 +209,55 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_orphanmetrics_label_values",
 		metric.WithDescription("Distinct values admitted for a label taken from span data; at label_limits, later new values are exported as other. [Alpha]"),
 		metric.WithUnit("{values}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorOrphanmetricsEvictions, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_orphanmetrics_evictions",
+		metric.WithDescription("Observe mode: state evicted to stay within the configured limits, by state. [Alpha]"),
+		metric.WithUnit("{items}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorOrphanmetricsHeldRoots, err = builder.meter.Int64ObservableGauge(
+		"otelcol_connector_orphanmetrics_held_roots",
+		metric.WithDescription("Observe mode: verdicts of abandoned roots held until decision_wait after they arrived, so that later orphans deepen their reach. [Alpha]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorOrphanmetricsOpenRuns, err = builder.meter.Int64ObservableGauge(
+		"otelcol_connector_orphanmetrics_open_runs",
+		metric.WithDescription("Observe mode: runs left open by a decision (their final attempt so far not terminal). [Alpha]"),
+		metric.WithUnit("{runs}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorOrphanmetricsRecords, err = builder.meter.Int64ObservableGauge(
+		"otelcol_connector_orphanmetrics_records",
+		metric.WithDescription("Observe mode: span records kept, by state: waiting (for their trace's decision), kept (between decisions, for later spans of their trace), pending (of those, waiting for their root or chain). [Alpha]"),
+		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorOrphanmetricsSpansJudged, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_orphanmetrics_spans_judged",
+		metric.WithDescription("Observe mode: spans whose verdicts were decided and counted. [Alpha]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorOrphanmetricsSpansWithoutVerdict, err = builder.meter.Int64ObservableCounter(
+		"otelcol_connector_orphanmetrics_spans_without_verdict",
+		metric.WithDescription("Observe mode: spans that got no verdict or liveness unknown, by reason. [Alpha]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorOrphanmetricsTraces, err = builder.meter.Int64ObservableGauge(
+		"otelcol_connector_orphanmetrics_traces",
+		metric.WithDescription("Observe mode: traces whose records wait for their decision. [Alpha]"),
+		metric.WithUnit("{traces}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorOrphanmetricsVerdictLatency, err = builder.meter.Float64Histogram(
+		"otelcol_connector_orphanmetrics_verdict_latency",
+		metric.WithDescription("Observe mode: time from a request's root span arriving to the last verdict counted for the request, observed once nothing more can come for it. [Alpha]"),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries([]float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}...),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

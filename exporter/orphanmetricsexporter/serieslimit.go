@@ -1,0 +1,150 @@
+package orphanmetricsexporter // import "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/labellimit"
+)
+
+// The series limit (series_limit): a counter of the recorder admits at most a fixed number of
+// distinct label tuples. label_limits bound each label from span data on its own, but a metric
+// with two of them (runs_total: service_name x operation) can still make limit x limit series
+// (500 services x 500 operations made 495,606 series, a 42.9 MB scrape): series_limit bounds the
+// product, per metric, like contrib spanmetrics' aggregation_cardinality_limit.
+//
+// Once a metric holds its limit of series, a new tuple is counted in that metric's overflow
+// series: its labels from span data (LimitedLabels) become "other", the value label_limits
+// already use, and its labels from fixed sets (outcome, liveness, end_reason, direction) keep
+// their value, so that `outcome="delivered_to_nobody"` or `liveness="orphaned"` still count
+// right in the overflow and the alerts that select them still fire; a metric has at most as many
+// overflow series as combinations of its fixed labels (8 for spend_tokens_total). Every use of
+// an overflow series increments <namespace>_series_overflow_total{metric}. Tuples admitted stay
+// admitted for the recorder's life: a series never moves to the overflow half-way through.
+//
+// The limited vector has the call shape of *prometheus.CounterVec (WithLabelValues), so the
+// recording code (spans.go) is the same with or without it. The histograms are not wrapped: their
+// only label is service_name, so label_limits bound each to label_limits::service_name + 1
+// series already.
+
+// seriesLimit admits at most limit distinct label tuples of one metric. It is safe for
+// concurrent use; it is consulted only when a series handle is made (series.go caches them), so
+// its lock is off the hot path.
+type seriesLimit struct {
+	limit     int
+	overflows prometheus.Counter // <namespace>_series_overflow_total{metric}
+
+	mu   sync.Mutex
+	seen map[string]struct{} // admitted tuples, their values joined by "\xff"
+}
+
+// admit reports whether the tuple lvs has, or may take, a series of its own.
+func (l *seriesLimit) admit(lvs []string) bool {
+	key := strings.Join(lvs, "\xff") // "\xff" never occurs in valid UTF-8, which label values are
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.seen[key]; ok {
+		return true
+	}
+	if len(l.seen) >= l.limit {
+		return false
+	}
+	l.seen[key] = struct{}{}
+	return true
+}
+
+// len is the number of tuples admitted.
+func (l *seriesLimit) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.seen)
+}
+
+// limitedCounterVec is a counter vector bounded by a series limit.
+type limitedCounterVec struct {
+	*prometheus.CounterVec
+	lim seriesLimit
+	// limited[i]: label i comes from span data (one of LimitedLabels) and is "other" in the
+	// overflow series.
+	limited []bool
+}
+
+// newLimitedCounterVec wraps vec, whose labels are labels, with a limit of limit series;
+// overflows counts the uses of its overflow series.
+func newLimitedCounterVec(vec *prometheus.CounterVec, labels []string, limit int, overflows prometheus.Counter) *limitedCounterVec {
+	v := &limitedCounterVec{
+		CounterVec: vec,
+		lim:        seriesLimit{limit: limit, overflows: overflows, seen: map[string]struct{}{}},
+		limited:    make([]bool, len(labels)),
+	}
+	for i, l := range labels {
+		for _, ll := range LimitedLabels {
+			if l == ll {
+				v.limited[i] = true
+			}
+		}
+	}
+	return v
+}
+
+// WithLabelValues returns the counter of the tuple lvs, or, once the metric holds its limit of
+// series and lvs is not one of them, a counter that adds to the metric's overflow series for
+// lvs (its labels from span data "other") and counts every use in series_overflow_total.
+func (v *limitedCounterVec) WithLabelValues(lvs ...string) prometheus.Counter {
+	if v.isOverflow(lvs) || v.lim.admit(lvs) {
+		// The overflow tuple itself (already "other" by label_limits) is always the overflow
+		// series: never refused, never counted as a series overflow.
+		return v.CounterVec.WithLabelValues(lvs...)
+	}
+	over := make([]string, len(lvs))
+	for i, val := range lvs {
+		if v.limited[i] {
+			val = labellimit.Overflow
+		}
+		over[i] = val
+	}
+	c := v.CounterVec.WithLabelValues(over...)
+	ea, _ := c.(prometheus.ExemplarAdder)
+	return &overflowCounter{Counter: c, ea: ea, overflows: v.lim.overflows}
+}
+
+// isOverflow reports whether every label of lvs from span data is "other".
+func (v *limitedCounterVec) isOverflow(lvs []string) bool {
+	some := false
+	for i, val := range lvs {
+		if v.limited[i] {
+			if val != labellimit.Overflow {
+				return false
+			}
+			some = true
+		}
+	}
+	return some
+}
+
+// overflowCounter is the overflow series of a limited counter as seen by one tuple that did not
+// get a series of its own: it adds to the overflow series and counts each use.
+type overflowCounter struct {
+	prometheus.Counter
+	ea        prometheus.ExemplarAdder
+	overflows prometheus.Counter
+}
+
+func (c *overflowCounter) Inc() { c.Add(1) }
+
+func (c *overflowCounter) Add(v float64) {
+	c.Counter.Add(v)
+	c.overflows.Inc()
+}
+
+// AddWithExemplar keeps the exemplar: a trace of what overflowed is worth finding.
+func (c *overflowCounter) AddWithExemplar(v float64, e prometheus.Labels) {
+	if c.ea != nil {
+		c.ea.AddWithExemplar(v, e)
+	} else {
+		c.Counter.Add(v)
+	}
+	c.overflows.Inc()
+}
