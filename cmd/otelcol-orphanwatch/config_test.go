@@ -99,10 +99,10 @@ func TestMemberNeedsItsName(t *testing.T) {
 	require.NoError(t, validate(t, "member.yaml"))
 }
 
-// TestTraceStoreTLSOverlay: trace-store-tls.yaml merged over member.yaml (alone, and with the
-// Kafka TLS + SASL overlay) validates with the environment set, turns the trace-store
-// exporter's TLS on with the files from the environment, and a client certificate without
-// its key fails validate.
+// TestTraceStoreTLSOverlay: trace-store-tls.yaml merged over front.yaml (the front sends the
+// spans to the store; the members forward nothing), alone and with the Kafka TLS + SASL
+// overlay, validates with the environment set, turns the trace-store exporter's TLS on with the
+// files from the environment, and a client certificate without its key fails validate.
 func TestTraceStoreTLSOverlay(t *testing.T) {
 	t.Setenv("ORPHANWATCH_MEMBER", "1")
 	t.Setenv("ORPHANWATCH_KEY_SECRET", "a-secret-of-at-least-16-bytes")
@@ -113,23 +113,23 @@ func TestTraceStoreTLSOverlay(t *testing.T) {
 	t.Setenv("TRACE_STORE_ENDPOINT", "tempo-distributor.tempo:4317")
 	t.Setenv("TRACE_STORE_TLS_CA_FILE", ca)
 	t.Setenv("TRACE_STORE_TLS_SERVER_NAME", "tempo.example")
-	assert.NoError(t, validate(t, "member.yaml", "trace-store-tls.yaml"))
-	assert.NoError(t, validate(t, "member.yaml", "member-tls-sasl.yaml", "trace-store-tls.yaml"))
+	assert.NoError(t, validate(t, "front.yaml", "trace-store-tls.yaml"))
+	assert.NoError(t, validate(t, "front.yaml", "front-tls-sasl.yaml", "trace-store-tls.yaml"))
 
-	tls := resolved(t, "member.yaml", "trace-store-tls.yaml").Sub("exporters::otlp_grpc/store::tls")
+	tls := resolved(t, "front.yaml", "trace-store-tls.yaml").Sub("exporters::otlp_grpc/store::tls")
 	assert.Equal(t, false, tls["insecure"], "the overlay turns TLS on")
 	assert.Equal(t, ca, tls["ca_file"])
 	assert.Equal(t, "tempo.example", tls["server_name_override"])
 	assert.Equal(t, "1.2", tls["min_version"])
-	// Without the overlay the store is plaintext (member.yaml's default).
-	assert.Equal(t, true, resolved(t, "member.yaml").Sub("exporters::otlp_grpc/store::tls")["insecure"])
+	// Without the overlay the store is plaintext (front.yaml's default).
+	assert.Equal(t, true, resolved(t, "front.yaml").Sub("exporters::otlp_grpc/store::tls")["insecure"])
 
-	t.Setenv("TRACE_STORE_TLS_CERT_FILE", filepath.Join(t.TempDir(), "member.pem"))
-	err := validate(t, "member.yaml", "trace-store-tls.yaml")
+	t.Setenv("TRACE_STORE_TLS_CERT_FILE", filepath.Join(t.TempDir(), "front.pem"))
+	err := validate(t, "front.yaml", "trace-store-tls.yaml")
 	require.Error(t, err, "a client certificate without its key")
 	assert.Contains(t, err.Error(), "certificate and key")
-	t.Setenv("TRACE_STORE_TLS_KEY_FILE", filepath.Join(t.TempDir(), "member-key.pem"))
-	assert.NoError(t, validate(t, "member.yaml", "trace-store-tls.yaml"))
+	t.Setenv("TRACE_STORE_TLS_KEY_FILE", filepath.Join(t.TempDir(), "front-key.pem"))
+	assert.NoError(t, validate(t, "front.yaml", "trace-store-tls.yaml"))
 }
 
 // resolvedConf is a resolved config, read by `::`-separated paths.

@@ -23,9 +23,10 @@ func TestShippedConfigsSizeMemoryFromEnvironment(t *testing.T) {
 	t.Setenv("ORPHANWATCH_MEMBER", "1")
 	t.Setenv("ORPHANWATCH_KEY_SECRET", "a-secret-of-at-least-16-bytes")
 	t.Setenv("HOSTNAME", "test-host")
-	files := map[string]int{ // the batch processor's send_batch_max_size
+	files := map[string]int{ // the batch processor's send_batch_max_size; 0: no batch processor
 		"collector.yaml": 8192, "push/otlp_http.yaml": 8192, "push/prometheusremotewrite.yaml": 8192,
-		"scaleout/member.yaml": 8192, "scaleout/front.yaml": 512,
+		"scaleout/member.yaml": 0, // observes, forwards nothing: nothing to batch
+		"scaleout/front.yaml":  512,
 	}
 	for _, env := range []struct {
 		limit, spike string
@@ -57,7 +58,11 @@ func TestShippedConfigsSizeMemoryFromEnvironment(t *testing.T) {
 			assert.Equal(t, env.wantLimit, got.Limit, "%s limit_mib", f)
 			assert.Equal(t, env.wantSpike, got.Spike, "%s spike_limit_mib", f)
 			assert.Zero(t, got.Percent, "%s: no limit_percentage", f)
-			assert.EqualValues(t, batchMax, conf.Get("processors::batch::send_batch_max_size"), f)
+			if batchMax == 0 {
+				assert.False(t, conf.IsSet("processors::batch"), "%s: no batch processor", f)
+			} else {
+				assert.EqualValues(t, batchMax, conf.Get("processors::batch::send_batch_max_size"), f)
+			}
 
 			col, err := otelcol.NewCollector(otelcol.CollectorSettings{
 				BuildInfo:              component.NewDefaultBuildInfo(),

@@ -85,7 +85,7 @@ func (p *testPKI) issue(t *testing.T, name string, usage x509.ExtKeyUsage) tls.C
 	return cert
 }
 
-// traceStore is an OTLP/gRPC server over mutual TLS: the store the members export to.
+// traceStore is an OTLP/gRPC server over mutual TLS: the store the front tier exports to.
 type traceStore struct {
 	ptraceotlp.UnimplementedGRPCServer
 	spans atomic.Int64
@@ -96,7 +96,7 @@ func (s *traceStore) Export(_ context.Context, req ptraceotlp.ExportRequest) (pt
 	return ptraceotlp.NewExportResponse(), nil
 }
 
-// TestTraceStoreTLSOverlayConnects: the trace-store exporter as member.yaml +
+// TestTraceStoreTLSOverlayConnects: the trace-store exporter as front.yaml +
 // trace-store-tls.yaml configure it (resolved with the distribution's providers, the files
 // from the environment) exports spans to a loopback OTLP/gRPC server that requires TLS with a
 // client certificate, verifying the server's certificate against TRACE_STORE_TLS_CA_FILE for
@@ -104,7 +104,7 @@ func (s *traceStore) Export(_ context.Context, req ptraceotlp.ExportRequest) (pt
 func TestTraceStoreTLSOverlayConnects(t *testing.T) {
 	pki := newTestPKI(t)
 	serverCert := pki.issue(t, "tempo.example", x509.ExtKeyUsageServerAuth)
-	pki.issue(t, "member-1", x509.ExtKeyUsageClientAuth)
+	pki.issue(t, "front-1", x509.ExtKeyUsageClientAuth)
 
 	store := &traceStore{}
 	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{
@@ -122,8 +122,8 @@ func TestTraceStoreTLSOverlayConnects(t *testing.T) {
 	t.Setenv("TRACE_STORE_ENDPOINT", l.Addr().String())
 	t.Setenv("TRACE_STORE_TLS_CA_FILE", filepath.Join(pki.dir, "ca.pem"))
 	t.Setenv("TRACE_STORE_TLS_SERVER_NAME", "tempo.example")
-	t.Setenv("TRACE_STORE_TLS_CERT_FILE", filepath.Join(pki.dir, "member-1.pem"))
-	t.Setenv("TRACE_STORE_TLS_KEY_FILE", filepath.Join(pki.dir, "member-1-key.pem"))
+	t.Setenv("TRACE_STORE_TLS_CERT_FILE", filepath.Join(pki.dir, "front-1.pem"))
+	t.Setenv("TRACE_STORE_TLS_KEY_FILE", filepath.Join(pki.dir, "front-1-key.pem"))
 
 	f, err := components()
 	require.NoError(t, err)
@@ -131,7 +131,7 @@ func TestTraceStoreTLSOverlayConnects(t *testing.T) {
 	fac, ok := f.Exporters[typ]
 	require.True(t, ok, "exporter otlp_grpc")
 	cfg := fac.CreateDefaultConfig()
-	sub := resolved(t, "member.yaml", "trace-store-tls.yaml").Sub("exporters::otlp_grpc/store")
+	sub := resolved(t, "front.yaml", "trace-store-tls.yaml").Sub("exporters::otlp_grpc/store")
 	require.NotNil(t, sub)
 	require.NoError(t, confmap.NewFromStringMap(sub).Unmarshal(cfg))
 

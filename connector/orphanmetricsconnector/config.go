@@ -108,6 +108,11 @@ func (c *Config) Validate() error {
 	if c.temporality() == "" {
 		errs = append(errs, fmt.Errorf("aggregation_temporality: must be %s or %s, got %q", TemporalityCumulative, TemporalityDelta, c.AggregationTemporality))
 	}
+	if c.Keys != nil {
+		// Key sharing across a tier is the orphanmetrics exporter's (observe) or the orphan
+		// processor's (annotate): the connector does not look keys up in other members' records.
+		errs = append(errs, fmt.Errorf("keys: the orphanmetrics connector does not share keys across a tier: set keys on the orphanmetrics exporter (mode: observe) or the orphan processor"))
+	}
 	rc := c.recorderConfig()
 	return errors.Join(append(errs, rc.ValidateMetrics(), rc.ValidateMode())...)
 }

@@ -120,3 +120,15 @@ func TestHealthSeriesUnderCollectorResource(t *testing.T) {
 		"service.name=svc;": {"orphanwatch.roots"},
 	}, byResource)
 }
+
+// keys is refused with a message naming the field: the connector does not share keys across a
+// tier (the observing exporter and the orphan processor do).
+func TestKeysRefused(t *testing.T) {
+	cfg := NewDefaultConfig()
+	require.NoError(t, cfg.Validate())
+	id := component.MustNewID("orphan_keys")
+	cfg.Keys = &id
+	err := cfg.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "keys: the orphanmetrics connector does not share keys")
+}

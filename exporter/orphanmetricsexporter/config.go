@@ -168,9 +168,8 @@ func (c *Config) Validate() error {
 func (c *Config) ValidateMode() error {
 	switch c.Mode {
 	case ModeObserve:
-		if c.Keys != nil {
-			return fmt.Errorf("keys: sharing idempotency keys across a tier is done by the orphan processor (mode: annotate); observe mode does not read keys from other members")
-		}
+		// keys (sharing idempotency keys across a tier) is checked at start, when the
+		// extension it names can be found.
 		return c.Config.Validate(c.Limits)
 	case ModeAnnotate:
 		return nil

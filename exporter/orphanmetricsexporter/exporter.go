@@ -22,6 +22,7 @@ import (
 type metricsExporter struct {
 	cfg      *Config
 	settings component.TelemetrySettings
+	id       component.ID
 	recorder *Recorder
 	tel      *metadata.TelemetryBuilder
 	obs      *Observing // observe mode; nil in annotate mode
@@ -45,7 +46,7 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 	if err != nil {
 		return nil, err
 	}
-	e := &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, recorder: rec, tel: tel}
+	e := &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, id: set.ID, recorder: rec, tel: tel}
 	if cfg.Mode == ModeObserve {
 		id := attribute.String(exporterAttribute, set.ID.String())
 		latency := func(s float64) {
@@ -100,6 +101,12 @@ func (e *metricsExporter) start(ctx context.Context, host component.Host) error 
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("orphanmetrics: creating HTTP server: %w", err)
+	}
+	if e.obs != nil && e.cfg.Keys != nil {
+		if err := e.shareKeys(host); err != nil {
+			_ = ln.Close()
+			return err
+		}
 	}
 	e.server = srv
 	e.serveErr = make(chan error, 1)

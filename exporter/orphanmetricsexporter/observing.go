@@ -4,9 +4,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
+	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/observe"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
 )
@@ -16,10 +19,12 @@ import (
 // what becomes due later (Tick, every observe.TickInterval). The exporter and the connector
 // run one each in observe mode.
 type Observing struct {
-	obs  *observe.Observer
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	obs   *observe.Observer
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	keys  *keyshare.Sharer // key sharing; nil when off
+	unsub func()
 }
 
 // NewObserving returns observe mode for rec with cfg's rules and limits (cfg.Mode must be
@@ -47,6 +52,31 @@ func (o *Observing) Observer() *observe.Observer { return o.obs }
 
 // Consume decides and counts td's spans; td is only read.
 func (o *Observing) Consume(td ptrace.Traces) { o.obs.Consume(td) }
+
+// ShareKeys shares idempotency keys across a tier through the orphan_keys extension named id,
+// found among host's extensions (processor README, "Key sharing across a tier"): keys are read
+// as its HMAC, looked up in and published to its table, and a trace whose key binds nowhere yet
+// waits up to its wait before it is decided. lookups counts each key's look-up by outcome.
+// Call it before Start; the error names the `keys` field.
+func (o *Observing) ShareKeys(host component.Host, id component.ID, lookups keyshare.Counter) error {
+	k, err := orphankeysextension.Find(host, id)
+	if err != nil {
+		return err
+	}
+	s := keyshare.New(keyshare.Config{Wait: k.Wait(), MaxRecords: k.MaxRecords(), MaxWaiting: k.MaxWaiting()}, k, lookups)
+	o.obs.ShareKeys(s, k.Hash)
+	o.keys = s
+	o.unsub = k.Subscribe(s.Received)
+	return nil
+}
+
+// KeyTracesWaiting is the number of traces waiting for a key record (0 without key sharing).
+func (o *Observing) KeyTracesWaiting() int {
+	if o.keys == nil {
+		return 0
+	}
+	return o.keys.Waiting()
+}
 
 // Start launches the loop that counts what becomes due (held roots, runs closed by their
 // timeout, spans whose root never came).
@@ -76,5 +106,9 @@ func (o *Observing) Shutdown() {
 			<-o.done
 		}
 		o.obs.Shutdown()
+		if o.unsub != nil {
+			// The extension outlives the exporter (extensions shut down after the pipelines).
+			o.unsub()
+		}
 	})
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/observe"
 )
 
@@ -114,4 +116,27 @@ func observeTelemetry(tb *metadata.TelemetryBuilder) ObserveTelemetry {
 		SpansJudged:         tb.RegisterExporterOrphanmetricsSpansJudgedCallback,
 		SpansWithoutVerdict: tb.RegisterExporterOrphanmetricsSpansWithoutVerdictCallback,
 	}
+}
+
+// shareKeys starts key sharing in observe mode through the extension named by `keys`, its
+// look-ups counted in key_lookups{outcome} and the traces waiting for a record in
+// key_traces_waiting.
+func (e *metricsExporter) shareKeys(host component.Host) error {
+	exp := attribute.String(exporterAttribute, e.id.String())
+	id := metric.WithAttributes(exp)
+	byOutcome := map[string]metric.AddOption{}
+	for _, o := range []string{keyshare.OutcomeLocal, keyshare.OutcomeRemote, keyshare.OutcomeMissed, keyshare.OutcomeLate} {
+		byOutcome[o] = metric.WithAttributes(exp, attribute.String("outcome", o))
+	}
+	lookups := func(ctx context.Context, outcome string, n int64) {
+		e.tel.ExporterOrphanmetricsKeyLookups.Add(ctx, n, byOutcome[outcome])
+	}
+	if err := e.obs.ShareKeys(host, *e.cfg.Keys, lookups); err != nil {
+		return err
+	}
+	// Registered with the exporter's other instruments: unregistered by their Shutdown.
+	return e.tel.RegisterExporterOrphanmetricsKeyTracesWaitingCallback(func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(int64(e.obs.KeyTracesWaiting()), id)
+		return nil
+	})
 }

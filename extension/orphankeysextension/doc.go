@@ -11,6 +11,7 @@
 // that two requests that sent one key each bind their own work.
 //
 // The extension owns the Kafka client (configured with contrib's configkafka.ClientConfig) and
-// the table of records; each orphan processor that names it (`keys: orphan_keys`) finds it
-// through component.Host and keeps its own per-trace state (internal/keyshare of the processor).
+// the table of records; each orphan processor or observing orphanmetrics exporter that names it
+// (`keys: orphan_keys`) finds it through component.Host and keeps its own per-trace state
+// (internal/keyshare).
 package orphankeysextension

@@ -25,6 +25,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/latency"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
@@ -72,6 +73,7 @@ type Observer struct {
 	sink   Sink
 	now    func() time.Time
 	lat    *latency.Tracker
+	gate   *keyshare.Gate[*waiting] // key sharing (keys.go); nil when off
 
 	rootsMu   sync.Mutex
 	roots     map[verdict.TraceID][]*heldRoot
@@ -198,6 +200,7 @@ func (o *Observer) ReleaseDue(at time.Time) {
 
 // decide decides waiting traces, in order, and counts their verdicts.
 func (o *Observer) decide(now time.Time, ready []*waiting) {
+	ready = o.keyHold(ready) // key sharing: traces waiting for a key record (keys.go)
 	if len(ready) == 0 {
 		return
 	}
@@ -214,8 +217,11 @@ func (o *Observer) decide(now time.Time, ready []*waiting) {
 		*vbuf = d.Verdicts[:0]
 		if d.Deferred {
 			// The root has not come: the records are kept by the correlator, their verdicts
-			// come as carried verdicts when it does (or after max_request_duration).
+			// come as carried verdicts when it does (or after max_request_duration). They
+			// count as judged now, as provisional verdicts do: every span read is judged once
+			// (the tier's lost verdicts are the spans sent minus the spans judged).
 			o.stats.deferred.Add(int64(len(w.spans)))
+			o.stats.spans.Add(int64(len(w.spans)))
 		} else {
 			o.decided(now, w, &d)
 		}
@@ -370,6 +376,7 @@ func (o *Observer) Tick() {
 // Shutdown counts everything still owed: held roots, verdicts waiting for a root or a chain,
 // open runs (closed with the outcome they have). Nothing is decided after it.
 func (o *Observer) Shutdown() {
+	o.keyClose() // key sharing: traces waiting for a key record are decided now (keys.go)
 	now := o.now()
 	// What waits is decided now, in the order its spans ended, as it would have been.
 	ready := o.room.dueAt(time.Time{})
@@ -428,7 +435,7 @@ func (o *Observer) Owed() bool {
 	o.room.mu.Lock()
 	waiting := o.room.records
 	o.room.mu.Unlock()
-	return pending > 0 || open > 0 || held > 0 || waiting > 0
+	return pending > 0 || open > 0 || held > 0 || waiting > 0 || o.keyWaiting() > 0
 }
 
 // NextDue is when the first waiting trace or held root is due; zero when none waits.

@@ -2,14 +2,13 @@ package orphanprocessor
 
 import (
 	"context"
-	"fmt"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
+	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/keyshare"
 )
 
 // Key sharing across a tier (README "Key sharing across a tier"): the processor's side is these
@@ -24,19 +23,6 @@ type keySharing struct {
 	unsubscribe func()
 }
 
-// findKeys returns the orphan_keys extension named id among host's extensions.
-func findKeys(host component.Host, id component.ID) (orphankeysextension.Keys, error) {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return nil, fmt.Errorf("keys: extension %q is not configured: add it under extensions: and service::extensions", id)
-	}
-	k, ok := ext.(orphankeysextension.Keys)
-	if !ok {
-		return nil, fmt.Errorf("keys: extension %q is not an orphan_keys extension (type %q)", id, id.Type())
-	}
-	return k, nil
-}
-
 // keyShareStart finds the extension named by `keys`: from now on keys are hashed with its
 // HMAC, the correlator publishes to and looks up in its table, and a gate holds traces back
 // for its wait.
@@ -44,7 +30,7 @@ func (p *orphanProcessor) keyShareStart(_ context.Context, host component.Host) 
 	if p.cfg.Keys == nil {
 		return nil
 	}
-	k, err := findKeys(host, *p.cfg.Keys)
+	k, err := orphankeysextension.Find(host, *p.cfg.Keys)
 	if err != nil {
 		return err
 	}

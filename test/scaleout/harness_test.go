@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -34,7 +35,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/orphanwatch/orphanwatch/distribution"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 )
 
 // factories are the distribution's own (package distribution: OCB's components for
@@ -157,7 +157,8 @@ func (c *collector) Stop() {
 	})
 }
 
-// sink is an OTLP/gRPC server standing for a member's trace store: what each member exported.
+// sink is an OTLP/gRPC server standing for the trace store behind the front tier: every span the
+// front exported to it.
 type sink struct {
 	ptraceotlp.UnimplementedGRPCServer
 	addr string
@@ -221,10 +222,10 @@ func (s *sink) each(fn func(res string, sp ptrace.Span)) {
 	}
 }
 
-// member is one orphanwatch collector of the tier with its sink and ports.
+// member is one orphanwatch collector of the tier with its ports. It forwards nothing: the
+// front sends the spans to the trace store.
 type member struct {
 	*collector
-	sink               *sink
 	metrics, telemetry int
 }
 
@@ -239,12 +240,14 @@ type tierOptions struct {
 
 // tier is a front collector and the orphanwatch members behind one kfake broker.
 type tier struct {
-	broker  string
-	front   *collector
-	otlp    int // front OTLP/HTTP port
-	jaeger  int // front Jaeger gRPC port
-	members []*member
-	opts    tierOptions
+	broker       string
+	front        *collector
+	store        *sink // the trace store, behind the front
+	otlp         int   // front OTLP/HTTP port
+	jaeger       int   // front Jaeger gRPC port
+	frontMetrics int   // front telemetry port
+	members      []*member
+	opts         tierOptions
 }
 
 const testSecret = "scaleout-test-secret-0123456789"
@@ -272,7 +275,8 @@ func startTier(t testing.TB, o tierOptions) *tier {
 // startFront starts the front tier's collector (config/scaleout/front.yaml) in-process.
 func (tr *tier) startFront(t testing.TB) {
 	t.Helper()
-	tr.otlp, tr.jaeger = freePort(t), freePort(t)
+	tr.otlp, tr.jaeger, tr.frontMetrics = freePort(t), freePort(t), freePort(t)
+	tr.store = newSink(t)
 	tr.front = startCollector(t, "front", "config/scaleout/front.yaml", map[string]string{
 		"receivers::otlp::protocols::http::endpoint":          fmt.Sprintf("127.0.0.1:%d", tr.otlp),
 		"receivers::otlp::protocols::grpc::endpoint":          fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -280,37 +284,36 @@ func (tr *tier) startFront(t testing.TB) {
 		"receivers::jaeger::protocols::grpc::endpoint":        fmt.Sprintf("127.0.0.1:%d", tr.jaeger),
 		"receivers::jaeger::protocols::thrift_http::endpoint": fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"exporters::kafka::brokers":                           "[" + tr.broker + "]",
+		"exporters::otlp_grpc/store::endpoint":                tr.store.addr,
 		"extensions::health_check::endpoint":                  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"service::telemetry::metrics::level":                  "none",
+		"service::telemetry::metrics::readers":                fmt.Sprintf("[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", tr.frontMetrics),
 		"service::telemetry::logs::level":                     "warn",
 	})
 }
 
 func (tr *tier) addMember(t testing.TB, i int) *member {
 	t.Helper()
-	m := &member{sink: newSink(t), metrics: freePort(t), telemetry: freePort(t)}
+	m := &member{metrics: freePort(t), telemetry: freePort(t)}
 	name := fmt.Sprintf("m%d", i)
 	ov := map[string]string{
 		"receivers::kafka::brokers":           "[" + tr.broker + "]",
 		"receivers::kafka::client_id":         "orphanwatch-" + name,
 		"receivers::kafka::group_instance_id": "orphanwatch-" + name,
 		// kfake enforces Kafka's 6 s minimum.
-		"receivers::kafka::session_timeout":                     "6s",
-		"receivers::kafka::heartbeat_interval":                  "1s",
-		"processors::orphan::decision_wait":                     tr.opts.decisionWait,
-		"extensions::orphan_keys::brokers":                      "[" + tr.broker + "]",
-		"extensions::orphan_keys::secret":                       testSecret,
-		"extensions::orphan_keys::client_id":                    "orphanwatch-keys-" + name,
-		"extensions::orphan_keys::wait":                         tr.opts.keyWait,
-		"exporters::orphanmetrics::endpoint":                    fmt.Sprintf("127.0.0.1:%d", m.metrics),
-		"exporters::otlp_grpc/store::endpoint":                  m.sink.addr,
-		"exporters::otlp_grpc/store::retry_on_failure::enabled": "false",
-		"extensions::health_check::endpoint":                    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"service::telemetry::metrics::readers":                  fmt.Sprintf("[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", m.telemetry),
-		"service::telemetry::logs::level":                       "warn",
+		"receivers::kafka::session_timeout":       "6s",
+		"receivers::kafka::heartbeat_interval":    "1s",
+		"exporters::orphanmetrics::decision_wait": tr.opts.decisionWait,
+		"extensions::orphan_keys::brokers":        "[" + tr.broker + "]",
+		"extensions::orphan_keys::secret":         testSecret,
+		"extensions::orphan_keys::client_id":      "orphanwatch-keys-" + name,
+		"extensions::orphan_keys::wait":           tr.opts.keyWait,
+		"exporters::orphanmetrics::endpoint":      fmt.Sprintf("127.0.0.1:%d", m.metrics),
+		"extensions::health_check::endpoint":      fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"service::telemetry::metrics::readers":    fmt.Sprintf("[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", m.telemetry),
+		"service::telemetry::logs::level":         "warn",
 	}
 	if !tr.opts.keySharing {
-		ov["processors::orphan::keys"] = "null"
+		ov["exporters::orphanmetrics::keys"] = "null"
 		ov["service::extensions"] = "[health_check]"
 	}
 	m.collector = startCollector(t, name, "config/scaleout/member.yaml", ov)
@@ -389,15 +392,12 @@ func (tr *tier) send(t testing.TB, td ptrace.Traces) {
 	}
 }
 
-// waitSpans waits until the members exported n spans in all (bounded).
-func (tr *tier) waitSpans(t testing.TB, n int, within time.Duration) int {
+// waitStore waits until the trace store behind the front got n spans (bounded).
+func (tr *tier) waitStore(t testing.TB, n int, within time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		got := 0
-		for _, m := range tr.members {
-			got += m.sink.spans()
-		}
+		got := tr.store.spans()
 		if got >= n || time.Now().After(deadline) {
 			return got
 		}
@@ -405,21 +405,199 @@ func (tr *tier) waitSpans(t testing.TB, n int, within time.Duration) int {
 	}
 }
 
+// judged is the spans whose verdicts member m decided and counted (its exporter's
+// otelcol_exporter_orphanmetrics_spans_judged).
+func judged(t testing.TB, m *member) int {
+	t.Helper()
+	return int(metricSum(scrape(t, m.telemetry), "otelcol_exporter_orphanmetrics_spans_judged", ""))
+}
+
+// owes is what member m still keeps before counting: records waiting for their decision, held
+// abandoned roots, traces waiting for a key record (its exporter's gauges).
+func owes(t testing.TB, m *member) int {
+	t.Helper()
+	tel := scrape(t, m.telemetry)
+	return int(metricSum(tel, "otelcol_exporter_orphanmetrics_records", "state=waiting") +
+		metricSum(tel, "otelcol_exporter_orphanmetrics_held_roots", "") +
+		metricSum(tel, "otelcol_exporter_orphanmetrics_key_traces_waiting", ""))
+}
+
+// settleStable waits until the given members owe nothing and their spans judged have not
+// moved for 2 s, then decision_wait and a margin (what waits for a root or a chain); it returns
+// the spans they judged (bounded). For a tier that lost verdicts, where no total is reached.
+func (tr *tier) settleStable(t testing.TB, members []*member, within time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	last, since := -1, time.Now()
+	for {
+		got, owed := 0, 0
+		for _, m := range members {
+			got += judged(t, m)
+			owed += owes(t, m)
+		}
+		if got != last || owed != 0 {
+			last, since = got, time.Now()
+		}
+		if time.Since(since) >= 2*time.Second || time.Now().After(deadline) {
+			wait, err := time.ParseDuration(tr.opts.decisionWait)
+			if err != nil {
+				wait = 2 * time.Second
+			}
+			time.Sleep(wait + 1500*time.Millisecond) // a chain's decision_wait, the next sweep
+			got = 0
+			for _, m := range members {
+				got += judged(t, m)
+			}
+			return got
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// settle waits until the members judged n spans in all and owe nothing (records waiting for
+// their decision, held roots, traces waiting for a key record), then until no record waits for
+// a root or a chain (records{state="pending"}: their verdicts come decision_wait after their
+// decision, at the next sweep; bounded by three decision_waits), and a margin; it returns the
+// spans judged (bounded by within).
+func (tr *tier) settle(t testing.TB, n int, within time.Duration) int {
+	t.Helper()
+	wait, err := time.ParseDuration(tr.opts.decisionWait)
+	if err != nil {
+		wait = 2 * time.Second
+	}
+	deadline := time.Now().Add(within)
+	got := 0
+	for {
+		owed := 0
+		got = 0
+		for _, m := range tr.members {
+			got += judged(t, m)
+			owed += owes(t, m)
+		}
+		if (got >= n && owed == 0) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	pendingUntil := time.Now().Add(3*wait + 2*time.Second)
+	for time.Now().Before(pendingUntil) {
+		pending := 0.0
+		for _, m := range tr.members {
+			pending += metricSum(scrape(t, m.telemetry), "otelcol_exporter_orphanmetrics_records", "state=pending")
+		}
+		if pending == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // what a sweep handed over is counted; margin for the scrape
+	return got
+}
+
+// metricSum sums the series of a metric (name{...} or name_total{...}) whose labels contain
+// every comma-separated label=value of want.
+func metricSum(series map[string]float64, name, want string) float64 {
+	v := 0.0
+next:
+	for k, x := range series {
+		if !strings.HasPrefix(k, name+"{") && !strings.HasPrefix(k, name+"_total{") {
+			continue
+		}
+		if want != "" {
+			for _, l := range strings.Split(want, ",") {
+				if !strings.Contains(k, l) {
+					continue next
+				}
+			}
+		}
+		v += x
+	}
+	return v
+}
+
 // scrape reads a Prometheus text endpoint into series -> value (histograms as _bucket, _sum,
 // _count series; exemplars dropped).
 func scrape(t testing.TB, port int) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	m, err := tryScrape(port)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return m
+}
+
+// tryScrape is scrape that returns its error (a member that is gone).
+func tryScrape(port int) (map[string]float64, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return familiesToMap(fams)
+	return familiesToMap(fams), nil
+}
+
+// watcher scrapes a member's metrics and telemetry every 100 ms, as Prometheus would (more
+// often), and keeps the last scrape that succeeded: what stays of a member that is gone.
+type watcher struct {
+	mu          sync.Mutex
+	series, tel map[string]float64
+	stop, done  chan struct{}
+}
+
+func watch(t testing.TB, m *member) *watcher {
+	t.Helper()
+	w := &watcher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			series, err1 := tryScrape(m.metrics)
+			tel, err2 := tryScrape(m.telemetry)
+			if err1 == nil && err2 == nil {
+				w.mu.Lock()
+				w.series, w.tel = series, tel
+				w.mu.Unlock()
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	t.Cleanup(w.close)
+	return w
+}
+
+// close stops the scrapes; last stays readable.
+func (w *watcher) close() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+}
+
+// last is the last successful scrape: the member's orphanwatch series (non-zero) and its
+// telemetry.
+func (w *watcher) last() (series, tel map[string]float64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	series = map[string]float64{}
+	for k, v := range w.series {
+		if v != 0 && strings.HasPrefix(k, "orphanwatch_") {
+			series[k] = v
+		}
+	}
+	return series, w.tel
 }
 
 // familiesToMap flattens metric families into series -> value.
@@ -460,6 +638,20 @@ func labels(ls []*dto.LabelPair) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
+// frontSent is the spans the front's exporter handed on (otelcol_exporter_sent_spans), kafka or
+// otlp_grpc/store.
+func (tr *tier) frontSent(t testing.TB, exporter string) int {
+	t.Helper()
+	return int(metricSum(scrape(t, tr.frontMetrics), "otelcol_exporter_sent_spans", "exporter="+exporter))
+}
+
+// orphanSeriesOf sums the given members' orphanmetrics series, leaving out zero values and the
+// exporter's own health series.
+func orphanSeriesOf(t testing.TB, members []*member) map[string]float64 {
+	t.Helper()
+	return (&tier{members: members}).orphanSeries(t)
+}
+
 // orphanSeries sums the members' orphanmetrics series, leaving out zero values and the
 // exporter's own health series, which count per member (scrape-time gauges).
 func (tr *tier) orphanSeries(t testing.TB) map[string]float64 {
@@ -478,39 +670,6 @@ func (tr *tier) orphanSeries(t testing.TB) map[string]float64 {
 	return sum
 }
 
-// sinkSeries is what the orphanmetrics exporter makes of the spans the given members exported
-// to their trace store (the same spans reach both exporters): it stays readable after a member
-// stopped.
-func sinkSeries(t testing.TB, members []*member) map[string]float64 {
-	t.Helper()
-	rec, err := orphanmetricsexporter.NewRecorder(orphanmetricsexporter.NewDefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range members {
-		m.sink.mu.Lock()
-		for _, td := range m.sink.got {
-			rec.Record(td)
-		}
-		m.sink.mu.Unlock()
-	}
-	fs, err := rec.Gatherer().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fams := map[string]*dto.MetricFamily{}
-	for _, f := range fs {
-		fams[f.GetName()] = f
-	}
-	out := familiesToMap(fams)
-	for k, v := range out {
-		if v == 0 || !strings.HasPrefix(k, "orphanwatch_") {
-			delete(out, k)
-		}
-	}
-	return out
-}
-
 // telemetry sums a collector-telemetry counter across the members, by its labels.
 func (tr *tier) telemetry(t testing.TB, prefix string) map[string]float64 {
 	t.Helper()
@@ -523,14 +682,16 @@ func telemetryOf(t testing.TB, members []*member, prefix string) map[string]floa
 	for _, m := range members {
 		for k, v := range scrape(t, m.telemetry) {
 			if strings.HasPrefix(k, prefix) {
-				k = strings.NewReplacer("otel_scope_name=github.com/orphanwatch/orphanwatch/processor/orphanprocessor,", "",
-					"otel_scope_name=github.com/orphanwatch/orphanwatch/extension/orphankeysextension,", "").Replace(k)
-				out[k] += v
+				out[strings.Replace(scopeLabels.ReplaceAllString(k, ""), ",}", "}", 1)] += v
 			}
 		}
 	}
 	return out
 }
+
+// scopeLabels are the labels the collector's Prometheus reader adds to name the instrumentation
+// scope (otel_scope_name=github.com/orphanwatch/..., its version, schema URL).
+var scopeLabels = regexp.MustCompile(`otel_scope_[a-z_]+=[^,}]*,?`)
 
 // diff lists the series whose values differ (relative 1e-9).
 func diff(want, got map[string]float64) []string {
@@ -553,5 +714,9 @@ func diff(want, got map[string]float64) []string {
 func TestMain(m *testing.M) {
 	// ORPHANWATCH_MEMBER is set by the overrides; the shipped file's ${env:...} must resolve.
 	_ = os.Setenv("ORPHANWATCH_MEMBER", "test")
-	os.Exit(m.Run())
+	code := m.Run()
+	if dist.dir != "" {
+		_ = os.RemoveAll(dist.dir)
+	}
+	os.Exit(code)
 }

@@ -82,25 +82,16 @@ func split(td ptrace.Traces, id pcommon.TraceID) ptrace.Traces {
 	return out
 }
 
-// s7Result is what happened to the model calls of one pair's trace B.
-type s7Result struct {
-	memberA, memberB int
-	liveness         []string
-	detached         int
-	outcome          string
-}
-
 // runS7 sends pairs of S7 traces, B before A's root (the decision of B is due before A's
-// record can exist, so the bounded wait is exercised), through a tier of two members.
-func runS7(t *testing.T, keySharing bool, pairs int) ([]s7Result, *tier) {
+// record can exist, so the bounded wait is exercised), through a tier of two members, and
+// returns the members' summed series once everything is counted.
+func runS7(t *testing.T, keySharing bool, pairs int) (map[string]float64, *tier) {
 	t.Helper()
 	tr := startTier(t, tierOptions{members: 2, keySharing: keySharing, decisionWait: "1s", keyWait: "3s"})
-	ids := make([][2]pcommon.TraceID, pairs)
 	as := make([]ptrace.Traces, pairs)
 	total := 0
 	for i := range pairs {
-		a, b, ida, idb := s7Pair(i)
-		ids[i] = [2]pcommon.TraceID{ida, idb}
+		a, b, _, _ := s7Pair(i)
 		as[i] = a
 		total += a.SpanCount() + b.SpanCount()
 		tr.send(t, b)
@@ -109,81 +100,52 @@ func runS7(t *testing.T, keySharing bool, pairs int) ([]s7Result, *tier) {
 	for _, a := range as {
 		tr.send(t, a)
 	}
-	if got := tr.waitSpans(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans exported", got, total)
+	if got := tr.waitStore(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d of %d spans in the trace store", got, total)
 	}
-	res := make([]s7Result, pairs)
-	for i := range res {
-		res[i].memberA, res[i].memberB = -1, -1
+	if got := tr.settle(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d of %d spans judged", got, total)
 	}
-	for mi, m := range tr.members {
-		m.sink.each(func(_ string, sp ptrace.Span) {
-			for i, id := range ids {
-				switch sp.TraceID() {
-				case id[0]:
-					res[i].memberA = mi
-				case id[1]:
-					res[i].memberB = mi
-					if sp.Name() != "chat gpt-4o" {
-						continue
-					}
-					lv := "" // none: detached
-					if v, ok := sp.Attributes().Get("orphanwatch.liveness"); ok {
-						lv = v.AsString()
-					}
-					res[i].liveness = append(res[i].liveness, lv)
-					if d, ok := sp.Attributes().Get("orphanwatch.detached"); ok && d.Bool() {
-						res[i].detached++
-					}
-					if o, ok := sp.Attributes().Get("orphanwatch.run.outcome"); ok {
-						res[i].outcome = o.AsString()
-					}
-				}
-			}
-		})
-	}
-	return res, tr
+	return tr.orphanSeries(t), tr
 }
 
+// The series of S7's trace B: its two model calls (orphaned when bound to A's root, detached
+// when unbound) and its run (delivered to nobody when bound).
+const (
+	s7Orphaned  = "orphanwatch_model_calls_total{liveness=orphaned,model=gpt-4o,service_name=researcher}"
+	s7Detached  = "orphanwatch_model_calls_total{liveness=detached,model=gpt-4o,service_name=researcher}"
+	s7Delivered = "orphanwatch_runs_total{operation=chat gpt-4o,outcome=delivered_to_nobody,service_name=researcher}"
+)
+
 // TestS7AcrossMembers: trace B (behind a queue, key K) on another member than trace A whose
-// root K binds it to. With shared key records B's model calls are orphaned and their run
-// delivered to nobody, exactly as on one collector; without them B is unbound detached work.
+// root K binds it to, for some of the pairs. With shared key records every B's model calls are
+// orphaned and its run delivered to nobody, exactly as on one collector (bound through another
+// member's record: key_lookups{outcome="remote"}); without them every B is unbound detached
+// work (decided at its decision_wait, before A arrived, on its own member or not).
 func TestS7AcrossMembers(t *testing.T) {
 	const pairs = 16
 	for _, shared := range []bool{true, false} {
-		res, tr := runS7(t, shared, pairs)
-		splitN := 0
-		for i, r := range res {
-			if r.memberA < 0 || r.memberB < 0 {
-				t.Fatalf("pair %d: spans missing (%+v)", i, r)
-			}
-			if r.memberA == r.memberB {
-				// Same member: with key sharing, B waited (the orphan_keys wait) for a binding and
-				// found A's key locally. Without it, B was decided at its decision_wait, before
-				// A arrived: unbound, as on one collector with that timing.
-				if shared && r.outcome != "delivered_to_nobody" {
-					t.Errorf("pair %d on one member: outcome %q", i, r.outcome)
-				}
-				continue
-			}
-			splitN++
-			switch {
-			case shared && (r.outcome != "delivered_to_nobody" || len(r.liveness) != 2 || r.liveness[0] != "orphaned" || r.liveness[1] != "orphaned"):
-				t.Errorf("shared keys, pair %d split across members: B's model calls %+v, want orphaned, delivered_to_nobody", i, r)
-			case !shared && (r.detached != 2 || r.outcome == "delivered_to_nobody"):
-				t.Errorf("no shared keys, pair %d split: B's model calls %+v, want detached (unbound)", i, r)
-			}
-		}
-		if splitN == 0 {
-			t.Fatalf("no pair split across the two members: the test shows nothing")
-		}
-		t.Logf("key sharing %v: %d of %d pairs split across members; key look-ups %v", shared, splitN, pairs,
-			tr.telemetry(t, "otelcol_processor_orphan_key_lookups"))
+		sum, tr := runS7(t, shared, pairs)
+		lk := tr.telemetry(t, "otelcol_exporter_orphanmetrics_key_lookups")
+		remote := metricSum(lk, "otelcol_exporter_orphanmetrics_key_lookups", "outcome=remote")
+		t.Logf("key sharing %v: B's model calls orphaned %v, detached %v, runs delivered to nobody %v; key look-ups %v",
+			shared, sum[s7Orphaned], sum[s7Detached], sum[s7Delivered], lk)
 		if shared {
-			lk := tr.telemetry(t, "otelcol_processor_orphan_key_lookups")
-			if lk["otelcol_processor_orphan_key_lookups{outcome=remote,processor=orphan}"] < float64(splitN) {
-				t.Errorf("remote look-ups %v < split pairs %d", lk, splitN)
+			if sum[s7Orphaned] != 2*pairs || sum[s7Delivered] != pairs || sum[s7Detached] != 0 {
+				t.Errorf("shared keys: orphaned %v (want %d), delivered_to_nobody %v (want %d), detached %v (want 0)",
+					sum[s7Orphaned], 2*pairs, sum[s7Delivered], pairs, sum[s7Detached])
 			}
+			if remote == 0 {
+				t.Fatal("no B bound through another member's record: no pair was split, the test shows nothing of the tier")
+			}
+			if missed := metricSum(lk, "otelcol_exporter_orphanmetrics_key_lookups", "outcome=missed"); missed != 0 {
+				t.Errorf("%v keys missed", missed)
+			}
+			continue
+		}
+		if sum[s7Detached] != 2*pairs || sum[s7Orphaned] != 0 || sum[s7Delivered] != 0 {
+			t.Errorf("no shared keys: detached %v (want %d), orphaned %v, delivered_to_nobody %v (want 0)",
+				sum[s7Detached], 2*pairs, sum[s7Orphaned], sum[s7Delivered])
 		}
 	}
 }

@@ -35,10 +35,12 @@ func runTier(t *testing.T, n int, keySharing bool, batches []ptrace.Traces) (map
 		total += td.SpanCount()
 		tr.send(t, td)
 	}
-	if got := tr.waitSpans(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d members: %d of %d spans exported", n, got, total)
+	if got := tr.waitStore(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d members: %d of %d spans in the trace store", n, got, total)
 	}
-	time.Sleep(500 * time.Millisecond) // the exporter records before the next consumer returns; margin for the scrape
+	if got := tr.settle(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d members: %d of %d spans judged", n, got, total)
+	}
 	return tr.orphanSeries(t), tr
 }
 
@@ -67,10 +69,10 @@ func tierSums(t *testing.T, batches []ptrace.Traces) {
 		}
 		per := make([]int, len(tr.members))
 		for i, m := range tr.members {
-			per[i] = m.sink.spans()
+			per[i] = judged(t, m)
 		}
-		t.Logf("%d members: %d series equal one collector's; spans per member %v; key look-ups %v", n, len(one), per,
-			tr.telemetry(t, "otelcol_processor_orphan_key_lookups"))
+		t.Logf("%d members: %d series equal one collector's; spans judged per member %v; key look-ups %v", n, len(one), per,
+			tr.telemetry(t, "otelcol_exporter_orphanmetrics_key_lookups"))
 	}
 }
 
@@ -86,8 +88,8 @@ func joinLines(s []string) string {
 // embedded default pipeline) and returns its orphanmetrics series.
 func runPlain(t *testing.T, batches []ptrace.Traces) map[string]float64 {
 	t.Helper()
-	tr := &tier{}
-	m := &member{sink: newSink(t), metrics: freePort(t), telemetry: freePort(t)}
+	tr := &tier{opts: tierOptions{decisionWait: "2s"}}
+	m := &member{metrics: freePort(t), telemetry: freePort(t)}
 	tr.members = []*member{m}
 	tr.otlp = freePort(t)
 	m.collector = startCollector(t, "plain", "config/collector.yaml", map[string]string{
@@ -96,13 +98,11 @@ func runPlain(t *testing.T, batches []ptrace.Traces) map[string]float64 {
 		"receivers::zipkin::endpoint":                         fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"receivers::jaeger::protocols::grpc::endpoint":        fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"receivers::jaeger::protocols::thrift_http::endpoint": fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"processors::orphan::decision_wait":                   "2s",
+		"exporters::orphanmetrics::decision_wait":             "2s",
 		"exporters::orphanmetrics::endpoint":                  fmt.Sprintf("127.0.0.1:%d", m.metrics),
-		"exporters::otlp_grpc/sink::endpoint":                 m.sink.addr,
-		"exporters::otlp_grpc/sink::tls::insecure":            "true",
-		"service::pipelines::traces::exporters":               "[orphanmetrics, otlp_grpc/sink]",
+		"service::pipelines::traces::exporters":               "[orphanmetrics]",
 		"extensions::health_check::endpoint":                  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"service::telemetry::metrics::level":                  "none",
+		"service::telemetry::metrics::readers":                fmt.Sprintf("[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", m.telemetry),
 		"service::telemetry::logs::level":                     "warn",
 	})
 	total := 0
@@ -110,9 +110,8 @@ func runPlain(t *testing.T, batches []ptrace.Traces) map[string]float64 {
 		total += td.SpanCount()
 		tr.send(t, td)
 	}
-	if got := tr.waitSpans(t, total, 60*time.Second); got != total {
-		t.Fatalf("default pipeline: %d of %d spans exported", got, total)
+	if got := tr.settle(t, total, 60*time.Second); got != total {
+		t.Fatalf("default pipeline: %d of %d spans judged", got, total)
 	}
-	time.Sleep(500 * time.Millisecond)
 	return tr.orphanSeries(t)
 }

@@ -43,13 +43,10 @@ func twoRequests(i int) (a1, b1, a2, b2 ptrace.Traces, idb1, idb2, ida1, ida2 pc
 func TestTwoRequestsOneKeyAcrossMembers(t *testing.T) {
 	const quads = 8
 	tr := startTier(t, tierOptions{members: 2, keySharing: true, decisionWait: "1s", keyWait: "3s"})
-	type ids struct{ a1, b1, a2, b2 pcommon.TraceID }
-	all := make([]ids, quads)
 	var as []ptrace.Traces
 	total := 0
 	for i := range quads {
-		a1, b1, a2, b2, idb1, idb2, ida1, ida2 := twoRequests(i)
-		all[i] = ids{ida1, idb1, ida2, idb2}
+		a1, b1, a2, b2, _, _, _, _ := twoRequests(i)
 		as = append(as, a1, a2)
 		total += a1.SpanCount() + b1.SpanCount() + a2.SpanCount() + b2.SpanCount()
 		tr.send(t, b1)
@@ -59,41 +56,22 @@ func TestTwoRequestsOneKeyAcrossMembers(t *testing.T) {
 	for _, a := range as {
 		tr.send(t, a)
 	}
-	if got := tr.waitSpans(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans exported", got, total)
+	if got := tr.waitStore(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d of %d spans in the trace store", got, total)
 	}
-	member := map[pcommon.TraceID]int{}
-	liveness := map[pcommon.TraceID][]string{}
-	for mi, m := range tr.members {
-		m.sink.each(func(_ string, sp ptrace.Span) {
-			member[sp.TraceID()] = mi
-			if sp.Name() != "chat gpt-4o" {
-				return
-			}
-			lv := "" // none: detached, unbound
-			if v, ok := sp.Attributes().Get("orphanwatch.liveness"); ok {
-				lv = v.AsString()
-			}
-			liveness[sp.TraceID()] = append(liveness[sp.TraceID()], lv)
-		})
+	if got := tr.settle(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d of %d spans judged", got, total)
 	}
-	split := 0
-	for i, q := range all {
-		if member[q.b1] != member[q.a1] || member[q.b2] != member[q.a2] {
-			split++
-		}
-		if got := liveness[q.b1]; len(got) != 2 || got[0] != "orphaned" || got[1] != "orphaned" {
-			t.Errorf("quad %d (members A1 %d B1 %d A2 %d B2 %d): B1's model calls %v, want orphaned (bound to A1's root)",
-				i, member[q.a1], member[q.b1], member[q.a2], member[q.b2], got)
-		}
-		if got := liveness[q.b2]; len(got) != 2 || got[0] != "live" || got[1] != "live" {
-			t.Errorf("quad %d (members A1 %d B1 %d A2 %d B2 %d): B2's model calls %v, want live (bound to A2's root)",
-				i, member[q.a1], member[q.b1], member[q.a2], member[q.b2], got)
-		}
+	sum := tr.orphanSeries(t)
+	lk := tr.telemetry(t, "otelcol_exporter_orphanmetrics_key_lookups")
+	live := "orphanwatch_model_calls_total{liveness=live,model=gpt-4o,service_name=researcher}"
+	// B1's two model calls orphaned (A1 cancelled at 1.00), B2's two live (A2 answered at 10.00).
+	if sum[s7Orphaned] != 2*quads || sum[live] != 2*quads || sum[s7Delivered] != quads || sum[s7Detached] != 0 {
+		t.Errorf("model calls orphaned %v (want %d, B1's), live %v (want %d, B2's), detached %v (want 0); runs delivered to nobody %v (want %d, B1's)",
+			sum[s7Orphaned], 2*quads, sum[live], 2*quads, sum[s7Detached], sum[s7Delivered], quads)
 	}
-	if split == 0 {
-		t.Fatal("no job on another member than its request: the test shows nothing of the tier")
+	if metricSum(lk, "otelcol_exporter_orphanmetrics_key_lookups", "outcome=remote") == 0 {
+		t.Fatal("no job bound through another member's record: the test shows nothing of the tier")
 	}
-	t.Logf("%d of %d quads with a job on another member than its request; key look-ups %v", split, quads,
-		tr.telemetry(t, "otelcol_processor_orphan_key_lookups"))
+	t.Logf("%d quads; key look-ups %v", quads, lk)
 }

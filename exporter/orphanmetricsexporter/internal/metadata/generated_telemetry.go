@@ -30,6 +30,8 @@ type TelemetryBuilder struct {
 	registrations                            []metric.Registration
 	ExporterOrphanmetricsEvictions           metric.Int64ObservableCounter
 	ExporterOrphanmetricsHeldRoots           metric.Int64ObservableGauge
+	ExporterOrphanmetricsKeyLookups          metric.Int64Counter
+	ExporterOrphanmetricsKeyTracesWaiting    metric.Int64ObservableGauge
 	ExporterOrphanmetricsLabelValues         metric.Int64ObservableGauge
 	ExporterOrphanmetricsOpenRuns            metric.Int64ObservableGauge
 	ExporterOrphanmetricsRecords             metric.Int64ObservableGauge
@@ -71,6 +73,21 @@ func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsHeldRootsCallback(
 		cb(ctx, &observerInt64{inst: builder.ExporterOrphanmetricsHeldRoots, obs: o})
 		return nil
 	}, builder.ExporterOrphanmetricsHeldRoots)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterExporterOrphanmetricsKeyTracesWaitingCallback sets callback for observable ExporterOrphanmetricsKeyTracesWaiting metric.
+func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsKeyTracesWaitingCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterOrphanmetricsKeyTracesWaiting, obs: o})
+		return nil
+	}, builder.ExporterOrphanmetricsKeyTracesWaiting)
 	if err != nil {
 		return err
 	}
@@ -208,6 +225,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_exporter_orphanmetrics_held_roots",
 		metric.WithDescription("Observe mode: verdicts of abandoned roots held until decision_wait after they arrived, so that later orphans deepen their reach. [Alpha]"),
 		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterOrphanmetricsKeyLookups, err = builder.meter.Int64Counter(
+		"otelcol_exporter_orphanmetrics_key_lookups",
+		metric.WithDescription("Observe mode with keys: idempotency keys of decided traces, by where they bound: local, remote (another member's record), missed (none within the orphan_keys extension's wait); late: a record that came after its key was missed. [Alpha]"),
+		metric.WithUnit("{keys}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterOrphanmetricsKeyTracesWaiting, err = builder.meter.Int64ObservableGauge(
+		"otelcol_exporter_orphanmetrics_key_traces_waiting",
+		metric.WithDescription("Observe mode with keys: traces waiting for a key record (the orphan_keys extension's wait). [Alpha]"),
+		metric.WithUnit("{traces}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ExporterOrphanmetricsLabelValues, err = builder.meter.Int64ObservableGauge(

@@ -1,12 +1,15 @@
-// Package keyshare is a processor's side of key sharing across a tier (processor README, "Key
-// sharing across a tier"): the verdict.KeyDirectory of its Correlator over the records table of
-// the orphan_keys extension (extension/orphankeysextension), which owns the Kafka client and the
-// table; and the Gate that holds a trace back while a key it carries binds nowhere yet.
+// Package keyshare is a deciding component's side of key sharing across a tier (processor
+// README, "Key sharing across a tier"): the orphan processor's (annotate) and the orphanmetrics
+// exporter's (observe, through internal/observe). It is the verdict.KeyDirectory of the
+// component's Correlator over the records table of the orphan_keys extension
+// (extension/orphankeysextension), which owns the Kafka client and the table; the Gate that
+// holds a trace back while a key it carries binds nowhere yet. The component finds the
+// extension that its `keys` names with orphankeysextension.Find.
 //
 // The Sharer remembers the keys each trace carried, waits up to Config.Wait for a binding
 // (Gate), counts the look-ups as local, remote or missed, and a record that arrives for a key
 // already decided as missed as late. Keys are the extension's keyed hashes (HMAC-SHA256 under
-// its secret): the processor's reader hashes with it, so no key leaves or stays in clear.
+// its secret): the component's reader hashes with it, so no key leaves or stays in clear.
 package keyshare
 
 import (
@@ -18,7 +21,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
-// Config configures a processor's side of key sharing (the orphan_keys extension's wait,
+// Config configures a component's side of key sharing (the orphan_keys extension's wait,
 // max_waiting and max_records).
 type Config struct {
 	// Wait is how long a trace whose key binds nowhere yet waits for another member's record.
@@ -36,7 +39,7 @@ type Table interface {
 	Publish(h uint64, ref verdict.RootRef)
 }
 
-// Sharer is one processor's side of key sharing: the verdict.KeyDirectory of its Correlator
+// Sharer is one component's side of key sharing: the verdict.KeyDirectory of its Correlator
 // over the extension's Table, with what it remembers of its own traces' keys.
 type Sharer struct {
 	cfg Config
@@ -65,7 +68,8 @@ type carried struct {
 // maxCarriedKeys bounds the keys, and the linked traces, remembered for one trace.
 const maxCarriedKeys = 8
 
-// Look-up outcomes, the `outcome` attribute of otelcol_processor_orphan_key_lookups.
+// Look-up outcomes, the `outcome` attribute of otelcol_processor_orphan_key_lookups and
+// otelcol_exporter_orphanmetrics_key_lookups.
 const (
 	OutcomeLocal  = "local"
 	OutcomeRemote = "remote"
@@ -74,7 +78,8 @@ const (
 )
 
 // Counter counts n look-ups with outcome (OutcomeLocal and the others): the processor's
-// otelcol_processor_orphan_key_lookups, with its processor attribute (metadata.yaml).
+// otelcol_processor_orphan_key_lookups or the exporter's
+// otelcol_exporter_orphanmetrics_key_lookups, with the component's attribute (metadata.yaml).
 type Counter func(ctx context.Context, outcome string, n int64)
 
 // New returns a Sharer over tab, counting its look-ups with lookups.
@@ -90,7 +95,8 @@ func New(cfg Config, tab Table, lookups Counter) *Sharer {
 }
 
 // Waiting returns how many traces wait for a key record (the gate's; 0 before a Gate is made):
-// the processor's otelcol_processor_orphan_key_traces_waiting.
+// the processor's otelcol_processor_orphan_key_traces_waiting, the exporter's
+// otelcol_exporter_orphanmetrics_key_traces_waiting.
 func (s *Sharer) Waiting() int {
 	if f := s.waitingN; f != nil {
 		return f()

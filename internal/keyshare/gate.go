@@ -10,9 +10,10 @@ import (
 // Gate holds back, for up to Config.Wait, the traces whose decision is due but that carry a key
 // binding nowhere yet (no trace seen here and no other member's record binds it; for a trace
 // that links to other traces, none of those binds it): the record may be on its way from the
-// member that holds the request's root. T is the processor's held trace.
+// member that holds the request's root. T is the component's trace about to be decided (the
+// processor's held trace, internal/observe's waiting records).
 //
-// The processor calls Hold with the traces it is about to decide; those it returns are decided
+// The component calls Hold with the traces it is about to decide; those it returns are decided
 // now, the others are passed to release later, when their keys bind or their wait is over (in
 // one batch per wake-up). Close releases every trace still waiting.
 type Gate[T comparable] struct {
