@@ -91,7 +91,16 @@ func (e *effective) decided(t require.TestingT, idx []int, d verdict.Decision) {
 // first end, so that no rule of time closes a run before Finish: every run is decided with all
 // its attempts present, keyed runs and deliveries across traces included.
 func wholeAfterLast(t require.TestingT, spans []verdict.Span) []verdict.Verdict {
-	c := newCorrelator(t)
+	// The one decision runs on the first span's clock, so that every run stays open until
+	// Finish: later spans are not in its future (end_in_future), whatever their end.
+	cfg := verdict.DefaultConfig()
+	cfg.Prices = map[string]verdict.Price{
+		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
+		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
+	}
+	cfg.FutureTolerance = 100 * 365 * 24 * time.Hour
+	c, err := verdict.New(cfg)
+	require.NoError(t, err)
 	c.Observe(spans)
 	e := newEffective(spans)
 	order := indexes(len(spans))

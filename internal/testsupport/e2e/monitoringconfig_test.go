@@ -138,7 +138,7 @@ func TestPushConfigForTest(t *testing.T) {
 		back, err := PushConfigForTest(out, PushOverrides{
 			MetricsEndpoint: findKey(orig, "exporters", "endpoint").(string),
 			Settings: map[string]any{
-				"decision_wait":          findKey(orig, "processors", "decision_wait"),
+				"decision_wait":          findKey(orig, "connectors", "decision_wait"), // the push configs observe: the connector decides
 				"metrics_flush_interval": findKey(orig, "connectors", "metrics_flush_interval"),
 			},
 			ReaderInterval: time.Duration(findKey(orig, "service", "interval").(int)) * time.Millisecond,
