@@ -748,6 +748,25 @@ exporters:
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "team_orphans_runs_total{")
 
+	// An observing collector's configuration (the shipped default): the rules are the
+	// exporter's.
+	observing := filepath.Join(dir, "observing.yaml")
+	require.NoError(t, os.WriteFile(observing, []byte(`
+receivers: {otlp: {protocols: {http: {}}}}
+processors: {batch: {}}
+exporters:
+  orphanmetrics:
+    namespace: team_orphans
+    decision_wait: 10s
+    prices:
+      gpt-4o: {input_per_million: 10, output_per_million: 10}
+`), 0o600))
+	r = runCLI(t, "", "analyze", "--format", "json", "--config", observing, s2)
+	require.Equal(t, 0, r.code, r.stderr)
+	rep = analyze.Report{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	assert.InDelta(t, 0.038, rep.Summary.Spend["orphaned"].Cost, 1e-12, "the exporter's price table")
+
 	badCfg := filepath.Join(dir, "badcfg.yaml")
 	require.NoError(t, os.WriteFile(badCfg, []byte("processors: {orphan: {no_such_key: 1}}\n"), 0o600))
 	r = runCLI(t, "", "analyze", "--config", badCfg, s2)

@@ -1,6 +1,7 @@
-// Package settings loads the CLI's optional configuration: the orphan processor's settings
-// (from the processor's own keys, or from the processors.orphan section of a collector
-// configuration), the orphanmetrics exporter's metric settings (exporters.orphanmetrics of a
+// Package settings loads the CLI's optional configuration: the rule settings (from the
+// processor's own keys, or from the processors.orphan section of a collector configuration, or,
+// for an observing collector without it, from exporters.orphanmetrics, which carries the same
+// keys), the orphanmetrics exporter's metric settings (exporters.orphanmetrics of a
 // collector configuration), and a price table file. Files are YAML (JSON is YAML too) and are
 // decoded with confmap, as the collector decodes its configuration: unknown keys are errors.
 package settings
@@ -57,6 +58,15 @@ func Load(configPath, pricesPath string) (*Settings, error) {
 		if expSection != nil {
 			if err := confmap.NewFromStringMap(expSection).Unmarshal(s.Exporter); err != nil {
 				return nil, fmt.Errorf("%s: orphanmetrics exporter settings: %w", configPath, err)
+			}
+			if procSection == nil && s.Exporter.Mode == orphanmetricsexporter.ModeObserve {
+				// An observing collector (the shipped default): the rules are the exporter's,
+				// under the processor's keys.
+				cfg.Config = s.Exporter.Config
+				cfg.Limits.LimitsConfig = s.Exporter.Limits
+				if _, ok := expSection["prices"]; !ok {
+					cfg.Prices = analyze.DefaultPrices()
+				}
 			}
 		}
 	}
