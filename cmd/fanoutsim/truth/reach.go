@@ -198,7 +198,7 @@ func (b *Book) reach(gone map[trace.TraceID]goneAt, reasons map[trace.TraceID]st
 		if !ok {
 			continue
 		}
-		g := gone[s.traceID]
+		g := b.hopGone(id, gone[s.traceID], tol)
 		a.depth = max(a.depth, d)
 		if noticedAtGone(id, s, g.at) {
 			a.reach = max(a.reach, d)

@@ -111,6 +111,29 @@ type UserOutcome struct {
 	Err       bool // the request failed for another reason
 }
 
+// hopGone is the gone time of span sid given its root's, g (DESIGN.md "a caller that gave up",
+// as the collector decides it, internal/verdict callerGaveUp): the earliest of g and the end of
+// every CLIENT span that gave up on the SERVER span it called, at or above sid: the client in
+// another service, recording a cancellation or a passed deadline (no response), ended before
+// the server beyond the clock-skew tolerance tol. A caller's end only makes a gone time
+// earlier, never creates one.
+func (b *Book) hopGone(sid trace.SpanID, g goneAt, tol int64) goneAt {
+	for id, n := sid, 0; n < 64; n++ {
+		s, ok := b.spans[id]
+		if !ok {
+			break
+		}
+		if s.kind == trace.SpanKindServer {
+			if p, ok := b.spans[s.parent]; ok && p.kind == trace.SpanKindClient && p.service != s.service &&
+				p.stopped && p.end+tol < s.end && p.end < g.at {
+				g = goneAt{at: p.end, service: p.service}
+			}
+		}
+		id = s.parent
+	}
+	return g
+}
+
 // spanRec is what the Book keeps of every ended span.
 type spanRec struct {
 	traceID trace.TraceID
@@ -452,19 +475,21 @@ func (b *Book) Compute(opts Options) Truth {
 		reasons[id] = endReason(r, s.end, dl)
 		t.Roots[reasons[id]]++
 	}
-	// after reports whether time ts of a span of service svc in trace id is after its gone time.
-	after := func(id trace.TraceID, svc string, ts int64) (bool, bool) {
+	// after reports whether time ts of span sid (service svc, trace id) is after its gone time:
+	// its root's, or the end of a caller that gave up on a server span above it (hopGone).
+	after := func(sid trace.SpanID, id trace.TraceID, svc string, ts int64) (bool, bool) {
 		g, ok := gones[id]
 		if !ok {
 			return false, false
 		}
+		g = b.hopGone(sid, g, tol)
 		d := int64(0)
 		if svc != g.service {
 			d = tol
 		}
 		return ts > g.at+d, true
 	}
-	goneAt := func(id trace.TraceID) int64 { return gones[id].at }
+	goneAt := func(sid trace.SpanID, id trace.TraceID) int64 { return b.hopGone(sid, gones[id], tol).at }
 
 	// Attempts, spend and runs.
 	runs := map[string][]Attempt{}
@@ -483,8 +508,8 @@ func (b *Book) Compute(opts Options) Truth {
 		dur := float64(s.end-s.start) / 1e9
 		t.Attempts.Total++
 		t.Total.AttemptSeconds += dur
-		endAfter, known := after(a.TraceID, s.service, s.end)
-		startAfter, _ := after(a.TraceID, s.service, s.start)
+		endAfter, known := after(a.SpanID, a.TraceID, s.service, s.end)
+		startAfter, _ := after(a.SpanID, a.TraceID, s.service, s.start)
 		if s.end == s.start {
 			known = false
 		}
@@ -507,7 +532,7 @@ func (b *Book) Compute(opts Options) Truth {
 			addModel(&t.Total, a, dur, cost)
 			if orphaned {
 				addModel(&t.Orphaned, a, dur, cost)
-				t.Orphaned.ModelSecondsAfterGone += float64(s.end-max(s.start, goneAt(a.TraceID))) / 1e9
+				t.Orphaned.ModelSecondsAfterGone += float64(s.end-max(s.start, goneAt(a.SpanID, a.TraceID))) / 1e9
 			}
 		}
 	}
@@ -519,7 +544,7 @@ func (b *Book) Compute(opts Options) Truth {
 		final := atts[len(atts)-1]
 		fs := b.spans[final.SpanID]
 		out := Outcome("")
-		endAfter, known := after(final.TraceID, fs.service, fs.end)
+		endAfter, known := after(final.SpanID, final.TraceID, fs.service, fs.end)
 		switch {
 		case !known:
 			out = UnknownRoot
@@ -568,7 +593,7 @@ func (b *Book) Compute(opts Options) Truth {
 		if r, ok := b.roots[s.traceID]; ok && r.SpanID == id {
 			continue
 		}
-		if a, ok := after(s.traceID, s.service, s.end); !ok || !a || s.end == s.start {
+		if a, ok := after(id, s.traceID, s.service, s.end); !ok || !a || s.end == s.start {
 			continue
 		}
 		t.OrphanedServerSpans[s.service]++
@@ -576,7 +601,7 @@ func (b *Book) Compute(opts Options) Truth {
 		if !ok || p.service == s.service || p.service == "" {
 			continue
 		}
-		if pa, ok := after(p.traceID, p.service, p.end); ok && !pa {
+		if pa, ok := after(s.parent, p.traceID, p.service, p.end); ok && !pa {
 			t.Unpropagated[p.service+"->"+s.service]++
 		}
 	}
