@@ -247,7 +247,12 @@ func TestObserveEqualsAnnotateWhole(t *testing.T) {
 
 // TestObserveEqualsAnnotateAsSpansEnd: every scenario's spans arriving as they end, in any
 // split into batches, observed, give the series of the processor's one decision (annotate).
-func TestObserveEqualsAnnotateAsSpansEnd(t *testing.T) {
+func TestObserveEqualsAnnotateAsSpansEnd(t *testing.T) { checkArrivals(t, true) }
+
+// checkArrivals checks every scenario's spans observed as drawn by arrivalSplit (in the order
+// they end when asEnded, each batch decided before the next arrives; else in any order, all
+// within the wait) against the processor's one decision.
+func checkArrivals(t *testing.T, asEnded bool) {
 	cases := loadScenarioFiles(t)
 	want := make([]map[string]float64, len(cases))
 	for i, sc := range cases {
@@ -255,8 +260,8 @@ func TestObserveEqualsAnnotateAsSpansEnd(t *testing.T) {
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		i := rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")
-		batches := arrivalSplit(rt, cases[i].traces, true)
-		got := observedSeries(rt, batches, zap.NewNop(), true)
+		batches := arrivalSplit(rt, cases[i].traces, asEnded)
+		got := observedSeries(rt, batches, zap.NewNop(), asEnded)
 		assert.Equal(rt, want[i], got, "%s: %d batches", cases[i].dir, len(batches))
 	})
 }
@@ -285,19 +290,7 @@ func TestObserveLogsAnnotatedSpansOnce(t *testing.T) {
 // TestObserveEqualsAnnotateAnyOrder: every scenario's spans in any order, in any split into
 // batches (all within decision_wait), observed, give the series of the processor's one
 // decision.
-func TestObserveEqualsAnnotateAnyOrder(t *testing.T) {
-	cases := loadScenarioFiles(t)
-	want := make([]map[string]float64, len(cases))
-	for i, sc := range cases {
-		want[i] = annotatedSeries(t, sc.traces)
-	}
-	rapid.Check(t, func(rt *rapid.T) {
-		i := rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")
-		batches := arrivalSplit(rt, cases[i].traces, false)
-		got := observedSeries(rt, batches, zap.NewNop(), false)
-		assert.Equal(rt, want[i], got, "%s: %d batches", cases[i].dir, len(batches))
-	})
-}
+func TestObserveEqualsAnnotateAnyOrder(t *testing.T) { checkArrivals(t, false) }
 
 // TestObserveTelemetry: the observing exporter's own telemetry says what it keeps, and reads 0
 // once everything is counted; S2's abandoned root is held decision_wait, then counted.
