@@ -253,8 +253,14 @@ func checkSpans(t *testing.T, mode Mode, spans tracetest.SpanStubs, requests int
 // caller left from the exported spans alone, and compares them with the truth.
 func checkTruthAgainstSpans(t *testing.T, tr truth.Truth, spans tracetest.SpanStubs, tol time.Duration) {
 	t.Helper()
-	gone := map[trace.TraceID]time.Time{}
+	type gone struct {
+		at      time.Time
+		service string
+	}
+	roots := map[trace.TraceID]gone{}
+	byID := map[trace.SpanID]tracetest.SpanStub{}
 	for _, s := range spans {
+		byID[s.SpanContext.SpanID()] = s
 		if s.Parent.IsValid() {
 			continue
 		}
@@ -264,20 +270,47 @@ func checkTruthAgainstSpans(t *testing.T, tr truth.Truth, spans tracetest.SpanSt
 				g = d
 			}
 		}
-		gone[s.SpanContext.TraceID()] = g
+		roots[s.SpanContext.TraceID()] = gone{at: g, service: service(s)}
+	}
+	// goneOf is a span's gone time (DESIGN.md "a caller that gave up"): its root's, or earlier
+	// the end of a CLIENT span in another service that recorded a stop and ended before the
+	// SERVER span it called, beyond the tolerance, at or above the span.
+	goneOf := func(s tracetest.SpanStub) (gone, bool) {
+		g, ok := roots[s.SpanContext.TraceID()]
+		if !ok {
+			return g, false
+		}
+		for n := 0; n < 64; n++ {
+			if s.SpanKind == trace.SpanKindServer {
+				p, ok := byID[s.Parent.SpanID()]
+				if ok && p.SpanKind == trace.SpanKindClient && service(p) != service(s) && stoppedStub(p) &&
+					p.EndTime.Add(tol).Before(s.EndTime) && p.EndTime.Before(g.at) {
+					g = gone{at: p.EndTime, service: service(p)}
+				}
+			}
+			p, ok := byID[s.Parent.SpanID()]
+			if !s.Parent.IsValid() || !ok {
+				break
+			}
+			s = p
+		}
+		return g, true
 	}
 	var in, out int64
 	started := 0
 	for _, s := range spans {
-		g, ok := gone[s.SpanContext.TraceID()]
-		if !ok || !s.Parent.IsValid() {
+		if !s.Parent.IsValid() {
+			continue
+		}
+		g, ok := goneOf(s)
+		if !ok {
 			continue
 		}
 		d := time.Duration(0)
-		if service(s) != GatewayService {
+		if service(s) != g.service {
 			d = tol
 		}
-		limit := g.Add(d)
+		limit := g.at.Add(d)
 		if s.SpanKind == trace.SpanKindClient || s.SpanKind == trace.SpanKindProducer {
 			if s.StartTime.After(limit) {
 				started++
@@ -296,4 +329,19 @@ func checkTruthAgainstSpans(t *testing.T, tr truth.Truth, spans tracetest.SpanSt
 	if started != tr.Attempts.StartedAfterGone {
 		t.Errorf("%s: attempts started after gone from spans %d, truth %d", tr.Mode, started, tr.Attempts.StartedAfterGone)
 	}
+}
+
+// stoppedStub reports whether a span recorded a cancellation or a passed deadline: HTTP 499,
+// error.type "context canceled" / "context deadline exceeded", gRPC CANCELLED / DEADLINE_EXCEEDED.
+func stoppedStub(s tracetest.SpanStub) bool {
+	if v, ok := attr(s, "http.response.status_code"); ok && v.AsInt64() == 499 {
+		return true
+	}
+	if v, ok := attr(s, "error.type"); ok && (v.AsString() == "context canceled" || v.AsString() == "context deadline exceeded") {
+		return true
+	}
+	if v, ok := attr(s, "rpc.grpc.status_code"); ok && (v.AsInt64() == 1 || v.AsInt64() == 4) {
+		return true
+	}
+	return false
 }
