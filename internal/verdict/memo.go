@@ -2,6 +2,8 @@ package verdict
 
 import (
 	"sync"
+
+	"github.com/orphanwatch/orphanwatch/internal/shard"
 )
 
 // The time model (DESIGN.md "When verdicts are decided"; docs/verdicts.md "When verdicts are
@@ -140,11 +142,6 @@ func (r *release) chainsWhole() bool { return r == nil || r.mode == modeFinal ||
 // chainsWait tells that spans whose chain is incomplete wait (provisional) for it.
 func (r *release) chainsWait() bool { return r != nil && r.mode == modeRelease }
 
-// memoShardCount is the number of memo shards: a fixed power of two, more than the cores a
-// collector usually has, so that releases of traces in different shards rarely wait for each
-// other.
-const memoShardCount = 16
-
 // memoShard is the trace memos of the traces whose ID hashes to it (memoShardOf), with the
 // buffers of a release, under its own mutex.
 type memoShard struct {
@@ -169,15 +166,10 @@ func (ms *memoShard) startRelease(r release) *release {
 // caller's, not to be kept until the shard's next release.
 func (ms *memoShard) endRelease() { ms.rel = release{} }
 
-// memoShardOf is the memo shard of trace t: its two halves mixed (test and legacy IDs vary in
-// either), the top bits of a Fibonacci hash.
+// memoShardOf is the memo shard of trace t (shard.Of: the trace ID's shard, as the processor's
+// hold shards it, among shard.Count() shards).
 func (c *Correlator) memoShardOf(t TraceID) *memoShard {
-	var lo, hi uint64
-	for i := range 8 {
-		lo |= uint64(t[i]) << (8 * i)
-		hi |= uint64(t[8+i]) << (8 * i)
-	}
-	return &c.memoShards[((lo^hi)*0x9E3779B97F4A7C15)>>(64-4)]
+	return &c.memoShards[shard.Of(t, c.memoShardBits)]
 }
 
 // traceMemo is what is kept of a trace's released spans.

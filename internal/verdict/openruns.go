@@ -38,20 +38,15 @@ type continuation struct {
 	split      bool
 }
 
+// runIDOf is the open run of attempt s of trace t: by parent and operation within one trace;
+// across traces for a keyed run or a delivery, by operation, service, name and kind.
 func runIDOf(t TraceID, s *Span) runID {
 	if s.KeyHash == 0 && !isDelivery(s) {
 		return runID{t: t, parent: s.ParentID, op: opKey(s)}
 	}
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	h := uint64(offset64)
-	for _, str := range [2]string{s.Service, s.Name} {
-		for i := 0; i < len(str); i++ {
-			h = (h ^ uint64(str[i])) * prime64
-		}
-		h = (h ^ 0xff) * prime64
-	}
-	h = (h ^ uint64(s.Kind)) * prime64
-	return runID{op: opKey(s), kind: h}
+	// FNV-1a (TargetHash) over service, 0xff, name, 0xff and the kind.
+	h := NewTargetHash().Add(s.Service).addByte(0xff).Add(s.Name).addByte(0xff).addByte(byte(s.Kind))
+	return runID{op: opKey(s), kind: uint64(h)}
 }
 
 // continuedRun finds the open run the attempt group refs continues (nil rel: none).

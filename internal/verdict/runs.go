@@ -21,22 +21,15 @@ func opKey(s *Span) uint64 {
 	if s.Kind == KindConsumer && s.MessageHash != 0 {
 		return s.MessageHash
 	}
-	// FNV-1a (hash/fnv's New64a) over name, {0, kind, 0} and the target's hash, without allocating.
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	h := uint64(offset64)
-	for i := 0; i < len(s.Name); i++ {
-		h = (h ^ uint64(s.Name[i])) * prime64
-	}
-	for _, b := range [3]byte{0, byte(s.Kind), 0} {
-		h = (h ^ uint64(b)) * prime64
-	}
+	// FNV-1a (TargetHash) over name, {0, kind, 0} and the target's hash, without allocating.
+	h := NewTargetHash().Add(s.Name).addByte(0).addByte(byte(s.Kind)).addByte(0)
 	if t := uint64(s.Target); t != 0 {
 		for range 8 {
-			h = (h ^ (t & 0xff)) * prime64
+			h = h.addByte(byte(t))
 			t >>= 8
 		}
 	}
-	return h | 1
+	return uint64(h) | 1
 }
 
 // attemptRef is one attempt span and the key of the run it belongs to.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/bounded"
 	"github.com/orphanwatch/orphanwatch/internal/fifo"
+	"github.com/orphanwatch/orphanwatch/internal/shard"
 )
 
 // Correlator decides verdicts and keeps the bounded cross-trace memory they need: root records
@@ -41,7 +42,8 @@ type Correlator struct {
 	// the memos' order and counts (the bounds evict the oldest of all shards), and what was
 	// given up or closed outside a release, waiting for Sweep. Lock order: a memo shard, then
 	// relMu or c.mu.
-	memoShards              [memoShardCount]memoShard
+	memoShards              []memoShard // shard.Count() of them, fixed at creation
+	memoShardBits           uint        // log2 len(memoShards)
 	relMu                   sync.Mutex
 	evictMu                 sync.Mutex             // one eviction of memos at a time (evictOver)
 	memoFree                memoFree               // recycled memo slices (memobufs.go), under its own mutex
@@ -98,6 +100,8 @@ func New(cfg Config) (*Correlator, error) {
 		keys:     newKeyIndex(cfg.MaxKeys),
 		multi:    bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRootsLocked)
 	}
+	c.memoShards = make([]memoShard, shard.Count())
+	c.memoShardBits = shard.Bits(len(c.memoShards))
 	for i := range c.memoShards {
 		c.memoShards[i].memos = make(map[TraceID]*traceMemo)
 		c.memoShards[i].owingMemos = make(map[TraceID]*traceMemo)
