@@ -518,9 +518,7 @@ func (c *Correlator) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *St
 			v.Liveness = LivenessLive
 		case n.detached && !n.bound:
 			v.Detached = true
-		case s.End == s.Start:
-			// No duration: Zipkin spans recorded without one (a redirect) and spans whose end
-			// was never recorded. When they ended is not known.
+		case unknownEnd(s):
 			v.Liveness = LivenessUnknown
 			st.NoDuration++
 		default:
@@ -528,6 +526,12 @@ func (c *Correlator) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *St
 		}
 	}
 }
+
+// unknownEnd reports whether span s has no duration, its end equal to its start: Zipkin spans
+// recorded without one (a redirect) and spans whose end was never recorded. When it ended is not
+// known: its liveness is unknown, but it keeps its place in the tree (docs/verdicts.md "Choices
+// where DESIGN.md was silent": Unknown end).
+func unknownEnd(s *Span) bool { return s.End == s.Start }
 
 // spanContext is what a span inherits from the spans above it (step 5 of Decide).
 type spanContext struct {
@@ -585,10 +589,10 @@ func (c *Correlator) skewOf(s *Span, n *node) int64 {
 	if c.callerJudges(n) {
 		clock, known = n.gaveUpSvc, true
 	}
-	if known && s.Service == clock {
-		return 0
+	if !known {
+		return int64(c.cfg.ClockSkew)
 	}
-	return int64(c.cfg.ClockSkew)
+	return c.skewBetween(s.Service, clock)
 }
 
 // callerJudges reports whether the end of a caller that gave up is the span's gone time:

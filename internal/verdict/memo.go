@@ -719,7 +719,7 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 		if v.Ambiguous {
 			st.AmbiguousRoot++
 		}
-		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && s.End == s.Start && v.Liveness == LivenessUnknown {
+		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && unknownEnd(s) && v.Liveness == LivenessUnknown {
 			st.NoDuration++
 		}
 		if v.Outcome == OutcomeUnknownRoot {

@@ -59,6 +59,22 @@ func markProvisional(sc *scratch, nodes []node, out []Verdict) {
 	}
 }
 
+// abandonedRoot reports whether root n of a decision is an abandoned request: it ended
+// cancelled or deadline_exceeded, and is not the root of detached work. Its verdict has a
+// cancellation reach and an orphaned depth (Verdict.HasReach), and it is held a while after its
+// trace's release (HeldAbandonedRoot).
+func abandonedRoot(n *node) bool {
+	return !n.detached && (n.rec.reason == EndReasonCancelled || n.rec.reason == EndReasonDeadlineExceeded)
+}
+
+// HeldAbandonedRoot reports whether the span of verdict v, with no parent span (parentless), is
+// an abandoned root (abandonedRoot) that the processor's hold and observe mode keep after its
+// trace's release, until decision_wait after it arrived, so that orphans arriving meanwhile
+// deepen its orphaned depth and cancellation reach (docs/verdicts.md "When verdicts are
+// decided": the root was cancelled or passed its deadline). A decision after which nothing comes
+// (a trace's last, decision_wait 0) holds nothing: the caller checks that.
+func HeldAbandonedRoot(v *Verdict, parentless bool) bool { return v.HasReach && parentless }
+
 // decideReach measures, for every root of the decision that ended cancelled or
 // deadline_exceeded, in service hops from the root (isEntry):
 //   - reach: the deepest hop at which work noticed the cancellation: a span there recorded the
@@ -72,7 +88,7 @@ func markProvisional(sc *scratch, nodes []node, out []Verdict) {
 func (c *Correlator) decideReach(spans []Span, nodes []node, out []Verdict, roots []int32) {
 	abandoned := false
 	for _, r := range roots {
-		if reason := nodes[r].rec.reason; !nodes[r].detached && (reason == EndReasonCancelled || reason == EndReasonDeadlineExceeded) {
+		if abandonedRoot(&nodes[r]) {
 			out[r].HasReach = true
 			abandoned = true
 		}

@@ -459,7 +459,7 @@ func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last 
 		return OutcomeCancelled
 	case c.loopNoticed(spans, n, res, runEnd): // 3.
 		return OutcomeCancelled
-	case v.Liveness == LivenessOrphaned: // 4.
+	case finalAttemptOrphaned(v): // 4.
 		return OutcomeDeliveredToNobody
 	}
 	return resultOutcome(res) // 5.
@@ -482,6 +482,12 @@ func resultOutcome(res result) Outcome {
 func rootUnknown(n *node, v *Verdict) bool {
 	return v.Liveness == LivenessUnknown && !n.hasRoot && n.deadline == 0
 }
+
+// finalAttemptOrphaned: rule 4, the final attempt (its verdict v) is orphaned: it ended after
+// the gone time, beyond the clock-skew tolerance where the services differ (judgeLiveness), and
+// did not notice: the run delivered its result to nobody, whatever its result and whatever the
+// loop recorded.
+func finalAttemptOrphaned(v *Verdict) bool { return v.Liveness == LivenessOrphaned }
 
 // finalAttemptNoticed: rule 2, the final attempt itself recorded the cancellation or a passed
 // deadline at about the gone time (within cancellation.grace of it).
