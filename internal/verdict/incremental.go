@@ -158,10 +158,10 @@ type openedRun struct {
 	until int64
 }
 
-// runsLeftOpen records which run groups of the memo the decision (rel; of the spans sub, or of
-// every span when sub is nil) left a run of open, and until when. ms, the memo's shard, is
-// locked.
-func (c *Correlator) runsLeftOpen(ms *memoShard, m *traceMemo, t TraceID, rel *release, sub []int32) {
+// runsLeftOpen records which run groups of the memo the decision (out, its return; of the spans
+// sub, or of every span when sub is nil) left a run of open, and until when. ms, the memo's
+// shard, is locked.
+func (c *Correlator) runsLeftOpen(ms *memoShard, m *traceMemo, t TraceID, out *decisionOut, sub []int32) {
 	ix := m.ix
 	for g := range ix.groups {
 		if sub == nil || ms.inc.gmark[g] {
@@ -169,7 +169,7 @@ func (c *Correlator) runsLeftOpen(ms *memoShard, m *traceMemo, t TraceID, rel *r
 			gr.open, gr.nOpen, gr.until = false, 0, math.MaxInt64
 		}
 	}
-	for _, o := range rel.opened {
+	for _, o := range out.opened {
 		i := o.pos
 		if sub != nil {
 			i = sub[o.pos]
@@ -563,15 +563,15 @@ func (c *Correlator) DecisionPaths() (incremental uint64, whole [wholeReasons]ui
 // memo index) tells the incremental path: the runs left open, the edges pending (of every span,
 // or of the spans listed in only), the root's reach, whether detached work was seen. ms, the
 // memo's shard, and relMu are locked.
-func (c *Correlator) afterWholeLocked(ms *memoShard, m *traceMemo, rel *release, verdicts []Verdict, every bool, only []int32) {
+func (c *Correlator) afterWholeLocked(ms *memoShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, every bool, only []int32) {
 	ix := m.ix
-	if rel.detached && ix.whole == wholeNone {
+	if out.detached && ix.whole == wholeNone {
 		ix.whole = wholeDetached
 	}
 	if ix.whole != wholeNone {
 		return
 	}
-	c.runsLeftOpen(ms, m, rel.t, rel, nil)
+	c.runsLeftOpen(ms, m, t, out, nil)
 	if every {
 		for i := range verdicts {
 			ix.n[i].pend, ix.n[i].prov, ix.n[i].stale = verdicts[i].EdgePending, verdicts[i].Provisional, false
@@ -609,14 +609,13 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 	}
 	all = append(all, spans...)
 	b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
-	rel := ms.startRelease(release{t: t, mode: modeRelease, now: now, extra: extra, nOld: len(old), emitted: emitted, opened: b.opened[:0], context: b.ctxPos})
-	defer ms.endRelease()
-	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
+	in := decisionIn{t: t, mode: modeRelease, now: now, extra: extra, nOld: len(old), emitted: emitted, context: b.ctxPos}
+	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]})
 	b.spansDecided += uint64(len(all))
 	keepCached(m, all, sub)
 	defer func() {
 		clear(all) // the buffer's copies point into span strings
-		b.all, b.emit, b.opened = all[:0], emitted[:0], rel.opened[:0]
+		b.all, b.emit, b.opened = all[:0], emitted[:0], out.opened[:0]
 		clear(verdicts)
 		ms.verdictBuf = verdicts[:0]
 	}()
@@ -624,14 +623,14 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 	var d Decision
 	d.Verdicts = grown(dst, len(spans))
 	copy(d.Verdicts, verdicts[len(old):])
-	d.Carried = rel.carried
+	d.Carried = out.carried
 	for p, i := range old {
 		carryEarlier(&d, m, int(i), &verdicts[p])
 	}
 	d.Stats = statsOf(all[len(old):], verdicts[len(old):], st.RootMissing)
 	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
 	d.addCarriedStats(st.RootMissing)
-	d.Stats.UnknownRootRuns += rel.unknown
+	d.Stats.UnknownRootRuns += out.unknown
 	for p := range verdicts {
 		if v := &verdicts[p]; v.HasReach {
 			rr := RootReach{SpanID: all[p].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops}
@@ -679,8 +678,8 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 			m.edgePending++
 		}
 	}
-	c.runsLeftOpen(ms, m, rel.t, rel, sub)
-	if rel.detached {
+	c.runsLeftOpen(ms, m, t, &out, sub)
+	if out.detached {
 		ix.whole = wholeDetached
 	}
 	ix.openEvicted = c.open.Evicted()
@@ -701,9 +700,9 @@ func keepCached(m *traceMemo, all []Span, sub []int32) {
 // (verdicts by position in sub) tells the incremental path: the runs left open among those it
 // decided, the edges pending of the spans at the positions listed in only, the root's reach,
 // whether detached work was seen. ms, the memo's shard, and relMu are locked.
-func (c *Correlator) afterSubsetLocked(ms *memoShard, m *traceMemo, rel *release, verdicts []Verdict, sub []int32, only []int32) {
+func (c *Correlator) afterSubsetLocked(ms *memoShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, sub []int32, only []int32) {
 	ix := m.ix
-	c.runsLeftOpen(ms, m, rel.t, rel, sub)
+	c.runsLeftOpen(ms, m, t, out, sub)
 	for _, p := range only {
 		ix.n[sub[p]].pend, ix.n[sub[p]].prov, ix.n[sub[p]].stale = verdicts[p].EdgePending, verdicts[p].Provisional, true
 	}
@@ -712,7 +711,7 @@ func (c *Correlator) afterSubsetLocked(ms *memoShard, m *traceMemo, rel *release
 			ix.reach, ix.depth = max(ix.reach, verdicts[p].ReachHops), max(ix.depth, verdicts[p].OrphanedDepthHops)
 		}
 	}
-	if rel.detached {
+	if out.detached {
 		ix.whole = wholeDetached
 	}
 	ix.openEvicted = c.open.Evicted()

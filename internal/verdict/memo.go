@@ -98,23 +98,34 @@ type RootReach struct {
 	ReachHops, OrphanedDepthHops int
 }
 
-// release is one Release call's state, which the run rules consult.
-type release struct {
+// decisionIn is what the time model gives a decision of a trace within it (a release, a
+// settling, a memo forgotten, a trace given up), besides its spans: read by the rules, never
+// written. A decision of its own (Decide) has none.
+type decisionIn struct {
 	t       TraceID
 	mode    releaseMode
 	nOld    int    // spans[:nOld] of the decision come from the trace's memo
 	emitted []bool // of those: the verdict was written on the span when it left
 	now     int64  // unix ns
-	carried []Carried
-	unknown int // runs closed unknown_root among carried run outcomes
-	extra   func(i int) any
-	// opened lists the runs the decision left open; detached tells that a span of the
-	// decision is detached work (incremental.go).
-	opened   []openedRun
-	detached bool
+	// extra gives the reader's Extra of the decision's new span i (spans[nOld+i]) whose record
+	// an open run keeps; nil: none.
+	extra func(i int) any
 	// context, when set, marks by decision index the spans there only for what the spans
 	// below them read: their runs are not decided (decideRuns; incremental.go).
 	context []bool
+}
+
+// decisionOut is what the time model needs from a decision besides its verdicts and stats: the
+// decision's return value (decide), written by the rules into the decision's working memory and
+// handed back, never kept by them.
+type decisionOut struct {
+	carried []Carried // run outcomes that became final, of attempts that left before
+	unknown int       // runs closed unknown_root among carried
+	// opened lists the runs the decision left open (incremental.go reads until when).
+	opened []openedRun
+	// detached tells that a span of the decision is detached work (the incremental path does
+	// not apply to the trace: incremental.go).
+	detached bool
 }
 
 // releaseMode is what a decision within the time model may leave for later.
@@ -136,11 +147,13 @@ const (
 )
 
 // chainsWhole tells that an incomplete chain to the root will not be completed: edges are named
-// without it.
-func (r *release) chainsWhole() bool { return r == nil || r.mode == modeFinal || r.mode == modeEdges }
+// without it (a decision of its own, in nil).
+func (in *decisionIn) chainsWhole() bool {
+	return in == nil || in.mode == modeFinal || in.mode == modeEdges
+}
 
 // chainsWait tells that spans whose chain is incomplete wait (provisional) for it.
-func (r *release) chainsWait() bool { return r != nil && r.mode == modeRelease }
+func (in *decisionIn) chainsWait() bool { return in != nil && in.mode == modeRelease }
 
 // memoShard is the trace memos of the traces whose ID hashes to it (memoShardOf), with the
 // buffers of a release, under its own mutex.
@@ -149,22 +162,9 @@ type memoShard struct {
 	memos      map[TraceID]*traceMemo
 	owingMemos map[TraceID]*traceMemo // the memos that owe verdicts (Sweep walks these)
 	verdictBuf []Verdict
-	rel        release   // the release deciding (startRelease)
 	inc        incrShard // the incremental path's counts and working memory (incremental.go)
 	_          [64]byte  // keeps two shards' mutexes off one cache line
 }
-
-// startRelease makes r the shard's release record and returns it: a shard decides one release
-// at a time (its mutex held), so a release's state is not allocated anew each time. The caller
-// ends it (endRelease) when its decision is done.
-func (ms *memoShard) startRelease(r release) *release {
-	ms.rel = r
-	return &ms.rel
-}
-
-// endRelease forgets the shard's release record: its callback and carried verdicts are the
-// caller's, not to be kept until the shard's next release.
-func (ms *memoShard) endRelease() { ms.rel = release{} }
 
 // memoShardOf is the memo shard of trace t (shard.Of: the trace ID's shard, as the processor's
 // hold shards it, among shard.Count() shards).
@@ -303,22 +303,21 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 			return c.decideIncrementalLocked(ms, dst, t, m, nOld, now, extra)
 		}
 	}
-	rel := ms.startRelease(release{t: t, mode: mode, now: now, extra: extra, nOld: nOld, emitted: emitted, opened: ms.inc.opened[:0]})
-	defer ms.endRelease()
-	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
+	in := decisionIn{t: t, mode: mode, now: now, extra: extra, nOld: nOld, emitted: emitted}
+	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: ms.inc.opened[:0]})
 	ms.inc.spansDecided += uint64(len(all))
-	ms.inc.opened = rel.opened[:0]
+	ms.inc.opened = out.opened[:0]
 	var d Decision
 	d.Verdicts = grown(dst, len(spans))
-	copy(d.Verdicts, verdicts[rel.nOld:])
-	d.Carried = rel.carried
-	for i := 0; i < rel.nOld; i++ {
+	copy(d.Verdicts, verdicts[in.nOld:])
+	d.Carried = out.carried
+	for i := 0; i < in.nOld; i++ {
 		carryEarlier(&d, m, i, &verdicts[i])
 	}
-	d.Stats = statsOf(all[rel.nOld:], verdicts[rel.nOld:], st.RootMissing)
+	d.Stats = statsOf(all[in.nOld:], verdicts[in.nOld:], st.RootMissing)
 	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
 	d.addCarriedStats(st.RootMissing)
-	d.Stats.UnknownRootRuns += rel.unknown
+	d.Stats.UnknownRootRuns += out.unknown
 	for i := range verdicts {
 		if v := &verdicts[i]; v.HasReach {
 			d.Reach = append(d.Reach, RootReach{SpanID: all[i].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops})
@@ -341,8 +340,8 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	c.relMu.Lock()
 	if final {
 		if inMemo { // the spans joined the memo for the decision only: not counted in memoSpans
-			clear(m.spans[rel.nOld:])
-			m.spans = m.spans[:rel.nOld]
+			clear(m.spans[in.nOld:])
+			m.spans = m.spans[:in.nOld]
 		}
 		c.dropMemo(ms, t, m)
 		c.relMu.Unlock()
@@ -369,7 +368,7 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 		m.emitted = append(m.emitted, !v.Provisional)
 		m.edged = append(m.edged, v.CallerService != "")
 		if v.Provisional && extra != nil {
-			m.spans[rel.nOld+i].Extra = extra(i)
+			m.spans[in.nOld+i].Extra = extra(i)
 		}
 	}
 	for i := range m.emitted {
@@ -386,7 +385,7 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 		c.keepIndexed(m, 0)
 	}
 	if m.ix != nil {
-		c.afterWholeLocked(ms, m, rel, verdicts, true, nil)
+		c.afterWholeLocked(ms, m, t, &out, verdicts, true, nil)
 	}
 	c.memoSpans += len(spans)
 	c.bookMemoLocked(ms, t, m, now)
@@ -534,9 +533,8 @@ func (c *Correlator) evictMemoLocked(ms *memoShard, q int, t TraceID, now int64)
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
 func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now int64) {
-	rel := ms.startRelease(release{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted})
-	defer ms.endRelease()
-	verdicts, _ := c.decide(ms.verdictBuf[:0], m.spans, rel)
+	in := decisionIn{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
+	verdicts, _, out := c.decide(ms.verdictBuf[:0], m.spans, &in, decisionOut{})
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	for i := range verdicts {
@@ -545,7 +543,7 @@ func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now
 			m.edged[i] = true
 		}
 	}
-	c.swept = append(c.swept, rel.carried...)
+	c.swept = append(c.swept, out.carried...)
 	clear(verdicts)
 	ms.verdictBuf = verdicts[:0]
 }
@@ -568,12 +566,11 @@ func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
 		}
 		b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
 	}
-	rel := ms.startRelease(release{t: t, mode: modeChains, now: now, nOld: len(all), emitted: emitted, opened: b.opened[:0]})
-	defer ms.endRelease()
+	in := decisionIn{t: t, mode: modeChains, now: now, nOld: len(all), emitted: emitted}
 	if sub != nil {
-		rel.context = b.ctxPos
+		in.context = b.ctxPos
 	}
-	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
+	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]})
 	b.spansDecided += uint64(len(all))
 	if sub != nil {
 		keepCached(m, all, sub)
@@ -598,15 +595,15 @@ func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
 		}
 	}
 	if sub != nil {
-		c.afterSubsetLocked(ms, m, rel, verdicts, sub, settled)
+		c.afterSubsetLocked(ms, m, t, &out, verdicts, sub, settled)
 		clear(all) // the buffer's copies point into span strings
 		b.all, b.emit = all[:0], emitted[:0]
 	} else if m.ix != nil {
-		c.afterWholeLocked(ms, m, rel, verdicts, false, settled)
+		c.afterWholeLocked(ms, m, t, &out, verdicts, false, settled)
 	}
 	b.settled = settled[:0]
-	b.opened = rel.opened[:0]
-	c.swept = append(c.swept, rel.carried...)
+	b.opened = out.opened[:0]
+	c.swept = append(c.swept, out.carried...)
 	c.pendingSpans -= m.owing
 	m.owing, m.provisional = 0, false
 	delete(ms.owingMemos, t)

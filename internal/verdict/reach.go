@@ -16,7 +16,7 @@ package verdict
 // it no edge of its own. Until then the span's edge is pending (EdgePending): a later release
 // with the chain complete carries it (PartEdge).
 func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []Verdict) {
-	whole := sc.rel.chainsWhole()
+	whole := sc.input().chainsWhole()
 	for _, i := range sc.order { // parents before children
 		s, n := &spans[i], &nodes[i]
 		if n.parent < 0 {
@@ -49,7 +49,7 @@ func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []
 // waits (memo.go) until the chain is complete or ChainWait has passed; then the root the
 // absent-parent rule gives judges them.
 func markProvisional(sc *scratch, nodes []node, out []Verdict) {
-	if !sc.rel.chainsWait() {
+	if !sc.input().chainsWait() {
 		return
 	}
 	for i := range out {

@@ -98,7 +98,7 @@ func New(cfg Config) (*Correlator, error) {
 		roots:    bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
 		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
 		keys:     newKeyIndex(cfg.MaxKeys),
-		multi:    bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRootsLocked)
+		multi:    bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
 	}
 	c.memoShards = make([]memoShard, shard.Count())
 	c.memoShardBits = shard.Bits(len(c.memoShards))
@@ -224,6 +224,53 @@ func containsTrace(ts []TraceID, t TraceID) bool {
 	return false
 }
 
+// crossTrace is what the rules read of other traces: one small, read-only view, implemented by
+// the Correlator's state under its one lock (mu), so that no rule takes a lock or reaches the
+// tables. The open runs, which the run rules read and change, come in apart (lockedRuns,
+// openruns.go).
+type crossTrace interface {
+	// knownOf is what is known of the roots of the trace of spans (knownRoots), given the
+	// decision's roots (indexes in spans, their records recs): it fills above, for each span
+	// whose parent is absent (nodes[i].parent < 0, not a root), the root it is judged against,
+	// and returns the roots the spans' idempotency keys bind to, once per key (nil when none).
+	knownOf(spans []Span, nodes []node, roots []int32, recs []rootRecord, above []absentParentRoot) (knownRoots, map[uint64]rootRecord)
+}
+
+var _ crossTrace = (*Correlator)(nil)
+
+// knownOf implements crossTrace under the state's lock.
+func (c *Correlator) knownOf(spans []Span, nodes []node, roots []int32, recs []rootRecord, above []absentParentRoot) (knownRoots, map[uint64]rootRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	known := c.knownRootsLocked(spans[0].TraceID, spans, roots, recs)
+	for i := range spans {
+		if nodes[i].parent < 0 && !nodes[i].isRoot {
+			above[i] = c.rootOfAbsentParentLocked(&spans[i], &known)
+		}
+	}
+	// Key bindings, once per key, preferring the traces this one links to (two requests
+	// re-sending one key each bind their own work).
+	var bindings map[uint64]rootRecord // made when a key binds
+	var linked []TraceID
+	linkedDone := false
+	for i := range spans {
+		if h := spans[i].KeyHash; h != 0 {
+			if _, done := bindings[h]; !done {
+				if !linkedDone {
+					linked, linkedDone = linkedTraces(spans), true
+				}
+				if rec, ok := c.lookupKeyLocked(h, linked); ok {
+					if bindings == nil {
+						bindings = map[uint64]rootRecord{}
+					}
+					bindings[h] = rec
+				}
+			}
+		}
+	}
+	return known, bindings
+}
+
 // knownRoots is what a decision knows of its trace's roots: those among its spans, those kept
 // from earlier decisions.
 type knownRoots struct {
@@ -315,9 +362,12 @@ func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *knownRoots) absentPare
 	return absentParentRoot{}
 }
 
-// indexRootsLocked records, for a trace with several roots, the decision's roots and which of
-// them each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted).
-func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32, recs []rootRecord) {
+// indexRoots records, for a trace with several roots, the decision's roots and which of them
+// each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted): what
+// a decision books in the state for the later decisions of its trace, under the state's lock.
+func (c *Correlator) indexRoots(spans []Span, nodes []node, roots []int32, recs []rootRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	t := spans[0].TraceID
 	m, _ := c.multi.Get(t)
 	if m == nil {
