@@ -76,7 +76,7 @@ const (
 	wholeDetached                       // a span of the trace is detached work
 	wholeEvicted                        // an open run was evicted since the trace's last decision
 	wholeBadSpan                        // a span without trace or span ID
-	wholeForced                         // the incremental path is off (tests)
+	wholeForced                         // the incremental path is off (its feature gate, gate.go; tests)
 	wholeIndex                          // the trace's second release: its index is built after it
 	wholeOpenFull                       // the open runs are near MaxOpenRuns: the decision may evict
 	wholeReasons

@@ -52,8 +52,9 @@ type Correlator struct {
 	open                    *bounded.Table[runID, *openRun] // within MaxOpenRuns (openruns.go)
 	swept                   []Carried
 	sweptStats              Stats
-	// noIncremental decides every release of a trace whole (tests compare the incremental path,
-	// incremental.go, with it).
+	// noIncremental decides every release of a trace whole: the feature gate
+	// orphanwatch.incrementalDecisions off when the correlator was made (gate.go); tests
+	// compare the incremental path, incremental.go, with it.
 	noIncremental bool
 
 	evictedContext, evictedPending, evictedExpired uint64
@@ -99,6 +100,8 @@ func New(cfg Config) (*Correlator, error) {
 		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
 		keys:     newKeyIndex(cfg.MaxKeys),
 		multi:    bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
+		// The incremental path, unless its feature gate is off (gate.go).
+		noIncremental: !incrementalDecisions.IsEnabled(),
 	}
 	c.memoShards = make([]memoShard, shard.Count())
 	c.memoShardBits = shard.Bits(len(c.memoShards))
