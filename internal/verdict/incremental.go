@@ -37,7 +37,7 @@ import (
 //     (another trace's may be continued: continuedRun);
 //   - the ancestors of all of these up to the root (or to an absent parent), and the root:
 //     read for what their descendants inherit (context, liveness, being an attempt), their own
-//     runs not decided again (release.context): those are over, or in the subset above.
+//     runs not decided again (decisionIn.context): those are over, or in the subset above.
 //
 // Within that subset every rule reads exactly what it reads in the decision of the whole trace,
 // so the verdicts, the carried verdicts and the open runs are those of the whole decision
@@ -143,7 +143,7 @@ type incrShard struct {
 	spansDecided uint64               // span records decided (SpansDecided)
 	mark, ctx    []bool               // subset: by memo index, in the subset; there for context only
 	gmark        []bool               // subset: by run group, its members added
-	ctxPos       []bool               // ctx by position in the subset (release.context)
+	ctxPos       []bool               // ctx by position in the subset (decisionIn.context)
 	emit         []bool               // the subset's emitted marks
 	all          []Span               // the subset's records, copied for decide
 	subset       []int32              // the subset, memo indexes in memo order
@@ -592,10 +592,12 @@ func (c *Correlator) afterWholeLocked(ms *memoShard, m *traceMemo, t TraceID, ou
 // and memo bookkeeping a decision of the whole trace gives. ms, t's shard, is locked.
 //
 // Its steps: the subset is chosen (subset) and its records gathered; the subset is decided,
-// its ancestors read for context only (release.context); the carried verdicts, stats and
-// reach are gathered as decideMemoLocked gathers them; the memo is booked, the spans outside
-// the subset keeping their marks (emitted, or provisional still), and the index learns what
-// the decision left (runsLeftOpen, pending edges, provisional spans).
+// its ancestors read for context only (decisionIn.context); the carried verdicts, stats and
+// reach are gathered as for a whole decision (gatherDecision); the memo is booked as a whole
+// decision books it (decidedAgain, released, bookMemoLocked), the spans outside the subset
+// keeping their marks (emitted, or provisional still) and its counts adjusted for the subset
+// alone, and the index learns what the decision left (runsLeftOpen, pending edges, provisional
+// spans).
 func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t TraceID, m *traceMemo, nOld int, now int64, extra func(i int) any) Decision {
 	ix := m.ix
 	b := &ms.inc
@@ -620,27 +622,9 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 		ms.verdictBuf = verdicts[:0]
 	}()
 
-	var d Decision
-	d.Verdicts = grown(dst, len(spans))
-	copy(d.Verdicts, verdicts[len(old):])
-	d.Carried = out.carried
-	for p, i := range old {
-		carryEarlier(&d, m, int(i), &verdicts[p])
-	}
-	d.Stats = statsOf(all[len(old):], verdicts[len(old):], st.RootMissing)
-	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
-	d.addCarriedStats(st.RootMissing)
-	d.Stats.UnknownRootRuns += out.unknown
-	for p := range verdicts {
-		if v := &verdicts[p]; v.HasReach {
-			rr := RootReach{SpanID: all[p].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops}
-			if sub[p] == ix.root { // spans outside the subset count too
-				rr.ReachHops, rr.OrphanedDepthHops = max(rr.ReachHops, ix.reach), max(rr.OrphanedDepthHops, ix.depth)
-				ix.reach, ix.depth = rr.ReachHops, rr.OrphanedDepthHops
-			}
-			d.Reach = append(d.Reach, rr)
-		}
-	}
+	root := rootReachSoFar{at: ix.root, reach: ix.reach, depth: ix.depth}
+	d := gatherDecision(dst, m, all, verdicts, len(old), sub, st, &out, &root)
+	ix.reach, ix.depth = root.reach, root.depth
 
 	// The memo: the spans decided again, then the new ones (already in m.spans). Spans outside
 	// the subset keep their marks: emitted, or provisional still.
@@ -655,19 +639,12 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 		if !m.emitted[i] {
 			m.owing-- // counted again below when it still owes
 		}
-		if !m.emitted[i] && !v.Provisional {
-			m.emitted[i] = true
-			m.edged[i] = v.CallerService != ""
-		}
+		m.decidedAgain(int(i), v)
 		ix.n[i].pend, ix.n[i].prov, ix.n[i].stale = v.EdgePending, v.Provisional, false
 	}
+	m.released(nOld, d.Verdicts, extra)
 	for q := range spans {
 		v := &d.Verdicts[q]
-		m.emitted = append(m.emitted, !v.Provisional) // room made by growMemo with the records
-		m.edged = append(m.edged, v.CallerService != "")
-		if v.Provisional && extra != nil {
-			m.spans[nOld+q].Extra = extra(q)
-		}
 		ix.n[nOld+q].pend, ix.n[nOld+q].prov = v.EdgePending, v.Provisional
 	}
 	for _, i := range sub {

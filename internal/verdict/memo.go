@@ -277,8 +277,9 @@ const (
 //
 // Its steps: the spans join the memo; the path is chosen (choosePath: a later release of a
 // trace with an index is decided incrementally, decideIncrementalLocked, unless a fallback
-// applies); the whole trace is decided; the carried verdicts and the stats are gathered; the
-// memo is booked (bookMemoLocked) and its index built or brought up to date.
+// applies); the whole trace is decided; the carried verdicts and the stats are gathered
+// (gatherDecision); the memo is booked (decidedAgain, released, bookMemoLocked) and its index
+// built or brought up to date.
 func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
 	final := mode == modeFinal
 	m := ms.memos[t]
@@ -307,22 +308,7 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: ms.inc.opened[:0]})
 	ms.inc.spansDecided += uint64(len(all))
 	ms.inc.opened = out.opened[:0]
-	var d Decision
-	d.Verdicts = grown(dst, len(spans))
-	copy(d.Verdicts, verdicts[in.nOld:])
-	d.Carried = out.carried
-	for i := 0; i < in.nOld; i++ {
-		carryEarlier(&d, m, i, &verdicts[i])
-	}
-	d.Stats = statsOf(all[in.nOld:], verdicts[in.nOld:], st.RootMissing)
-	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
-	d.addCarriedStats(st.RootMissing)
-	d.Stats.UnknownRootRuns += out.unknown
-	for i := range verdicts {
-		if v := &verdicts[i]; v.HasReach {
-			d.Reach = append(d.Reach, RootReach{SpanID: all[i].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops})
-		}
-	}
+	d := gatherDecision(dst, m, all, verdicts, in.nOld, nil, st, &out, nil)
 	defer func() {
 		clear(verdicts)
 		ms.verdictBuf = verdicts[:0]
@@ -353,24 +339,13 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	m.owing = 0
 	m.edgePending = 0
 	for i := range m.emitted {
-		v := &verdicts[i]
-		if !m.emitted[i] && !v.Provisional {
-			m.emitted[i] = true
-			m.edged[i] = v.CallerService != ""
-		}
+		m.decidedAgain(i, &verdicts[i])
 	}
 	if !inMemo {
 		c.growMemo(m, len(spans))
 		m.spans = append(m.spans, spans...)
 	}
-	for i := range spans {
-		v := &d.Verdicts[i]
-		m.emitted = append(m.emitted, !v.Provisional)
-		m.edged = append(m.edged, v.CallerService != "")
-		if v.Provisional && extra != nil {
-			m.spans[in.nOld+i].Extra = extra(i)
-		}
-	}
+	m.released(in.nOld, d.Verdicts, extra)
 	for i := range m.emitted {
 		if !m.emitted[i] {
 			m.owing++
@@ -390,6 +365,52 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	c.memoSpans += len(spans)
 	c.bookMemoLocked(ms, t, m, now)
 	return d
+}
+
+// gatherDecision is the one way a release's Decision is gathered from the decision of its trace
+// (decideMemoLocked: the whole trace; decideIncrementalLocked: a subset): all are the spans
+// decided, the memo's first (positions below nOld: memo index memoPos[p], or p itself when
+// memoPos is nil), then the release's own; verdicts are theirs by position, st the decision's
+// stats and out its return. The Decision has the release's verdicts (in dst's memory when large
+// enough), the run outcomes carried (out) and what the memo's spans decided again are owed
+// (carryEarlier: a deferred verdict, an edge), the stats of the release's spans and of the whole
+// verdicts carried, and the reach of the abandoned roots decided. With root set (a decision of
+// a subset: the index's reach and depth of its root, memo index root.at), the root's reach and
+// depth are raised to what the spans outside the subset gave, and root learns the result.
+func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict, nOld int, memoPos []int32, st Stats, out *decisionOut, root *rootReachSoFar) Decision {
+	var d Decision
+	d.Verdicts = grown(dst, len(all)-nOld)
+	copy(d.Verdicts, verdicts[nOld:])
+	d.Carried = out.carried
+	for p := range nOld {
+		i := p
+		if memoPos != nil {
+			i = int(memoPos[p])
+		}
+		carryEarlier(&d, m, i, &verdicts[p])
+	}
+	d.Stats = statsOf(all[nOld:], verdicts[nOld:], st.RootMissing)
+	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
+	d.addCarriedStats(st.RootMissing)
+	d.Stats.UnknownRootRuns += out.unknown
+	for p := range verdicts {
+		if v := &verdicts[p]; v.HasReach {
+			rr := RootReach{SpanID: all[p].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops}
+			if root != nil && memoPos[p] == root.at { // spans outside the subset count too
+				rr.ReachHops, rr.OrphanedDepthHops = max(rr.ReachHops, root.reach), max(rr.OrphanedDepthHops, root.depth)
+				root.reach, root.depth = rr.ReachHops, rr.OrphanedDepthHops
+			}
+			d.Reach = append(d.Reach, rr)
+		}
+	}
+	return d
+}
+
+// rootReachSoFar is the reach and depth a memo's index kept of its trace's root (memo index at)
+// from earlier decisions: what a decision of a subset adds to (gatherDecision).
+type rootReachSoFar struct {
+	at           int32
+	reach, depth int
 }
 
 // bookMemoLocked books a memo after a release decided it (its owing spans counted): the memos
@@ -413,6 +434,31 @@ func (c *Correlator) bookMemoLocked(ms *memoShard, t TraceID, m *traceMemo, now 
 	if !m.queued[queueSettled] {
 		m.queued[queueSettled] = true
 		c.memoOrder[queueSettled].Push(t)
+	}
+}
+
+// decidedAgain marks span i of the memo, released before and decided again with verdict v: it
+// has left with its verdict now (written or carried) unless it is still provisional. The one
+// way a release books the memo's spans it decided again (decideMemoLocked,
+// decideIncrementalLocked).
+func (m *traceMemo) decidedAgain(i int, v *Verdict) {
+	if !m.emitted[i] && !v.Provisional {
+		m.emitted[i] = true
+		m.edged[i] = v.CallerService != ""
+	}
+}
+
+// released marks the release's own spans (m.spans[nOld:], their verdicts vs): written, or
+// provisional (owing), their records keeping the reader's Extra (extra) to be carried later.
+// The one way a release books its new spans (decideMemoLocked, decideIncrementalLocked).
+func (m *traceMemo) released(nOld int, vs []Verdict, extra func(i int) any) {
+	for q := range vs {
+		v := &vs[q]
+		m.emitted = append(m.emitted, !v.Provisional) // room made by growMemo with the records
+		m.edged = append(m.edged, v.CallerService != "")
+		if v.Provisional && extra != nil {
+			m.spans[nOld+q].Extra = extra(q)
+		}
 	}
 }
 
