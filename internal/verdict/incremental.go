@@ -161,7 +161,7 @@ type openedRun struct {
 // runsLeftOpen records which run groups of the memo the decision (out, its return; of the spans
 // sub, or of every span when sub is nil) left a run of open, and until when. ms, the memo's
 // shard, is locked.
-func (c *Correlator) runsLeftOpen(ms *memoShard, m *traceMemo, t TraceID, out *decisionOut, sub []int32) {
+func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, sub []int32) {
 	ix := m.ix
 	for g := range ix.groups {
 		if sub == nil || ms.inc.gmark[g] {
@@ -213,7 +213,7 @@ func (c *Correlator) keepIndexed(m *traceMemo, from int) {
 // release's joined it, is decided: incrementally (its new spans linked in the index, no
 // fallback applying), or whole, with the index built after the decision when build is set (the
 // trace's second release). Counted by path and reason in ms, t's shard, which is locked.
-func (c *Correlator) choosePath(ms *memoShard, t TraceID, m *traceMemo, nOld int) (incremental, build bool) {
+func (c *Correlator) choosePath(ms lockedShard, t TraceID, m *traceMemo, nOld int) (incremental, build bool) {
 	switch {
 	case nOld == 0:
 		ms.inc.whole[wholeNone]++ // nothing released before: the first decision of the trace
@@ -446,7 +446,7 @@ func (c *Correlator) incrementalReason(t TraceID, m *traceMemo) wholeReason {
 // their verdict (provisional ones too when provisional is set: ChainWait passed), their
 // descendants, the runs any of those join and the runs left open, the ancestors of all of
 // them, the root. ms, the memo's shard, is locked; its working memory holds the result.
-func (c *Correlator) subset(ms *memoShard, m *traceMemo, t TraceID, nOld int, now int64, provisional bool) []int32 {
+func (c *Correlator) subset(ms lockedShard, m *traceMemo, t TraceID, nOld int, now int64, provisional bool) []int32 {
 	ix := m.ix
 	n := len(ix.n)
 	b := &ms.inc
@@ -548,13 +548,12 @@ func contextOnly(dst, ctx []bool, sub []int32) []bool {
 // counts releases whose memo was empty).
 func (c *Correlator) DecisionPaths() (incremental uint64, whole [wholeReasons]uint64) {
 	for i := range c.memoShards {
-		ms := &c.memoShards[i]
-		ms.mu.Lock()
+		ms := c.memoShards[i].lock()
 		incremental += ms.inc.incremental
 		for r, n := range ms.inc.whole {
 			whole[r] += n
 		}
-		ms.mu.Unlock()
+		ms.unlock()
 	}
 	return incremental, whole
 }
@@ -563,7 +562,7 @@ func (c *Correlator) DecisionPaths() (incremental uint64, whole [wholeReasons]ui
 // memo index) tells the incremental path: the runs left open, the edges pending (of every span,
 // or of the spans listed in only), the root's reach, whether detached work was seen. ms, the
 // memo's shard, and relMu are locked.
-func (c *Correlator) afterWholeLocked(ms *memoShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, every bool, only []int32) {
+func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, every bool, only []int32) {
 	ix := m.ix
 	if out.detached && ix.whole == wholeNone {
 		ix.whole = wholeDetached
@@ -598,7 +597,7 @@ func (c *Correlator) afterWholeLocked(ms *memoShard, m *traceMemo, t TraceID, ou
 // keeping their marks (emitted, or provisional still) and its counts adjusted for the subset
 // alone, and the index learns what the decision left (runsLeftOpen, pending edges, provisional
 // spans).
-func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t TraceID, m *traceMemo, nOld int, now int64, extra func(i int) any) Decision {
+func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t TraceID, m *traceMemo, nOld int, now int64, extra func(i int) any) Decision {
 	ix := m.ix
 	b := &ms.inc
 	spans := m.spans[nOld:]
@@ -677,7 +676,7 @@ func keepCached(m *traceMemo, all []Span, sub []int32) {
 // (verdicts by position in sub) tells the incremental path: the runs left open among those it
 // decided, the edges pending of the spans at the positions listed in only, the root's reach,
 // whether detached work was seen. ms, the memo's shard, and relMu are locked.
-func (c *Correlator) afterSubsetLocked(ms *memoShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, sub []int32, only []int32) {
+func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, sub []int32, only []int32) {
 	ix := m.ix
 	c.runsLeftOpen(ms, m, t, out, sub)
 	for _, p := range only {
@@ -701,10 +700,9 @@ func (c *Correlator) afterSubsetLocked(ms *memoShard, m *traceMemo, t TraceID, o
 func (c *Correlator) SpansDecided() uint64 {
 	var n uint64
 	for i := range c.memoShards {
-		ms := &c.memoShards[i]
-		ms.mu.Lock()
+		ms := c.memoShards[i].lock()
 		n += ms.inc.spansDecided
-		ms.mu.Unlock()
+		ms.unlock()
 	}
 	return n
 }

@@ -166,6 +166,30 @@ type memoShard struct {
 	_          [64]byte  // keeps two shards' mutexes off one cache line
 }
 
+// lockedShard is a memo shard with its mutex held: what every function that needs its shard
+// locked takes (deferLocked, decideMemoLocked, decideIncrementalLocked, settleChainsLocked and
+// the rest of memo.go and incremental.go), so that the compiler, not a comment, checks that the
+// caller locked it. Got from lock, given back with unlock. The lock order (a memo shard, then
+// relMu or the state's mu, never the other way) follows from it: relMu and mu are taken inside
+// a shard's lock only by functions given a lockedShard, and no function holding relMu or mu
+// gets one (TestLockOrder checks the second half).
+type lockedShard struct{ *memoShard }
+
+// lock locks the shard for a release, a sweep or an eviction of one of its traces.
+func (ms *memoShard) lock() lockedShard {
+	if lockShardHook != nil {
+		lockShardHook()
+	}
+	ms.mu.Lock()
+	return lockedShard{ms}
+}
+
+// lockShardHook, set by a test only (TestLockOrder), is called before a memo shard is locked.
+var lockShardHook func()
+
+// unlock gives the shard back.
+func (ms lockedShard) unlock() { ms.mu.Unlock() }
+
 // memoShardOf is the memo shard of trace t (shard.Of: the trace ID's shard, as the processor's
 // hold shards it, among shard.Count() shards).
 func (c *Correlator) memoShardOf(t TraceID) *memoShard {
@@ -203,16 +227,15 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	}
 	c.markFuture(spans, now)
 	t := spans[0].TraceID
-	ms := c.memoShardOf(t)
-	ms.mu.Lock()
+	ms := c.memoShardOf(t).lock()
 	if !c.Knows(t) {
 		c.deferLocked(ms, t, spans, now, extra)
-		ms.mu.Unlock()
+		ms.unlock()
 		c.evictOver(queuePending, now)
 		return Decision{Deferred: true}
 	}
 	d := c.decideMemoLocked(ms, dst, t, spans, modeRelease, now, extra)
-	ms.mu.Unlock()
+	ms.unlock()
 	c.evictOver(queueSettled, now)
 	return d
 }
@@ -226,15 +249,14 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64, extra f
 		return Decision{}
 	}
 	c.markFuture(spans, now)
-	ms := c.memoShardOf(spans[0].TraceID)
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
+	ms := c.memoShardOf(spans[0].TraceID).lock()
+	defer ms.unlock()
 	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, extra)
 }
 
 // deferLocked keeps the spans in their trace's memo, owing their verdicts. ms, t's shard, is
 // locked; the caller then keeps MaxPendingSpans (evictOver).
-func (c *Correlator) deferLocked(ms *memoShard, t TraceID, spans []Span, now int64, extra func(i int) any) {
+func (c *Correlator) deferLocked(ms lockedShard, t TraceID, spans []Span, now int64, extra func(i int) any) {
 	m := ms.memos[t]
 	if m == nil {
 		m = &traceMemo{}
@@ -280,7 +302,7 @@ const (
 // applies); the whole trace is decided; the carried verdicts and the stats are gathered
 // (gatherDecision); the memo is booked (decidedAgain, released, bookMemoLocked) and its index
 // built or brought up to date.
-func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
+func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
 	final := mode == modeFinal
 	m := ms.memos[t]
 	all := spans
@@ -416,7 +438,7 @@ type rootReachSoFar struct {
 // bookMemoLocked books a memo after a release decided it (its owing spans counted): the memos
 // that owe verdicts, the pending count, the two eviction queues. ms, t's shard, and relMu are
 // locked.
-func (c *Correlator) bookMemoLocked(ms *memoShard, t TraceID, m *traceMemo, now int64) {
+func (c *Correlator) bookMemoLocked(ms lockedShard, t TraceID, m *traceMemo, now int64) {
 	if m.owing > 0 {
 		ms.owingMemos[t] = m
 		c.pendingSpans += m.owing
@@ -488,7 +510,7 @@ func (d *Decision) addCarriedStats(rootMissing bool) {
 
 // dropMemo forgets the memo m of trace t. ms, t's shard, and relMu are locked; the caller gives
 // m's slices back (recycleMemo) once relMu is unlocked.
-func (c *Correlator) dropMemo(ms *memoShard, t TraceID, m *traceMemo) {
+func (c *Correlator) dropMemo(ms lockedShard, t TraceID, m *traceMemo) {
 	c.memoSpans -= len(m.spans)
 	c.pendingSpans -= m.owing
 	if ms.memos[t] == m {
@@ -533,10 +555,9 @@ func (c *Correlator) evictMemo(q int, now int64) bool {
 		if !ok {
 			return false
 		}
-		ms := c.memoShardOf(t)
-		ms.mu.Lock()
+		ms := c.memoShardOf(t).lock()
 		evicted := c.evictMemoLocked(ms, q, t, now)
-		ms.mu.Unlock()
+		ms.unlock()
 		if evicted {
 			return true
 		}
@@ -545,7 +566,7 @@ func (c *Correlator) evictMemo(q int, now int64) bool {
 
 // evictMemoLocked is evictMemo for trace t, taken from the front of queue q; ms, t's shard, is
 // locked. False when t's memo is gone or no longer in q.
-func (c *Correlator) evictMemoLocked(ms *memoShard, q int, t TraceID, now int64) bool {
+func (c *Correlator) evictMemoLocked(ms lockedShard, q int, t TraceID, now int64) bool {
 	m := ms.memos[t]
 	if m == nil || !m.queued[q] {
 		return false
@@ -578,7 +599,7 @@ func (c *Correlator) evictMemoLocked(ms *memoShard, q int, t TraceID, now int64)
 // nameEdgesLocked names the edges still pending in a memo about to be forgotten, as a decision
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
-func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now int64) {
+func (c *Correlator) nameEdgesLocked(ms lockedShard, t TraceID, m *traceMemo, now int64) {
 	in := decisionIn{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
 	verdicts, _, out := c.decide(ms.verdictBuf[:0], m.spans, &in, decisionOut{})
 	c.relMu.Lock()
@@ -598,7 +619,7 @@ func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now
 // ChainWait, against the root the absent-parent rule gives them; carried by the next Sweep. With
 // an index (and no fallback: incrementalReason) only the provisional spans are decided, with the
 // spans they read (subset), not the whole trace.
-func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
+func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 	m := ms.memos[t]
 	b := &ms.inc
 	all, emitted := m.spans, m.emitted
@@ -663,7 +684,7 @@ func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
 
 // giveUpLocked judges a trace's deferred spans without their root and closes its runs; their
 // verdicts are carried by the next Sweep. ms, t's shard, is locked.
-func (c *Correlator) giveUpLocked(ms *memoShard, t TraceID, now int64) {
+func (c *Correlator) giveUpLocked(ms lockedShard, t TraceID, now int64) {
 	d := c.decideMemoLocked(ms, nil, t, nil, modeFinal, now, nil)
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
@@ -678,8 +699,7 @@ func (c *Correlator) giveUpLocked(ms *memoShard, t TraceID, now int64) {
 // with their stats; the caller writes them out on carrier spans.
 func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	for i := range c.memoShards {
-		ms := &c.memoShards[i]
-		ms.mu.Lock()
+		ms := c.memoShards[i].lock()
 		for t, m := range ms.owingMemos { // settled memos owe nothing: not walked
 			switch {
 			case m.owing > 0 && m.provisional && now-m.since > int64(c.cfg.ChainWait):
@@ -691,7 +711,7 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 				c.giveUpLocked(ms, t, now)
 			}
 		}
-		ms.mu.Unlock()
+		ms.unlock()
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
@@ -711,14 +731,13 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 // (the processor's shutdown), returning their carried verdicts as Sweep does.
 func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 	for i := range c.memoShards {
-		ms := &c.memoShards[i]
-		ms.mu.Lock()
+		ms := c.memoShards[i].lock()
 		for t, m := range ms.owingMemos {
 			if m.owing > 0 {
 				c.giveUpLocked(ms, t, now)
 			}
 		}
-		ms.mu.Unlock()
+		ms.unlock()
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()

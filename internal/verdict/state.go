@@ -41,7 +41,8 @@ type Correlator struct {
 	// bounds them all is under relMu, held briefly: open runs (for a decision's run step),
 	// the memos' order and counts (the bounds evict the oldest of all shards), and what was
 	// given up or closed outside a release, waiting for Sweep. Lock order: a memo shard, then
-	// relMu or c.mu.
+	// relMu or c.mu: a function that needs a shard locked takes a lockedShard (memo.go), and
+	// TestLockOrder checks that no shard is locked with relMu or mu held.
 	memoShards              []memoShard // shard.Count() of them, fixed at creation
 	memoShardBits           uint        // log2 len(memoShards)
 	relMu                   sync.Mutex
