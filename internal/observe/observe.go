@@ -250,7 +250,7 @@ func (o *Observer) decided(now time.Time, w *waiting, d *verdict.Decision) {
 			continue
 		}
 		cv = verdict.Carried{Span: carriedOf(&spans[i]), Verdict: *v, Part: verdict.PartAll}
-		if v.HasReach && !w.last && spans[i].ParentID.IsZero() && o.cfg.DecisionWait > 0 {
+		if verdict.HeldAbandonedRoot(v, spans[i].ParentID.IsZero()) && !w.last && o.cfg.DecisionWait > 0 {
 			o.holdRoot(now, &cv)
 			continue
 		}

@@ -99,7 +99,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 			provisional++
 			continue
 		}
-		if verdicts[i].HasReach && !h.last && !p.atOnce && h.refs[i].sp.ParentSpanID().IsEmpty() {
+		if verdict.HeldAbandonedRoot(&verdicts[i], h.refs[i].sp.ParentSpanID().IsEmpty()) && !h.last && !p.atOnce {
 			p.holdRoot(ctx, h, i, &verdicts[i])
 			continue
 		}
