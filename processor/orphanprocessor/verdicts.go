@@ -94,12 +94,12 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	for i := range verdicts {
 		if verdicts[i].Provisional {
 			// Orphaned under the root known, but a span above it has not come: its verdict is
-			// carried when the chain is complete (or after decision_wait).
+			// carried when the chain is complete (or after chain_wait).
 			h.refs[i].sp.Attributes().PutBool(verdict.AttrDeferred, true)
 			provisional++
 			continue
 		}
-		if verdicts[i].HasReach && !h.last && !p.atOnce && h.refs[i].sp.ParentSpanID().IsEmpty() {
+		if verdicts[i].HasReach && !h.last && !p.atOnce && p.rootHold > 0 && h.refs[i].sp.ParentSpanID().IsEmpty() {
 			p.holdRoot(ctx, h, i, &verdicts[i])
 			continue
 		}
