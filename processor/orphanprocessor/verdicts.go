@@ -41,7 +41,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	vbuf := verdictBufs.Get().(*[]verdict.Verdict)
 	var d verdict.Decision
 	if p.atOnce {
-		// Each batch is decided whole, as it arrives (the offline CLI): one decision, every run
+		// Each batch is decided whole, as it arrives (decide_each_batch): one decision, every run
 		// over, nothing deferred or kept but root records.
 		d.Verdicts, d.Stats = p.corr.DecideAt(*vbuf, spans, p.clock.Now().UnixNano())
 		d.Stats.Spans = len(spans)
