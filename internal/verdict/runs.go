@@ -432,10 +432,10 @@ func (c *Correlator) attemptsExhausted(total int) bool {
 }
 
 // settled is when every span that ended by t (on its service's clock) has been released: t plus
-// decision_wait (ChainWait: the longest the processor holds a span after it arrived) and the
+// decision_wait (ReleaseWait: the longest a component holds a span after it arrived) and the
 // clock-skew tolerance.
 func (c *Correlator) settled(t int64) int64 {
-	return t + int64(c.cfg.ChainWait+c.cfg.ClockSkew)
+	return t + int64(c.cfg.ReleaseWait+c.cfg.ClockSkew)
 }
 
 // noAttemptAfter: step 8, when no further attempt can come any more: run_timeout (0: never)

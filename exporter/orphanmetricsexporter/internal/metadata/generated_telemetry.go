@@ -223,7 +223,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterOrphanmetricsHeldRoots, err = builder.meter.Int64ObservableGauge(
 		"otelcol_exporter_orphanmetrics_held_roots",
-		metric.WithDescription("Observe mode: verdicts of abandoned roots held until decision_wait after they arrived, so that later orphans deepen their reach. [Alpha]"),
+		metric.WithDescription("Observe mode: verdicts of abandoned roots held until abandoned_root_hold (unset: decision_wait) after they arrived, so that later orphans deepen their reach. [Alpha]"),
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
