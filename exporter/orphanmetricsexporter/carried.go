@@ -69,6 +69,11 @@ func (r *Recorder) recordEvents(svc *serviceSeries, span ptrace.Span, v *spanVie
 			}
 			evSvc = cs.lastSvc
 		}
+		if r.dims != nil {
+			// The event's dimension values are its own attributes' (else the defaults): the
+			// carrying span and its resource are another span's.
+			evSvc = r.dimService(evSvc.name, nil, attrs)
+		}
 		if id.malformed {
 			r.skips[skipInvalidVerdictEvent].Inc()
 		}
