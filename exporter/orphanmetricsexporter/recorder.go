@@ -310,7 +310,7 @@ func (r *Recorder) Record(td ptrace.Traces) {
 				span := spans.At(k)
 				r.recordSpan(svc, res, span, &v, now)
 				if span.Events().Len() != 0 {
-					r.recordEvents(svc, span, &v, now, &cs)
+					r.recordEvents(svc, res, span, &v, now, &cs)
 				}
 			}
 		}
