@@ -72,16 +72,19 @@ func attrValue(v pcommon.Value) string {
 }
 
 // resourceDims returns the dimension values a resource's attributes give ("" for each one they
-// do not), read once for the spans of the resource; nil without dimensions.
-func (r *Recorder) resourceDims(attrs pcommon.Map) []string {
+// do not), read once for the spans of the resource, in dst's memory when it has room; nil
+// without dimensions.
+func (r *Recorder) resourceDims(dst []string, attrs pcommon.Map) []string {
 	if len(r.dims) == 0 {
 		return nil
 	}
-	vals := make([]string, len(r.dims))
-	for i, d := range r.dims {
+	vals := dst[:0]
+	for _, d := range r.dims {
+		val := ""
 		if v, ok := attrs.Get(d.key); ok {
-			vals[i] = attrValue(v)
+			val = attrValue(v)
 		}
+		vals = append(vals, val)
 	}
 	return vals
 }

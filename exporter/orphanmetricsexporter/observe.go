@@ -276,7 +276,7 @@ func (s *observeSink) Resource(res pcommon.Resource) any {
 		return nil
 	}
 	attrs := res.Attributes()
-	return &resourceDims{service: labelService(spanread.Service(res)), vals: s.r.resourceDims(attrs)}
+	return &resourceDims{service: labelService(spanread.Service(res)), vals: s.r.resourceDims(nil, attrs)}
 }
 
 // Keep: the attributes the exporter reads of sp that are not verdicts; with dimensions, also

@@ -296,13 +296,14 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 func (r *Recorder) Record(td ptrace.Traces) {
 	var v spanView
 	var cs carried
+	var res []string // a resource's dimension values
 	now := r.now().UnixNano()
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
 		rs := rss.At(i)
 		resAttrs := rs.Resource().Attributes()
 		svc := r.service(serviceName(resAttrs))
-		res := r.resourceDims(resAttrs) // nil without dimensions
+		res = r.resourceDims(res, resAttrs) // nil without dimensions
 		sss := rs.ScopeSpans()
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
