@@ -79,6 +79,9 @@ func (r *Recorder) resourceDims(dst []string, attrs pcommon.Map) []string {
 		return nil
 	}
 	vals := dst[:0]
+	if cap(vals) < len(r.dims) {
+		vals = make([]string, 0, len(r.dims))
+	}
 	for _, d := range r.dims {
 		val := ""
 		if v, ok := attrs.Get(d.key); ok {
