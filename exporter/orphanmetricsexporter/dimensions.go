@@ -47,6 +47,7 @@ func (r *Recorder) setDimensions(cfg *Config) {
 	}
 	if len(r.dims) > 0 {
 		r.dimServices = map[string]*serviceSeries{}
+		r.noAttrs = pcommon.NewMap()
 	}
 }
 

@@ -356,6 +356,10 @@ func (s *observeSink) Later(cv *verdict.Carried) {
 	sp.SetEndTimestamp(pcommon.Timestamp(max(c.End, 0)))
 	if svc == nil {
 		svc = s.r.service(labelService(c.Service))
+		if s.r.dims != nil {
+			// Never with Keep's records; a record without them counts with the defaults.
+			svc = s.r.dimService(svc.name, nil, s.r.noAttrs)
+		}
 	}
 	s.r.recordView(svc, sp, v, s.r.now().UnixNano())
 	sp.SetName("")

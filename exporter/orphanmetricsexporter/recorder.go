@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
@@ -151,6 +152,7 @@ type Recorder struct {
 	// from span data: LimitedLabels and the dimensions' labels.
 	dims    []dimension
 	limited []string
+	noAttrs pcommon.Map // an empty map: the attributes of a record kept without them
 
 	// Series handles already used (series.go), and the health counters.
 	now      func() time.Time // when exemplars are taken
