@@ -204,7 +204,8 @@ func (c *Config) ValidateMode() error {
 }
 
 // ValidateMetrics checks the fields that shape the metrics: namespace, label_limits,
-// series_limit, outlive_buckets, hop_buckets and const_labels, each error naming its field. It is what
+// series_limit, outlive_buckets, hop_buckets, const_labels and dimensions, each error naming its
+// field. It is what
 // [NewRecorder] checks, without the HTTP settings; the orphanmetrics connector validates its
 // configuration with it.
 func (c *Config) ValidateMetrics() error { return c.validateMetrics() }

@@ -174,7 +174,8 @@ type Recorder struct {
 }
 
 // NewRecorder returns a Recorder for the metric settings of cfg (namespace,
-// label limits, buckets, constant labels; the HTTP settings are ignored). A
+// label limits, series limit, buckets, constant labels, dimensions; the HTTP settings are
+// ignored). A
 // nil cfg means [NewDefaultConfig]. It returns an error if those settings are
 // invalid.
 func NewRecorder(cfg *Config) (*Recorder, error) {
