@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -245,4 +246,42 @@ func TestDimensionsObserveAsSpansEnd(t *testing.T) {
 		got := flatSeries(rt, observedRecorder(rt, batches, zap.NewNop(), true, dimensionsConfig()), nil)
 		assert.Equal(rt, want[i], got, "%s: %d batches", cases[i].dir, len(batches))
 	})
+}
+
+// TestDimensionsReadAtArrival: observing, the dimension values are those the spans had when
+// they arrived: spans changed after ConsumeTraces returned (as a later processor or the pool
+// that reuses their memory may) do not change the series of verdicts decided later.
+func TestDimensionsReadAtArrival(t *testing.T) {
+	var td ptrace.Traces
+	for _, sc := range loadScenarioFiles(t) {
+		if sc.dir == "s02_caller_leaves" {
+			td = withDimensionAttributes(sc.traces)
+		}
+	}
+	want := flatSeries(t, observedRecorder(t, []ptrace.Traces{td}, zap.NewNop(), true, dimensionsConfig()), nil)
+
+	cfg := dimensionsConfig()
+	cfg.Prices = scenarioPrices
+	cfg.DecisionWait = time.Hour
+	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+	require.NoError(t, err)
+	obs, err := orphanmetricsexporter.NewObserving(cfg, rec, zap.NewNop(), nil, func() time.Time { return scenarios.T0.Add(time.Minute) })
+	require.NoError(t, err)
+	obs.Consume(td)
+	require.Empty(t, flatSeries(t, rec, nil), "nothing decided yet: the trace waits")
+	for _, rs := range td.ResourceSpans().All() {
+		rs.Resource().Attributes().PutStr("deployment.environment.name", "changed")
+		rs.Resource().Attributes().PutStr("team", "changed")
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				sp.Attributes().PutStr("team", "changed")
+			}
+		}
+	}
+	obs.Shutdown() // every verdict decided now, after the change
+	got := flatSeries(t, rec, nil)
+	assert.Equal(t, want, got)
+	for k := range got {
+		assert.NotContains(t, k, "changed")
+	}
 }
