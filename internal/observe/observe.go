@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
@@ -35,13 +36,18 @@ import (
 // Sink counts verdicts. Its methods are called concurrently (Consume may run on several
 // goroutines, Tick on another).
 type Sink interface {
-	// Keep returns what the sink needs of sp to count a verdict decided after Consume returned
-	// (its operation's attributes, as Go values): it must not keep sp or anything of its pdata.
-	// It is called only for spans whose verdict may come later; it may return nil.
-	Keep(sp ptrace.Span) any
+	// Resource returns what the sink needs of a resource for its spans' Keep and Decided (res
+	// below); it is called once per ResourceSpans of a batch and may return nil. Nothing of it
+	// may be kept after Consume returns but what Keep returns.
+	Resource(res pcommon.Resource) any
+	// Keep returns what the sink needs of sp (of the resource that gave res) to count a verdict
+	// decided after Consume returned (its operation's attributes, as Go values): it must not
+	// keep sp or anything of its pdata. It is called only for spans whose verdict may come
+	// later; it may return nil.
+	Keep(res any, sp ptrace.Span) any
 	// Decided counts the final verdict v of sp, which is at hand (s is what was read of it;
-	// s.Service is its resource's service.name).
-	Decided(sp ptrace.Span, s *verdict.Span, v *verdict.Verdict)
+	// s.Service is its resource's service.name; res is what Resource returned for it).
+	Decided(res any, sp ptrace.Span, s *verdict.Span, v *verdict.Verdict)
 	// Later counts a verdict decided after its span left: cv.Span names the span, cv.Span.Extra
 	// is what Keep returned (nil when it was not asked), cv.Part says which part of the verdict
 	// it is (verdict.PartAll, PartRun, PartEdge). It must not keep cv, which is reused.
@@ -183,7 +189,7 @@ func (o *Observer) Consume(td ptrace.Traces) {
 		v := verdict.Verdict{Invalid: verdict.InvalidTraceID, Liveness: verdict.LivenessUnknown}
 		o.stats.spans.Add(1)
 		o.stats.invalid[verdict.InvalidTraceID].Add(1)
-		o.sink.Decided(r.sp, &s, &v)
+		o.sink.Decided(b.sinkRes[r.res], r.sp, &s, &v)
 	}
 	for r, n := range b.rst {
 		if n > 0 {

@@ -32,8 +32,9 @@ type counted struct {
 	later map[verdict.SpanID]verdict.Verdict
 }
 
-func (c *counted) Keep(ptrace.Span) any                                 { return nil }
-func (c *counted) Decided(ptrace.Span, *verdict.Span, *verdict.Verdict) {}
+func (c *counted) Resource(pcommon.Resource) any                             { return nil }
+func (c *counted) Keep(any, ptrace.Span) any                                 { return nil }
+func (c *counted) Decided(any, ptrace.Span, *verdict.Span, *verdict.Verdict) {}
 func (c *counted) Later(cv *verdict.Carried) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

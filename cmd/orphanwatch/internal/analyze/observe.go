@@ -50,11 +50,14 @@ func (a *annotator) index(td ptrace.Traces) {
 	})
 }
 
+// Resource: nothing.
+func (a *annotator) Resource(pcommon.Resource) any { return nil }
+
 // Keep: nothing, the span stays in the output.
-func (a *annotator) Keep(ptrace.Span) any { return nil }
+func (a *annotator) Keep(any, ptrace.Span) any { return nil }
 
 // Decided writes v on sp.
-func (a *annotator) Decided(sp ptrace.Span, _ *verdict.Span, v *verdict.Verdict) {
+func (a *annotator) Decided(_ any, sp ptrace.Span, _ *verdict.Span, v *verdict.Verdict) {
 	verdictattrs.Write(sp.Attributes(), v)
 }
 
