@@ -25,6 +25,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 )
 
 func TestFactory(t *testing.T) {
@@ -49,7 +50,7 @@ func startExporter(t *testing.T, mutate func(*Config)) (exporter.Traces, *Config
 	t.Helper()
 	cfg := NewDefaultConfig()
 	cfg.Mode = orphanmetrics.ModeAnnotate
-	cfg.NetAddr.Endpoint = freeEndpoint(t)
+	cfg.NetAddr.Endpoint = recordertest.FreeEndpoint(t)
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -78,9 +79,9 @@ func scrape(t *testing.T, url, accept string) (*http.Response, []byte) {
 
 func TestServeMetrics(t *testing.T) {
 	exp, cfg := startExporter(t, func(c *Config) { c.Path = "/orphan/metrics" })
-	require.NoError(t, exp.ConsumeTraces(context.Background(), buildTraces(t, scenario(t)...)))
+	require.NoError(t, exp.ConsumeTraces(context.Background(), recordertest.Build(t, recordertest.FanOut()...)))
 	url := "http://" + cfg.NetAddr.Endpoint + "/orphan/metrics"
-	tid := traceA.String()
+	tid := recordertest.TraceA.String()
 
 	// OpenMetrics, with exemplars.
 	resp, body := scrape(t, url, "application/openmetrics-text; version=1.0.0")
@@ -118,7 +119,7 @@ func TestServeMetrics(t *testing.T) {
 	require.NotNil(t, runs)
 	var found bool
 	for _, m := range runs.GetMetric() {
-		if labelString(m.GetLabel()) != `{operation="call_tool",outcome="delivered_to_nobody",service_name="agent"}` {
+		if recordertest.LabelString(m.GetLabel()) != `{operation="call_tool",outcome="delivered_to_nobody",service_name="agent"}` {
 			continue
 		}
 		found = true
@@ -146,7 +147,7 @@ func TestServeMetrics(t *testing.T) {
 	require.NoError(t, err)
 	seconds := map[string]float64{}
 	for _, m := range mfs["orphanwatch_spend_seconds_total"].GetMetric() {
-		seconds[labelString(m.GetLabel())] = m.GetCounter().GetValue()
+		seconds[recordertest.LabelString(m.GetLabel())] = m.GetCounter().GetValue()
 	}
 	assert.Equal(t, 2.75, seconds[`{liveness="orphaned",service_name="agent"}`])
 	assert.Equal(t, 7.0, seconds[`{liveness="live",service_name="agent"}`])
@@ -186,10 +187,10 @@ func TestConsumeBeforeStart(t *testing.T) {
 	// Start are served once it runs.
 	cfg := NewDefaultConfig()
 	cfg.Mode = orphanmetrics.ModeAnnotate
-	cfg.NetAddr.Endpoint = freeEndpoint(t)
+	cfg.NetAddr.Endpoint = recordertest.FreeEndpoint(t)
 	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)
-	require.NoError(t, exp.ConsumeTraces(context.Background(), buildTraces(t, scenario(t)...)))
+	require.NoError(t, exp.ConsumeTraces(context.Background(), recordertest.Build(t, recordertest.FanOut()...)))
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
 	_, body := scrape(t, "http://"+cfg.NetAddr.Endpoint+"/metrics", "")
@@ -199,7 +200,7 @@ func TestConsumeBeforeStart(t *testing.T) {
 
 func TestStartFailsWithUnknownAuthenticator(t *testing.T) {
 	cfg := NewDefaultConfig()
-	cfg.NetAddr.Endpoint = freeEndpoint(t)
+	cfg.NetAddr.Endpoint = recordertest.FreeEndpoint(t)
 	cfg.Auth = configoptional.Some(confighttp.AuthConfig{Config: configauth.Config{AuthenticatorID: component.MustNewID("missing")}})
 	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package orphanmetricsexporter
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
@@ -36,13 +38,13 @@ func TestTwoInstancesReadApart(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 		t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
-		var res []testResource
+		var res []recordertest.Resource
 		for _, svc := range services[i] {
-			res = append(res, testResource{service: svc, spans: []testSpan{{name: "POST /ask", traceID: traceA, end: sec, attrs: map[string]any{
+			res = append(res, recordertest.Resource{Service: svc, Spans: []recordertest.Span{{Name: "POST /ask", TraceID: recordertest.TraceA, End: time.Second, Attrs: map[string]any{
 				"orphanwatch.liveness": "live", "orphanwatch.root.end_reason": "completed",
 			}}}})
 		}
-		require.NoError(t, exp.ConsumeTraces(context.Background(), buildTraces(t, res...)))
+		require.NoError(t, exp.ConsumeTraces(context.Background(), recordertest.Build(t, res...)))
 	}
 
 	m, err := tel.GetMetric("otelcol_exporter_orphanmetrics_label_values")

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
@@ -20,13 +21,13 @@ func observeBatch(b *testing.B) ptrace.Traces {
 		s, _ := sc.Build()
 		s.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
 	}
-	plain := testResource{service: "plain"}
+	plain := testResource{Service: "plain"}
 	for i := range 500 {
-		plain.spans = append(plain.spans, testSpan{name: "GET /" + strconv.Itoa(i%10), traceID: traceB, end: time.Second, attrs: map[string]any{
+		plain.Spans = append(plain.Spans, testSpan{Name: "GET /" + strconv.Itoa(i%10), TraceID: traceB, End: time.Second, Attrs: map[string]any{
 			"http.request.method": "GET", "http.route": "/x", "http.response.status_code": 200, "server.address": "example.com",
 		}})
 	}
-	buildTraces(b, plain).ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
+	recordertest.Build(b, plain).ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
 	return td
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 )
 
 // benchBatch is a batch of 50 copies of the scenario (500 spans, 350 with verdicts) plus 500
@@ -13,19 +15,19 @@ import (
 func benchBatch(b *testing.B) ptrace.Traces {
 	var res []testResource
 	for i := range 50 {
-		s := scenario(b)
+		s := recordertest.FanOut()
 		for j := range s {
-			s[j].service = s[j].service.(string) + "-" + strconv.Itoa(i%5)
+			s[j].Service = s[j].Service.(string) + "-" + strconv.Itoa(i%5)
 		}
 		res = append(res, s...)
 	}
-	plain := testResource{service: "plain"}
+	plain := testResource{Service: "plain"}
 	for i := range 500 {
-		plain.spans = append(plain.spans, testSpan{name: "GET /" + strconv.Itoa(i%10), traceID: traceB, end: time.Second, attrs: map[string]any{
+		plain.Spans = append(plain.Spans, testSpan{Name: "GET /" + strconv.Itoa(i%10), TraceID: traceB, End: time.Second, Attrs: map[string]any{
 			"http.request.method": "GET", "http.route": "/x", "http.response.status_code": 200, "server.address": "example.com",
 		}})
 	}
-	return buildTraces(b, append(res, plain)...)
+	return recordertest.Build(b, append(res, plain)...)
 }
 
 // BenchmarkRecord records one batch per op (ns/op and ns/span: per span of the batch).

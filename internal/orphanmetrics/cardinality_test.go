@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 )
 
 // TestCardinalityFlood sends 100,000 distinct span names, services and models: the number of
@@ -201,9 +203,9 @@ func TestSeriesLimitKeepsAdmittedSeries(t *testing.T) {
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)
 	run := func(svc, op, outcome string) ptrace.Traces {
-		return buildTraces(t, testResource{service: svc, spans: []testSpan{{
-			name: op, traceID: traceA, end: time.Second,
-			attrs: map[string]any{"orphanwatch.run.outcome": outcome},
+		return recordertest.Build(t, testResource{Service: svc, Spans: []testSpan{{
+			Name: op, TraceID: traceA, End: time.Second,
+			Attrs: map[string]any{"orphanwatch.run.outcome": outcome},
 		}}})
 	}
 	rec.Record(run("a", "x", "success"))

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -20,28 +21,28 @@ import (
 // a bool is counted (invalid_deferred) and read as absent.
 func TestDeferredSpans(t *testing.T) {
 	r := newTestRecorder(t, nil)
-	r.Record(buildTraces(t, testResource{service: "app", spans: []testSpan{
+	r.Record(recordertest.Build(t, testResource{Service: "app", Spans: []testSpan{
 		// The processor's deferred span: its own attributes, no verdict.
-		{name: "chat", traceID: traceA, end: 2 * sec, attrs: map[string]any{
+		{Name: "chat", TraceID: traceA, End: 2 * sec, Attrs: map[string]any{
 			"orphanwatch.verdict.deferred": true,
 			"gen_ai.operation.name":        "chat", "gen_ai.request.model": "gpt-4o",
 			"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20,
 		}},
 		// Deferred and (wrongly) carrying verdicts and malformed ones: nothing, no skip either.
-		{name: "call", traceID: traceA, end: 2 * sec, attrs: map[string]any{
+		{Name: "call", TraceID: traceA, End: 2 * sec, Attrs: map[string]any{
 			"orphanwatch.verdict.deferred": true, "orphanwatch.liveness": "orphaned", "orphanwatch.attempt": 1,
 			"orphanwatch.after_gone": 1.0, "orphanwatch.run.outcome": "win", "orphanwatch.caller.service": "gw",
 		}},
 		// false: counted as usual.
-		{name: "chat", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "chat", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.verdict.deferred": false,
 			"gen_ai.usage.input_tokens":    7, "gen_ai.request.model": "claude",
 		}},
 		// Malformed: counted, and the span is counted as if the marker were absent.
-		{name: "call", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "call", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.verdict.deferred": "true", "orphanwatch.liveness": "live", "orphanwatch.attempt": 1,
 		}},
-		{name: "chat", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "chat", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.verdict.deferred": 1, "gen_ai.usage.output_tokens": 3, "gen_ai.request.model": "claude",
 		}},
 	}}))
@@ -109,14 +110,14 @@ func TestContractNames(t *testing.T) {
 // and operation attributes: an HTTP server attempt (its route names it only on a SERVER span)
 // and a GenAI model call that also carries gen_ai.usage tokens (never copied to its event).
 func carriedScenario(t testing.TB) []testResource {
-	res := scenario(t)
-	res[1].spans = append(res[1].spans,
-		testSpan{name: "HTTP GET", kind: ptrace.SpanKindServer, traceID: traceA, start: 6 * sec, end: 7 * sec, attrs: map[string]any{
+	res := recordertest.FanOut()
+	res[1].Spans = append(res[1].Spans,
+		testSpan{Name: "HTTP GET", Kind: ptrace.SpanKindServer, TraceID: traceA, Start: 6 * sec, End: 7 * sec, Attrs: map[string]any{
 			"http.request.method": "GET", "http.route": "/search/{q}",
 			"orphanwatch.attempt": 1, "orphanwatch.liveness": "orphaned", "orphanwatch.started_after_gone": true,
 			"orphanwatch.after_gone": 0.5, "orphanwatch.run.outcome": "cancelled",
 		}},
-		testSpan{name: "chat", kind: ptrace.SpanKindClient, traceID: traceA, start: 6 * sec, end: 8 * sec, attrs: map[string]any{
+		testSpan{Name: "chat", Kind: ptrace.SpanKindClient, TraceID: traceA, Start: 6 * sec, End: 8 * sec, Attrs: map[string]any{
 			"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
 			"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5,
 			"orphanwatch.attempt": 1, "orphanwatch.liveness": "live", "orphanwatch.spend.model": "gpt-4o-mini",
@@ -245,7 +246,7 @@ func spanIDsSet(ex map[string]map[string]map[string]string) map[string]map[strin
 // their verdicts carried as events (on the root, or on a carrier span in a resource of its
 // own), give the same series, values and exemplars.
 func TestCarriedVerdictsCountAsSpans(t *testing.T) {
-	base := buildTraces(t, carriedScenario(t)...)
+	base := recordertest.Build(t, carriedScenario(t)...)
 	record := func(td ptrace.Traces) *Recorder {
 		r := newTestRecorder(t, nil)
 		r.now = func() time.Time { return t0 }
@@ -319,8 +320,8 @@ func TestCarriedVerdictsCountAsSpans(t *testing.T) {
 // one run, under the span's service and operation, and nothing else.
 func TestRunOutcomeOnlyEvent(t *testing.T) {
 	r := newTestRecorder(t, nil)
-	td := buildTraces(t, testResource{service: "orphanwatch-collector", spans: []testSpan{
-		{name: verdict.CarrierSpanName, kind: ptrace.SpanKindInternal, traceID: traceA, start: 20 * sec, end: 20 * sec, attrs: map[string]any{verdict.AttrCarrier: true}},
+	td := recordertest.Build(t, testResource{Service: "orphanwatch-collector", Spans: []testSpan{
+		{Name: verdict.CarrierSpanName, Kind: ptrace.SpanKindInternal, TraceID: traceA, Start: 20 * sec, End: 20 * sec, Attrs: map[string]any{verdict.AttrCarrier: true}},
 	}})
 	e := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Events().AppendEmpty()
 	e.SetName(verdict.EventVerdict)
@@ -359,8 +360,8 @@ func TestRunOutcomeOnlyEvent(t *testing.T) {
 // unknown_service. Other events are ignored.
 func TestMalformedVerdictEvents(t *testing.T) {
 	r := newTestRecorder(t, nil)
-	td := buildTraces(t, testResource{service: "carrier-svc", spans: []testSpan{
-		{name: "host", traceID: traceA, start: 0, end: 30 * sec, attrs: map[string]any{}},
+	td := recordertest.Build(t, testResource{Service: "carrier-svc", Spans: []testSpan{
+		{Name: "host", TraceID: traceA, Start: 0, End: 30 * sec, Attrs: map[string]any{}},
 	}})
 	host := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	start := t0.Add(1 * sec).UnixNano()

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 )
 
 // TestDimensionsValidate: a dimension whose name is empty, makes no label, is another's after
@@ -78,7 +80,7 @@ func dimSpan(attrs map[string]any) testSpan {
 	for k, v := range attrs {
 		a[k] = v
 	}
-	return testSpan{name: "work", traceID: traceA, start: 0, end: 2e9, attrs: a}
+	return testSpan{Name: "work", TraceID: traceA, Start: 0, End: 2e9, Attrs: a}
 }
 
 // TestDimensionsValues: a span's attribute wins over its resource's, then the default, else
@@ -88,15 +90,15 @@ func TestDimensionsValues(t *testing.T) {
 	cfg.Dimensions = []DimensionConfig{{Name: "env", Default: "unknown"}, {Name: "team"}, {Name: "shard"}}
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)
-	td := buildTraces(t,
-		testResource{service: "api", spans: []testSpan{
+	td := recordertest.Build(t,
+		testResource{Service: "api", Spans: []testSpan{
 			dimSpan(map[string]any{"team": "a"}),
 			dimSpan(map[string]any{"team": "a", "env": "canary"}),
 			dimSpan(nil),
 			dimSpan(map[string]any{"shard": int64(7), "team": "  b  "}),
 			dimSpan(map[string]any{"shard": true, "team": ""}), // an empty value: the resource's
 		}},
-		testResource{service: "db", spans: []testSpan{dimSpan(nil)}},
+		testResource{Service: "db", Spans: []testSpan{dimSpan(nil)}},
 	)
 	res := td.ResourceSpans().At(0).Resource().Attributes()
 	res.PutStr("env", "prod")
@@ -131,7 +133,7 @@ func TestDimensionsLabelLimit(t *testing.T) {
 		}
 		spans = append(spans, dimSpan(attrs))
 	}
-	rec.Record(buildTraces(t, testResource{service: "api", spans: spans}))
+	rec.Record(recordertest.Build(t, testResource{Service: "api", Spans: spans}))
 
 	assert.Equal(t, map[string]float64{
 		`{operation="work",outcome="success",service_name="api",team="a",tenant=""}`:     2,
@@ -158,11 +160,11 @@ func TestDimensionsSeriesLimit(t *testing.T) {
 	var spans []testSpan
 	for _, team := range []string{"a", "b", "c", "d"} {
 		s := dimSpan(map[string]any{"team": team})
-		s.attrs["orphanwatch.liveness"] = "orphaned"
-		s.attrs["orphanwatch.after_gone"] = 1.0
+		s.Attrs["orphanwatch.liveness"] = "orphaned"
+		s.Attrs["orphanwatch.after_gone"] = 1.0
 		spans = append(spans, s)
 	}
-	rec.Record(buildTraces(t, testResource{service: "api", spans: spans}))
+	rec.Record(recordertest.Build(t, testResource{Service: "api", Spans: spans}))
 
 	assert.Equal(t, map[string]float64{
 		`{operation="work",outcome="success",service_name="api",team="a"}`:        1,
@@ -195,7 +197,7 @@ func TestDimensionsCarriedEvent(t *testing.T) {
 	cfg.Dimensions = []DimensionConfig{{Name: "env", Default: "unknown"}, {Name: "team"}}
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)
-	td := buildTraces(t, testResource{service: "api", spans: []testSpan{{name: "root", traceID: traceA, end: 3e9, attrs: map[string]any{"team": "carrier"}}}})
+	td := recordertest.Build(t, testResource{Service: "api", Spans: []testSpan{{Name: "root", TraceID: traceA, End: 3e9, Attrs: map[string]any{"team": "carrier"}}}})
 	td.ResourceSpans().At(0).Resource().Attributes().PutStr("env", "prod")
 	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	event := func(service string, attrs map[string]any) {

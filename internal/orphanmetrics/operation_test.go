@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 )
 
 // TestOperationLabel: the operation label follows the semantic conventions' span-name rules.
@@ -43,7 +45,7 @@ func TestOperationLabel(t *testing.T) {
 		for k, v := range tc.attrs {
 			attrs[k] = v
 		}
-		td := buildTraces(t, testResource{service: "svc", spans: []testSpan{{name: tc.name, traceID: traceA, end: sec, attrs: attrs}}})
+		td := recordertest.Build(t, testResource{Service: "svc", Spans: []testSpan{{Name: tc.name, TraceID: traceA, End: sec, Attrs: attrs}}})
 		td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetKind(tc.kind)
 		r.Record(td)
 		assert.Equal(t, map[string]float64{`{operation="` + tc.want + `",outcome="success",service_name="svc"}`: 1},
@@ -58,11 +60,11 @@ func TestOperationLabelBounded(t *testing.T) {
 	r := newTestRecorder(t, func(c *Settings) { c.LabelLimits.PerLabel = map[string]int{labelOperation: 2} })
 	var spans []testSpan
 	for _, host := range []string{"a", "b", "c", "d", "a"} {
-		spans = append(spans, testSpan{name: "GET", traceID: traceA, end: sec, attrs: map[string]any{
+		spans = append(spans, testSpan{Name: "GET", TraceID: traceA, End: sec, Attrs: map[string]any{
 			"orphanwatch.attempt": 1, "orphanwatch.liveness": "live", "http.request.method": "GET", "server.address": host,
 		}})
 	}
-	r.Record(buildTraces(t, testResource{service: "svc", spans: spans}))
+	r.Record(recordertest.Build(t, testResource{Service: "svc", Spans: spans}))
 	assert.Equal(t, map[string]float64{
 		`{liveness="live",operation="GET a",service_name="svc"}`: 2,
 		`{liveness="live",operation="GET b",service_name="svc"}`: 1,
@@ -75,16 +77,16 @@ func TestOperationLabelBounded(t *testing.T) {
 // root's service, with exemplars, in the configured buckets.
 func TestCancellationReach(t *testing.T) {
 	r := newTestRecorder(t, func(c *Settings) { c.HopBuckets = []float64{0, 1, 3} })
-	r.Record(buildTraces(t, testResource{service: "gateway", spans: []testSpan{
-		{name: "POST /ask", traceID: traceA, end: sec, attrs: map[string]any{
+	r.Record(recordertest.Build(t, testResource{Service: "gateway", Spans: []testSpan{
+		{Name: "POST /ask", TraceID: traceA, End: sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.root.end_reason": "cancelled",
 			"orphanwatch.cancel.reach_hops": 0, "orphanwatch.orphaned.depth_hops": 2,
 		}},
-		{name: "POST /ask", traceID: traceB, end: sec, attrs: map[string]any{
+		{Name: "POST /ask", TraceID: traceB, End: sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.root.end_reason": "deadline_exceeded",
 			"orphanwatch.cancel.reach_hops": 1, "orphanwatch.orphaned.depth_hops": 0,
 		}},
-		{name: "POST /ask", traceID: traceB, end: sec, attrs: map[string]any{
+		{Name: "POST /ask", TraceID: traceB, End: sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.root.end_reason": "completed",
 		}},
 	}}))

@@ -14,64 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 )
 
 const sec = time.Second
-
-// scenario is one fan-out as the processor would annotate it: a cancelled
-// root in "agent", a retried tool call that outlived the root and was
-// finally dispatched after it was gone, two model calls (one live, one
-// orphaned), and in "tools" an orphaned server span (an edge that dropped
-// the cancellation), detached work and a span of an unknown root.
-func scenario(t testing.TB) []testResource {
-	return []testResource{
-		{service: "agent", spans: []testSpan{
-			{name: "POST /ask", traceID: traceA, end: 10 * sec, attrs: map[string]any{
-				"orphanwatch.liveness": "live", "orphanwatch.root.end_reason": "cancelled",
-			}},
-			{name: "call_tool", traceID: traceA, start: 1 * sec, end: 3 * sec, attrs: map[string]any{
-				"orphanwatch.attempt": 1, "orphanwatch.liveness": "live", "orphanwatch.started_after_gone": false,
-			}},
-			{name: "call_tool", traceID: traceA, start: 8 * sec, end: 11500 * time.Millisecond, attrs: map[string]any{
-				"orphanwatch.attempt": 2, "orphanwatch.liveness": "orphaned",
-				"orphanwatch.started_after_gone": false, "orphanwatch.after_gone": 1.5,
-			}},
-			{name: "call_tool", traceID: traceA, start: 13 * sec, end: 14 * sec, attrs: map[string]any{
-				"orphanwatch.attempt": 3, "orphanwatch.liveness": "orphaned",
-				"orphanwatch.started_after_gone": true, "orphanwatch.after_gone": 4.0,
-				"orphanwatch.run.outcome": "delivered_to_nobody", "orphanwatch.run.attempts": 3, "orphanwatch.run.result": "ok",
-			}},
-			{name: "chat", traceID: traceA, start: 9 * sec, end: 10250 * time.Millisecond, attrs: map[string]any{
-				"orphanwatch.attempt": 1, "orphanwatch.liveness": "orphaned",
-				"orphanwatch.started_after_gone": false, "orphanwatch.after_gone": 0.25,
-				"orphanwatch.spend.model": "gpt-4o", "orphanwatch.spend.input_tokens": 1000,
-				"orphanwatch.spend.output_tokens": 250, "orphanwatch.spend.cost": 0.0125,
-				"orphanwatch.run.outcome": "delivered_to_nobody",
-				// The processor's copy wins over the raw gen_ai attributes.
-				"gen_ai.usage.input_tokens": 999999, "gen_ai.response.model": "ignored",
-			}},
-			{name: "chat", traceID: traceA, start: 2 * sec, end: 4 * sec, attrs: map[string]any{
-				"orphanwatch.attempt": 1, "orphanwatch.liveness": "live", "orphanwatch.started_after_gone": false,
-				"orphanwatch.spend.model": "gpt-4o", "orphanwatch.spend.input_tokens": 400,
-				"orphanwatch.spend.output_tokens": 100, "orphanwatch.spend.cost": 0.005,
-				"orphanwatch.run.outcome": "success",
-			}},
-		}},
-		{service: "tools", spans: []testSpan{
-			{name: "GET /search", traceID: traceA, start: 5 * sec, end: 12 * sec, attrs: map[string]any{
-				"orphanwatch.liveness": "orphaned", "orphanwatch.started_after_gone": false,
-				"orphanwatch.after_gone": 2.0, "orphanwatch.caller.service": "agent",
-			}},
-			{name: "process job", traceID: traceB, start: 0, end: 60 * sec, attrs: map[string]any{
-				"orphanwatch.detached": true, "orphanwatch.attempt": 1,
-			}},
-			{name: "q", traceID: traceB, start: 0, end: 1 * sec, attrs: map[string]any{
-				"orphanwatch.liveness": "unknown", "orphanwatch.attempt": 1, "orphanwatch.run.outcome": "unknown_root",
-			}},
-			{name: "plain", traceID: traceB, start: 0, end: 1 * sec, attrs: map[string]any{"http.method": "GET"}},
-		}},
-	}
-}
 
 func newTestRecorder(t testing.TB, mutate func(*Settings)) *Recorder {
 	t.Helper()
@@ -86,7 +33,7 @@ func newTestRecorder(t testing.TB, mutate func(*Settings)) *Recorder {
 
 func TestRecordScenario(t *testing.T) {
 	r := newTestRecorder(t, nil)
-	r.Record(buildTraces(t, scenario(t)...))
+	r.Record(recordertest.Build(t, recordertest.FanOut()...))
 	g := r.Gatherer()
 
 	assert.Equal(t, map[string]float64{
@@ -164,7 +111,7 @@ func TestRecordScenario(t *testing.T) {
 
 func TestRecordExemplars(t *testing.T) {
 	r := newTestRecorder(t, nil)
-	r.Record(buildTraces(t, scenario(t)...))
+	r.Record(recordertest.Build(t, recordertest.FanOut()...))
 	g := r.Gatherer()
 	tid := traceA.String()
 	require.Equal(t, "a1a2a3a4a5a6a7a8a9aaabacadaeafb0", tid)
@@ -199,7 +146,7 @@ func TestRecordGatherAndCompare(t *testing.T) {
 		c.Namespace = "ow"
 		c.ConstLabels = map[string]string{"cluster": "eu-1"}
 	})
-	r.Record(buildTraces(t, scenario(t)...))
+	r.Record(recordertest.Build(t, recordertest.FanOut()...))
 	expected := `
 # HELP ow_roots_total Root requests by end reason.
 # TYPE ow_roots_total counter
@@ -215,45 +162,45 @@ ow_unpropagated_total{callee_service="tools",caller_service="agent",cluster="eu-
 
 func TestSelfAnnotatedSpans(t *testing.T) {
 	r := newTestRecorder(t, nil)
-	r.Record(buildTraces(t, testResource{service: "app", spans: []testSpan{
+	r.Record(recordertest.Build(t, testResource{Service: "app", Spans: []testSpan{
 		// int and double tokens, response model preferred over request model.
-		{name: "chat a", traceID: traceB, end: 2 * sec, attrs: map[string]any{
+		{Name: "chat a", TraceID: traceB, End: 2 * sec, Attrs: map[string]any{
 			"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5.0,
 			"gen_ai.response.model": "gpt-4o-2024-08-06", "gen_ai.request.model": "gpt-4o",
 		}},
 		// string tokens, request model only.
-		{name: "chat b", traceID: traceB, end: 1 * sec, attrs: map[string]any{
+		{Name: "chat b", TraceID: traceB, End: 1 * sec, Attrs: map[string]any{
 			"gen_ai.usage.input_tokens": "7", "gen_ai.usage.output_tokens": " 3 ", "gen_ai.request.model": "claude",
 		}},
 		// bad token values are ignored and counted; the call still counts.
-		{name: "chat c", traceID: traceB, end: 1 * sec, attrs: map[string]any{
+		{Name: "chat c", TraceID: traceB, End: 1 * sec, Attrs: map[string]any{
 			"gen_ai.usage.input_tokens": -5, "gen_ai.usage.output_tokens": "NaN", "gen_ai.request.model": "claude",
 		}},
-		{name: "chat d", traceID: traceB, end: 1 * sec, attrs: map[string]any{
+		{Name: "chat d", TraceID: traceB, End: 1 * sec, Attrs: map[string]any{
 			"gen_ai.usage.input_tokens": math.Inf(1), "gen_ai.usage.output_tokens": "lots",
 		}},
 		// The application writes its own verdicts.
-		{name: "chat e", traceID: traceA, start: 1 * sec, end: 4 * sec, attrs: map[string]any{
+		{Name: "chat e", TraceID: traceA, Start: 1 * sec, End: 4 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "orphaned", "orphanwatch.attempt": 2, "orphanwatch.after_gone": 3.0,
 			"orphanwatch.spend.model": "claude", "orphanwatch.spend.input_tokens": "20", "orphanwatch.spend.output_tokens": 2,
 			"orphanwatch.spend.cost": "0.5",
 		}},
 		// Annotated by the application with liveness but no orphanwatch.spend.*: the gen_ai
 		// fallback applies (not an attempt, judged: no spend seconds).
-		{name: "chat f", traceID: traceB, end: 1 * sec, attrs: map[string]any{
+		{Name: "chat f", TraceID: traceB, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "gen_ai.usage.input_tokens": 1000, "gen_ai.request.model": "claude",
 		}},
 		// An agent span repeating the usage of the model calls below it: never counted by the
 		// fallback, judged or not.
-		{name: "invoke_agent planner", traceID: traceB, end: 1 * sec, attrs: map[string]any{
+		{Name: "invoke_agent planner", TraceID: traceB, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.spend.repeated": true,
 			"gen_ai.usage.input_tokens": 1010, "gen_ai.usage.output_tokens": 20, "gen_ai.request.model": "claude",
 		}},
-		{name: "invoke_agent coder", traceID: traceB, end: 1 * sec, attrs: map[string]any{
+		{Name: "invoke_agent coder", TraceID: traceB, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.spend.repeated": true, "gen_ai.usage.input_tokens": 1010, "gen_ai.response.model": "claude",
 		}},
 		// A model name alone (an agent span, say) is not a model call.
-		{name: "invoke_agent", traceID: traceB, end: 1 * sec, attrs: map[string]any{"gen_ai.request.model": "claude"}},
+		{Name: "invoke_agent", TraceID: traceB, End: 1 * sec, Attrs: map[string]any{"gen_ai.request.model": "claude"}},
 	}}))
 	g := r.Gatherer()
 
@@ -290,78 +237,78 @@ func TestSelfAnnotatedSpans(t *testing.T) {
 
 func TestMalformedSpans(t *testing.T) {
 	r := newTestRecorder(t, nil)
-	td := buildTraces(t, testResource{service: "svc", spans: []testSpan{
+	td := recordertest.Build(t, testResource{Service: "svc", Spans: []testSpan{
 		// Bad liveness: liveness metrics skipped, the run still counts.
-		{name: "a", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "a", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": 3, "orphanwatch.attempt": 1, "orphanwatch.run.outcome": "success",
 		}},
-		{name: "a", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "a", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "zombie", "orphanwatch.attempt": 1, "orphanwatch.after_gone": 1.0,
 		}},
-		{name: "a", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "a", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.detached": "true", "orphanwatch.attempt": 1, "orphanwatch.spend.model": "m",
 		}},
 		// Bad detached but valid liveness: liveness wins.
-		{name: "b", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "b", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.detached": 1, "orphanwatch.liveness": "live", "orphanwatch.attempt": 1,
 		}},
 		// Bad attempts.
-		{name: "c", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "c", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.attempt": "2",
 		}},
-		{name: "c", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "c", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.attempt": 0,
 		}},
 		// Bad started_after_gone: attempt skipped, spend still counted.
-		{name: "d", traceID: traceA, end: 2 * sec, attrs: map[string]any{
+		{Name: "d", TraceID: traceA, End: 2 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "orphaned", "orphanwatch.attempt": 1, "orphanwatch.started_after_gone": "yes",
 			"orphanwatch.after_gone": "1s",
 		}},
-		{name: "e", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "e", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "orphaned", "orphanwatch.after_gone": -1.0,
 		}},
-		{name: "e", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "e", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "orphaned", "orphanwatch.after_gone": math.NaN(),
 		}},
 		// Bad enums and strings.
-		{name: "f", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "f", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.run.outcome": "win", "orphanwatch.root.end_reason": true, "orphanwatch.caller.service": "",
 		}},
-		{name: "f", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "f", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.run.outcome": 5, "orphanwatch.root.end_reason": "timeout", "orphanwatch.caller.service": 7,
 		}},
 		// Bad model and cost.
-		{name: "g", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "g", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.spend.model": 42, "orphanwatch.spend.input_tokens": 5,
 		}},
-		{name: "g", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "g", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.spend.model": "m", "orphanwatch.spend.cost": -1.0,
 		}},
 		// Unusable times on attempt spans.
-		{name: "h", traceID: traceA, zeroStart: true, end: 1 * sec, attrs: map[string]any{
+		{Name: "h", TraceID: traceA, ZeroStart: true, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.attempt": 1,
 		}},
-		{name: "h", traceID: traceA, start: 5 * sec, end: 1 * sec, attrs: map[string]any{
+		{Name: "h", TraceID: traceA, Start: 5 * sec, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.attempt": 1,
 		}},
 		// Empty trace ID: counted, no exemplar.
-		{name: "i", end: 1 * sec, attrs: map[string]any{
+		{Name: "i", End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "orphaned", "orphanwatch.attempt": 1, "orphanwatch.after_gone": 0.5,
 		}},
 		// Bad cancellation reach and a spend.repeated that is not a bool (no fallback).
-		{name: "j", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "j", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.cancel.reach_hops": -1, "orphanwatch.orphaned.depth_hops": "2",
 			"orphanwatch.spend.repeated": "yes", "gen_ai.usage.input_tokens": 3,
 		}},
-		{name: "j", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "j", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.cancel.reach_hops": 1.5, "orphanwatch.orphaned.depth_hops": 2.0,
 		}},
 		// A spend.nested that is not a bool: counted, and the attempt's second counts.
-		{name: "k", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "k", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.attempt": 1, "orphanwatch.spend.nested": "yes",
 		}},
 		// A nested attempt: counted as an attempt, its second counted on the enclosing one.
-		{name: "k", traceID: traceA, end: 1 * sec, attrs: map[string]any{
+		{Name: "k", TraceID: traceA, End: 1 * sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.attempt": 1, "orphanwatch.spend.nested": true,
 		}},
 	}})
@@ -426,17 +373,17 @@ func TestOddLabelValues(t *testing.T) {
 	r := newTestRecorder(t, nil)
 	long := strings.Repeat("é", 300) // 600 bytes
 	require.NotPanics(t, func() {
-		r.Record(buildTraces(t,
-			testResource{service: "bad\xffutf8", spans: []testSpan{
-				{name: "op\xfe", traceID: traceA, end: sec, attrs: map[string]any{"orphanwatch.run.outcome": "success"}},
-				{name: long, traceID: traceA, end: sec, attrs: map[string]any{"orphanwatch.run.outcome": "success"}},
-				{name: "", traceID: traceA, end: sec, attrs: map[string]any{"orphanwatch.run.outcome": "success"}},
+		r.Record(recordertest.Build(t,
+			testResource{Service: "bad\xffutf8", Spans: []testSpan{
+				{Name: "op\xfe", TraceID: traceA, End: sec, Attrs: map[string]any{"orphanwatch.run.outcome": "success"}},
+				{Name: long, TraceID: traceA, End: sec, Attrs: map[string]any{"orphanwatch.run.outcome": "success"}},
+				{Name: "", TraceID: traceA, End: sec, Attrs: map[string]any{"orphanwatch.run.outcome": "success"}},
 			}},
-			testResource{service: 12, spans: []testSpan{
-				{name: "x", traceID: traceA, end: sec, attrs: map[string]any{"orphanwatch.run.outcome": "success"}},
+			testResource{Service: 12, Spans: []testSpan{
+				{Name: "x", TraceID: traceA, End: sec, Attrs: map[string]any{"orphanwatch.run.outcome": "success"}},
 			}},
-			testResource{spans: []testSpan{
-				{name: "x", traceID: traceA, end: sec, attrs: map[string]any{"orphanwatch.run.outcome": "cancelled"}},
+			testResource{Spans: []testSpan{
+				{Name: "x", TraceID: traceA, End: sec, Attrs: map[string]any{"orphanwatch.run.outcome": "cancelled"}},
 			}},
 		))
 	})
@@ -457,16 +404,16 @@ func TestLabelOverflow(t *testing.T) {
 		c.LabelLimits.PerLabel = map[string]int{"operation": 1}
 	})
 	run := func(op string) testSpan {
-		return testSpan{name: op, traceID: traceA, end: sec, attrs: map[string]any{"orphanwatch.run.outcome": "success"}}
+		return testSpan{Name: op, TraceID: traceA, End: sec, Attrs: map[string]any{"orphanwatch.run.outcome": "success"}}
 	}
-	r.Record(buildTraces(t,
+	r.Record(recordertest.Build(t,
 		// Spans without verdicts take no label slot.
-		testResource{service: "noise", spans: []testSpan{{name: "noise", traceID: traceA, end: sec}}},
-		testResource{service: "a", spans: []testSpan{run("x"), run("y")}},
-		testResource{service: "b", spans: []testSpan{run("x")}},
-		testResource{service: "c", spans: []testSpan{run("x"), run("z")}},
-		testResource{service: "a", spans: []testSpan{run("x")}},
-		testResource{service: "d", spans: []testSpan{run("y")}},
+		testResource{Service: "noise", Spans: []testSpan{{Name: "noise", TraceID: traceA, End: sec}}},
+		testResource{Service: "a", Spans: []testSpan{run("x"), run("y")}},
+		testResource{Service: "b", Spans: []testSpan{run("x")}},
+		testResource{Service: "c", Spans: []testSpan{run("x"), run("z")}},
+		testResource{Service: "a", Spans: []testSpan{run("x")}},
+		testResource{Service: "d", Spans: []testSpan{run("y")}},
 	))
 	g := r.Gatherer()
 	assert.Equal(t, map[string]float64{
@@ -489,10 +436,10 @@ func TestLabelOverflow(t *testing.T) {
 // every family has exactly the labels of the contract.
 func TestLabelNames(t *testing.T) {
 	r := newTestRecorder(t, nil)
-	res := scenario(t)
-	res[0].spans[1].attrs["idempotency_key"] = "secret-key-1"
-	res[0].spans[1].attrs["orphanwatch.idempotency_key"] = "secret-key-1"
-	r.Record(buildTraces(t, res...))
+	res := recordertest.FanOut()
+	res[0].Spans[1].Attrs["idempotency_key"] = "secret-key-1"
+	res[0].Spans[1].Attrs["orphanwatch.idempotency_key"] = "secret-key-1"
+	r.Record(recordertest.Build(t, res...))
 	mfs, err := r.Gatherer().Gather()
 	require.NoError(t, err)
 	want := map[string][]string{
@@ -527,7 +474,7 @@ func TestLabelNames(t *testing.T) {
 func TestRecordConcurrent(t *testing.T) {
 	r := newTestRecorder(t, nil)
 	const workers, rounds = 8, 50
-	td := buildTraces(t, scenario(t)...)
+	td := recordertest.Build(t, recordertest.FanOut()...)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -545,7 +492,7 @@ func TestRecordConcurrent(t *testing.T) {
 
 func TestWriteText(t *testing.T) {
 	var buf bytes.Buffer
-	require.NoError(t, WriteText(&buf, nil, buildTraces(t, scenario(t)...), buildTraces(t, scenario(t)...)))
+	require.NoError(t, WriteText(&buf, nil, recordertest.Build(t, recordertest.FanOut()...), recordertest.Build(t, recordertest.FanOut()...)))
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := parser.TextToMetricFamilies(&buf)
 	require.NoError(t, err)
@@ -553,7 +500,7 @@ func TestWriteText(t *testing.T) {
 	require.NotNil(t, mf)
 	var orphanedInput float64
 	for _, m := range mf.GetMetric() {
-		if labelString(m.GetLabel()) == `{direction="input",liveness="orphaned",model="gpt-4o",service_name="agent"}` {
+		if recordertest.LabelString(m.GetLabel()) == `{direction="input",liveness="orphaned",model="gpt-4o",service_name="agent"}` {
 			orphanedInput = m.GetCounter().GetValue()
 		}
 	}
@@ -566,7 +513,7 @@ func TestWriteText(t *testing.T) {
 
 func TestWriteOpenMetrics(t *testing.T) {
 	r := newTestRecorder(t, nil)
-	r.Record(buildTraces(t, scenario(t)...))
+	r.Record(recordertest.Build(t, recordertest.FanOut()...))
 	var buf bytes.Buffer
 	require.NoError(t, r.WriteOpenMetrics(&buf))
 	out := buf.String()
@@ -592,7 +539,7 @@ func TestExemplarsAtMostOncePerInterval(t *testing.T) {
 	now := t0
 	r.now = func() time.Time { return now }
 	orphaned := func(trace pcommon.TraceID) ptrace.Traces {
-		return buildTraces(t, testResource{service: "svc", spans: []testSpan{{name: "op", traceID: trace, end: sec, attrs: map[string]any{
+		return recordertest.Build(t, testResource{Service: "svc", Spans: []testSpan{{Name: "op", TraceID: trace, End: sec, Attrs: map[string]any{
 			"orphanwatch.liveness": "orphaned", "orphanwatch.attempt": 1, "orphanwatch.after_gone": 0.5,
 		}}}})
 	}

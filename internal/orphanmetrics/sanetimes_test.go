@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 )
 
 // year2200 is far beyond any clock, as an offset from t0.
@@ -27,11 +29,11 @@ func orphanedAttempt(afterGone float64) map[string]any {
 // a sane span still counts.
 func TestAnnotatedInsaneTimesAddNoSeconds(t *testing.T) {
 	r := newTestRecorder(t, func(c *Settings) { c.Mode = ModeAnnotate })
-	r.Record(buildTraces(t, testResource{service: "svc", spans: []testSpan{
-		{name: "future", traceID: traceA, start: year2200 - time.Second, end: year2200, attrs: orphanedAttempt(1)},
-		{name: "long", traceID: traceA, start: time.Second, end: 2 * time.Hour, attrs: orphanedAttempt(1)},
-		{name: "absurd", traceID: traceA, start: time.Second, end: 2 * time.Second, attrs: orphanedAttempt(1e10)},
-		{name: "sane", traceID: traceA, start: time.Second, end: 3 * time.Second, attrs: orphanedAttempt(0.5)},
+	r.Record(recordertest.Build(t, testResource{Service: "svc", Spans: []testSpan{
+		{Name: "future", TraceID: traceA, Start: year2200 - time.Second, End: year2200, Attrs: orphanedAttempt(1)},
+		{Name: "long", TraceID: traceA, Start: time.Second, End: 2 * time.Hour, Attrs: orphanedAttempt(1)},
+		{Name: "absurd", TraceID: traceA, Start: time.Second, End: 2 * time.Second, Attrs: orphanedAttempt(1e10)},
+		{Name: "sane", TraceID: traceA, Start: time.Second, End: 3 * time.Second, Attrs: orphanedAttempt(0.5)},
 	}}))
 	spend := samples(t, r.Gatherer(), "orphanwatch_spend_seconds_total")
 	assert.Equal(t, map[string]float64{
@@ -62,14 +64,14 @@ func TestObservedFutureSpanAddsNoSeconds(t *testing.T) {
 	require.NoError(t, err)
 	obs, err := NewObserving(cfg, r, zap.NewNop(), nil, func() time.Time { return t0.Add(time.Minute) })
 	require.NoError(t, err)
-	td := buildTraces(t, testResource{service: "gateway", spans: []testSpan{
-		{name: "GET /ask", traceID: traceB, kind: ptrace.SpanKindServer, start: 0, end: 3 * time.Second,
-			attrs: map[string]any{"http.response.status_code": 499}},
-	}}, testResource{service: "researcher", spans: []testSpan{
-		{name: "future", traceID: traceB, kind: ptrace.SpanKindClient, start: year2200 - time.Second, end: year2200,
-			attrs: map[string]any{"http.request.resend_count": 1}},
-		{name: "sane", traceID: traceB, kind: ptrace.SpanKindClient, start: time.Second, end: 6 * time.Second,
-			attrs: map[string]any{"http.request.resend_count": 1}},
+	td := recordertest.Build(t, testResource{Service: "gateway", Spans: []testSpan{
+		{Name: "GET /ask", TraceID: traceB, Kind: ptrace.SpanKindServer, Start: 0, End: 3 * time.Second,
+			Attrs: map[string]any{"http.response.status_code": 499}},
+	}}, testResource{Service: "researcher", Spans: []testSpan{
+		{Name: "future", TraceID: traceB, Kind: ptrace.SpanKindClient, Start: year2200 - time.Second, End: year2200,
+			Attrs: map[string]any{"http.request.resend_count": 1}},
+		{Name: "sane", TraceID: traceB, Kind: ptrace.SpanKindClient, Start: time.Second, End: 6 * time.Second,
+			Attrs: map[string]any{"http.request.resend_count": 1}},
 	}})
 	// The spans' parent: the root (buildTraces numbers span IDs in order).
 	root := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
@@ -96,9 +98,9 @@ func TestSkipsLoggedSampled(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	r.LogSkips(zap.New(core))
 	bad := func() ptrace.Traces {
-		return buildTraces(t, testResource{service: "svc", spans: []testSpan{
-			{name: "a", traceID: traceA, end: time.Second, attrs: map[string]any{"orphanwatch.liveness": "secret-value"}},
-			{name: "b", traceID: traceA, end: time.Second, attrs: map[string]any{"orphanwatch.liveness": "secret-value"}},
+		return recordertest.Build(t, testResource{Service: "svc", Spans: []testSpan{
+			{Name: "a", TraceID: traceA, End: time.Second, Attrs: map[string]any{"orphanwatch.liveness": "secret-value"}},
+			{Name: "b", TraceID: traceA, End: time.Second, Attrs: map[string]any{"orphanwatch.liveness": "secret-value"}},
 		}})
 	}
 	r.Record(bad())
