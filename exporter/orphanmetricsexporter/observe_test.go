@@ -12,17 +12,14 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
-	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/keystest"
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/keytier"
 )
 
 // TestObserveTelemetry: the observing exporter's own telemetry says what it keeps, and reads 0
@@ -108,8 +105,8 @@ func TestObserveKeysExporter(t *testing.T) {
 		host component.Host
 		want string
 	}{
-		"missing":    {keysHost{}, `keys: extension "orphan_keys" is not configured`},
-		"wrong type": {keysHost{id: nop}, `keys: extension "orphan_keys" is not an orphan_keys extension`},
+		"missing":    {keytier.Host{}, `keys: extension "orphan_keys" is not configured`},
+		"wrong type": {keytier.Host{id: nop}, `keys: extension "orphan_keys" is not an orphan_keys extension`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			exp, _ := newExp(nil)
@@ -123,8 +120,8 @@ func TestObserveKeysExporter(t *testing.T) {
 		tel := componenttest.NewTelemetry()
 		t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 		exp, consume := newExp(tel)
-		require.NoError(t, exp.Start(context.Background(), keysHost{id: downKeys(t, 300*time.Millisecond)}))
-		require.NoError(t, consume(context.Background(), s7JobAlone()))
+		require.NoError(t, exp.Start(context.Background(), keytier.Host{id: keytier.Down(t, 300*time.Millisecond)}))
+		require.NoError(t, consume(context.Background(), keytier.S7JobAlone()))
 		points := func(name string) map[string]int64 {
 			m, err := tel.GetMetric(name)
 			require.NoError(t, err, name)
@@ -151,41 +148,4 @@ func TestObserveKeysExporter(t *testing.T) {
 		assert.Equal(t, map[string]int64{"exporter=orphanmetrics/tier": 0}, points("otelcol_exporter_orphanmetrics_key_traces_waiting"))
 		require.NoError(t, exp.Shutdown(context.Background()))
 	})
-}
-
-// keysHost is a component.Host with the given extensions.
-type keysHost map[component.ID]component.Component
-
-func (h keysHost) GetExtensions() map[component.ID]component.Component { return h }
-
-// downKeys starts an orphan_keys extension whose brokers are unreachable, with the given wait.
-func downKeys(t *testing.T, wait time.Duration) extension.Extension {
-	t.Helper()
-	ext := keystest.New(t, map[string]any{
-		"brokers": []any{"127.0.0.1:1"}, "wait": wait.String(), "dial_timeout": "100ms",
-		"topic": map[string]any{"check_timeout": "200ms"},
-	})
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()), "brokers down: start-up goes on")
-	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
-	return ext
-}
-
-// s7JobAlone is S7's trace B alone (the queue consumer whose model calls carry key K); the
-// request's trace A never comes.
-func s7JobAlone() ptrace.Traces {
-	td, _ := scenarios.S7()
-	var idA pcommon.TraceID
-	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(sp ptrace.Span) bool {
-				if idA.IsEmpty() {
-					idA = sp.TraceID()
-				}
-				return sp.TraceID() == idA
-			})
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
-	})
-	return td
 }
