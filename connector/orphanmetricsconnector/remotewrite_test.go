@@ -1,7 +1,6 @@
 package orphanmetricsconnector_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -18,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
@@ -79,18 +77,9 @@ func (s *remoteWriteSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestScenariosThroughRemoteWrite(t *testing.T) {
 	for _, sc := range scenarios.All() {
 		t.Run(sc.ID, func(t *testing.T) {
-			var batches []ptrace.Traces
-			if sc.ID == "S8" {
-				batches, _ = scenarios.S8Batches()
-			} else {
-				td, _ := sc.Build()
-				batches = []ptrace.Traces{td}
-			}
-			judged := judge(t, batches...)
-			var text bytes.Buffer
-			require.NoError(t, exporterText(t, nil, judged).WriteText(&text))
+			judged := judgeScenario(t, sc)
 			want := map[string]float64{}
-			for k, v := range flatten(parseText(t, &text), nil) {
+			for k, v := range exporterSeries(t, judged) {
 				want[k] = v.value
 			}
 

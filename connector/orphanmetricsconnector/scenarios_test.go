@@ -40,6 +40,27 @@ func exporterText(t testing.TB, cfg *orphanmetrics.Settings, batches []ptrace.Tr
 	return rec
 }
 
+// exporterSeries is what the orphanmetrics exporter's scrape would show after batches: its text
+// format parsed and flattened.
+func exporterSeries(t testing.TB, batches []ptrace.Traces) map[string]sample {
+	t.Helper()
+	var text bytes.Buffer
+	require.NoError(t, exporterText(t, nil, batches).WriteText(&text))
+	return flatten(parseText(t, &text), nil)
+}
+
+// judgeScenario is what the orphan processor sends on for scenario sc (S8 as its shuffled
+// batches, the others as one batch).
+func judgeScenario(t testing.TB, sc scenarios.Scenario) []ptrace.Traces {
+	t.Helper()
+	if sc.ID == "S8" {
+		batches, _ := scenarios.S8Batches()
+		return judge(t, batches...)
+	}
+	td, _ := sc.Build()
+	return judge(t, td)
+}
+
 // runConnector sends the batches through an orphanmetrics connector made by the factory and
 // shuts it down (its final flush sends everything to next).
 func runConnector(t testing.TB, cfg *orphanmetricsconnector.Config, next consumer.Metrics, batches []ptrace.Traces) {
@@ -73,18 +94,8 @@ func TestScenariosThroughPrometheusExporter(t *testing.T) {
 	all := scenarios.All()
 	for _, sc := range all {
 		t.Run(sc.ID, func(t *testing.T) {
-			var batches []ptrace.Traces
-			if sc.ID == "S8" {
-				batches, _ = scenarios.S8Batches()
-			} else {
-				td, _ := sc.Build()
-				batches = []ptrace.Traces{td}
-			}
-			judged := judge(t, batches...)
-
-			var text bytes.Buffer
-			require.NoError(t, exporterText(t, nil, judged).WriteText(&text))
-			want := flatten(parseText(t, &text), nil)
+			judged := judgeScenario(t, sc)
+			want := exporterSeries(t, judged)
 
 			pf := prometheusexporter.NewFactory()
 			pcfg := pf.CreateDefaultConfig().(*prometheusexporter.Config)
@@ -152,14 +163,7 @@ func TestScenariosAsData(t *testing.T) {
 	namer := otlptranslator.MetricNamer{WithMetricSuffixes: true}
 	for _, sc := range scenarios.All() {
 		t.Run(sc.ID, func(t *testing.T) {
-			var batches []ptrace.Traces
-			if sc.ID == "S8" {
-				batches, _ = scenarios.S8Batches()
-			} else {
-				td, _ := sc.Build()
-				batches = []ptrace.Traces{td}
-			}
-			judged := judge(t, batches...)
+			judged := judgeScenario(t, sc)
 			rec := exporterText(t, nil, judged)
 			mfs, err := rec.Gatherer().Gather()
 			require.NoError(t, err)

@@ -23,7 +23,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/owntelemetry"
 )
 
 // orphanSpan is a span of svc judged orphaned, with a run delivered to nobody (series with
@@ -79,17 +79,8 @@ func TestTwoInstancesReadApart(t *testing.T) {
 		t.Cleanup(func() { require.NoError(t, c.Shutdown(context.Background())) })
 	}
 
-	m, err := tel.GetMetric("otelcol_connector_orphanmetrics_label_values")
-	require.NoError(t, err)
-	got := map[string]int64{}
-	for _, p := range m.Data.(metricdata.Gauge[int64]).DataPoints {
-		label, _ := p.Attributes.Value(attribute.Key("label"))
-		if label.AsString() == "service_name" {
-			id, _ := p.Attributes.Value(connectorAttribute)
-			got[id.AsString()] = p.Value
-		}
-	}
-	assert.Equal(t, map[string]int64{"orphanmetrics": 1, "orphanmetrics/other": 2}, got)
+	assert.Equal(t, map[string]int64{"orphanmetrics": 1, "orphanmetrics/other": 2},
+		owntelemetry.LabelValues(t, tel, "otelcol_connector_orphanmetrics_label_values", connectorAttribute))
 
 	// orphanmetrics/other: d went over the limit of 2 services: its series are other's, under
 	// a resource service.name=other, and the overflow is counted once per use of other.
@@ -223,36 +214,10 @@ func TestFlushInterval(t *testing.T) {
 	assert.Equal(t, n, len(sink.AllMetrics()), "no flush after shutdown")
 }
 
-// builderInstruments creates the telemetry builder on a recording provider and returns the
-// instruments it created.
-func builderInstruments(t *testing.T) []telemetrydoc.Instrument {
-	t.Helper()
-	prov := &telemetrydoc.Provider{}
-	set := componenttest.NewNopTelemetrySettings()
-	set.MeterProvider = prov
-	tb, err := metadata.NewTelemetryBuilder(set)
-	require.NoError(t, err)
-	tb.Shutdown()
-	insts := prov.Instruments()
-	require.NotEmpty(t, insts, "no instruments recorded")
-	return insts
-}
-
-// TestDocumentationMatchesTelemetry keeps documentation.md in step with the instruments the
-// connector creates: names, descriptions, units and types.
+// TestDocumentationMatchesTelemetry keeps documentation.md and metadata.yaml in step with the
+// instruments the connector creates.
 func TestDocumentationMatchesTelemetry(t *testing.T) {
-	for _, p := range telemetrydoc.Check("documentation.md", builderInstruments(t)) {
-		t.Error(p)
-	}
-}
-
-// TestMetadataMatchesTelemetry: every metric of metadata.yaml is created by the builder, with
-// the name, description, unit, type, value type and monotonicity mdatagen would generate from
-// it, and the builder creates no other.
-func TestMetadataMatchesTelemetry(t *testing.T) {
-	want, err := telemetrydoc.FromMetadata("metadata.yaml")
-	require.NoError(t, err)
-	assert.Equal(t, want, builderInstruments(t))
+	owntelemetry.CheckDocumentation(t, metadata.NewTelemetryBuilder)
 }
 
 // TestObserveTelemetry: the observing connector's own telemetry says what it keeps, as the

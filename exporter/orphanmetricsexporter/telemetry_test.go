@@ -10,13 +10,11 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/owntelemetry"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
 // TestTwoInstancesReadApart runs `orphanmetrics` and `orphanmetrics/other` on one collector's
@@ -47,35 +45,12 @@ func TestTwoInstancesReadApart(t *testing.T) {
 		require.NoError(t, exp.ConsumeTraces(context.Background(), recordertest.Build(t, res...)))
 	}
 
-	m, err := tel.GetMetric("otelcol_exporter_orphanmetrics_label_values")
-	require.NoError(t, err)
-	got := map[string]int64{}
-	for _, p := range m.Data.(metricdata.Gauge[int64]).DataPoints {
-		label, _ := p.Attributes.Value(attribute.Key("label"))
-		if label.AsString() == "service_name" {
-			exp, _ := p.Attributes.Value(exporterAttribute)
-			got[exp.AsString()] = p.Value
-		}
-	}
-	assert.Equal(t, map[string]int64{"orphanmetrics": 1, "orphanmetrics/other": 3}, got)
+	assert.Equal(t, map[string]int64{"orphanmetrics": 1, "orphanmetrics/other": 3},
+		owntelemetry.LabelValues(t, tel, "otelcol_exporter_orphanmetrics_label_values", exporterAttribute))
 }
 
-// TestDocumentationMatchesTelemetry keeps documentation.md in step with the instruments the
-// exporter creates.
+// TestDocumentationMatchesTelemetry keeps documentation.md and metadata.yaml in step with the
+// instruments the exporter creates.
 func TestDocumentationMatchesTelemetry(t *testing.T) {
-	prov := &telemetrydoc.Provider{}
-	set := componenttest.NewNopTelemetrySettings()
-	set.MeterProvider = prov
-	tb, err := metadata.NewTelemetryBuilder(set)
-	require.NoError(t, err)
-	tb.Shutdown()
-	insts := prov.Instruments()
-	require.NotEmpty(t, insts)
-	for _, p := range telemetrydoc.Check("documentation.md", insts) {
-		t.Error(p)
-	}
-	// Every metric of metadata.yaml, as mdatagen would generate it, and no other.
-	want, err := telemetrydoc.FromMetadata("metadata.yaml")
-	require.NoError(t, err)
-	assert.Equal(t, want, insts)
+	owntelemetry.CheckDocumentation(t, metadata.NewTelemetryBuilder)
 }
