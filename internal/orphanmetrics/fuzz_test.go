@@ -18,28 +18,12 @@ import (
 // inputs) to the recorder and checks that it does not panic and that what it serves still
 // parses as Prometheus text.
 func FuzzRecordOTLP(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "s*", "trace.json"))
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(b)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, td := range scenarioSeeds(f) {
 		annotateForFuzz(td)
-		p, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(p)
+		addSeed(f, td)
 		// The same verdicts carried as events (time model v2).
 		carryForFuzz(td)
-		if p, err = (&ptrace.ProtoMarshaler{}).MarshalTraces(td); err != nil {
-			f.Fatal(err)
-		}
-		f.Add(p)
+		addSeed(f, td)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
@@ -51,14 +35,7 @@ func FuzzRecordOTLP(f *testing.F) {
 			t.Fatal(err)
 		}
 		rec.Record(td)
-		var buf bytes.Buffer
-		if err := rec.WriteText(&buf); err != nil {
-			t.Fatalf("writing metrics: %v", err)
-		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		if _, err := parser.TextToMetricFamilies(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatalf("served text does not parse: %v\n%s", err, buf.String())
-		}
+		requireServedParses(t, rec)
 	})
 }
 
@@ -145,21 +122,8 @@ func carryForFuzz(td ptrace.Traces) {
 // it must not panic, must owe nothing after Shutdown, and what it serves must still parse as
 // Prometheus text.
 func FuzzObserveOTLP(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "s*", "trace.json"))
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(b)
-		if err != nil {
-			f.Fatal(err)
-		}
-		p, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(p)
+	for _, td := range scenarioSeeds(f) {
+		addSeed(f, td)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
@@ -180,13 +144,48 @@ func FuzzObserveOTLP(f *testing.F) {
 		if obs.Observer().Owed() {
 			t.Fatal("owes verdicts after Shutdown")
 		}
-		var buf bytes.Buffer
-		if err := rec.WriteText(&buf); err != nil {
-			t.Fatalf("writing metrics: %v", err)
-		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		if _, err := parser.TextToMetricFamilies(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatalf("served text does not parse: %v\n%s", err, buf.String())
-		}
+		requireServedParses(t, rec)
 	})
+}
+
+// scenarioSeeds reads the scenarios' inputs (testdata/scenarios/s*/trace.json).
+func scenarioSeeds(f *testing.F) []ptrace.Traces {
+	f.Helper()
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "s*", "trace.json"))
+	var out []ptrace.Traces
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, td)
+	}
+	return out
+}
+
+// addSeed adds td, as OTLP protobuf, to the seed corpus.
+func addSeed(f *testing.F, td ptrace.Traces) {
+	f.Helper()
+	p, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(p)
+}
+
+// requireServedParses fails the test unless what rec serves parses as Prometheus text.
+func requireServedParses(t *testing.T, rec *Recorder) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := rec.WriteText(&buf); err != nil {
+		t.Fatalf("writing metrics: %v", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	if _, err := parser.TextToMetricFamilies(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("served text does not parse: %v\n%s", err, buf.String())
+	}
 }
