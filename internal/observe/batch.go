@@ -53,28 +53,20 @@ var batchPool = sync.Pool{New: func() any { return &batch{index: map[verdict.Tra
 // recycle drops what b points into and returns it to the pool.
 func (b *batch) recycle() {
 	b.o = nil
-	clear(b.res)
-	b.res = b.res[:0]
-	clear(b.sinkRes)
-	b.sinkRes = b.sinkRes[:0]
-	clear(b.refs)
-	b.refs = b.refs[:0]
-	clear(b.spans) // the strings they point into
-	b.spans = b.spans[:0]
+	b.res = emptied(b.res)
+	b.sinkRes = emptied(b.sinkRes)
+	b.refs = emptied(b.refs)
+	b.spans = emptied(b.spans) // and the strings they point into
 	b.groups = b.groups[:0]
 	if len(b.index) > 4096 {
 		b.index = map[verdict.TraceID]int32{} // do not keep a huge batch's table
 	} else {
 		clear(b.index)
 	}
-	clear(b.linked)
-	b.linked = b.linked[:0]
-	clear(b.observed)
-	b.observed = b.observed[:0]
-	clear(b.noTrace)
-	b.noTrace = b.noTrace[:0]
-	clear(b.verdicts)
-	b.verdicts = b.verdicts[:0]
+	b.linked = emptied(b.linked)
+	b.observed = emptied(b.observed)
+	b.noTrace = emptied(b.noTrace)
+	b.verdicts = emptied(b.verdicts)
 	b.known = b.known[:0]
 	b.rst = spanread.Stats{}
 	batchPool.Put(b)
@@ -156,4 +148,11 @@ func (b *batch) group(o *Observer, td ptrace.Traces) {
 			}
 		}
 	}
+}
+
+// emptied clears s (so the pool keeps nothing it points to alive) and returns it with length 0,
+// its capacity kept.
+func emptied[S ~[]E, E any](s S) S {
+	clear(s)
+	return s[:0]
 }
