@@ -320,27 +320,34 @@ func (s *sim) agentHandler(a *agent) http.HandlerFunc {
 			s.stopHandler(w, r, err)
 			return
 		}
-		if s.aware() {
-			if err := aware.Check(ctx); err != nil {
-				s.stopHandler(w, r, err)
-				return
-			}
+		if s.stoppedAware(ctx, w, r) {
+			return
 		}
 		answer, err := s.chat(ctx, a, key, p)
 		if err != nil && s.aware() && isCtxErr(err) {
 			s.stopHandler(w, r, err)
 			return
 		}
-		if s.aware() {
-			if err := aware.Check(ctx); err != nil {
-				s.stopHandler(w, r, err)
-				return
-			}
+		if s.stoppedAware(ctx, w, r) {
+			return
 		}
 		s.publish(ctx, a, key, answer)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(agentAnswer{Agent: a.name, Status: 200, Answer: answer, Sources: sources})
 	}
+}
+
+// stoppedAware reports whether, in aware mode, the request's caller is gone (aware.Check on ctx),
+// and then answers the request as stopped (stopHandler). Blind mode never stops here.
+func (s *sim) stoppedAware(ctx context.Context, w http.ResponseWriter, r *http.Request) bool {
+	if !s.aware() {
+		return false
+	}
+	if err := aware.Check(ctx); err != nil {
+		s.stopHandler(w, r, err)
+		return true
+	}
+	return false
 }
 
 // searchBlind is the seed's first listing: it calls the search tool until it succeeds, fails

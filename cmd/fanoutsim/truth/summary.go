@@ -3,7 +3,8 @@ package truth
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -29,12 +30,7 @@ func (t Truth) WriteSummary(w io.Writer) error {
 	spend := func(name string, s Spend) {
 		fmt.Fprintf(&b, "  %-19s model_calls=%d input_tokens=%d output_tokens=%d model_seconds=%.3f (after gone %.3f) cost_usd=%.6f attempt_seconds=%.3f\n",
 			name, s.ModelCalls, s.InputTokens, s.OutputTokens, s.ModelSeconds, s.ModelSecondsAfterGone, s.CostUSD, s.AttemptSeconds)
-		models := make([]string, 0, len(s.ByModel))
-		for m := range s.ByModel {
-			models = append(models, m)
-		}
-		sort.Strings(models)
-		for _, m := range models {
+		for _, m := range slices.Sorted(maps.Keys(s.ByModel)) {
 			ms := s.ByModel[m]
 			fmt.Fprintf(&b, "    %-17s model_calls=%d input_tokens=%d output_tokens=%d cost_usd=%.6f\n", m, ms.ModelCalls, ms.InputTokens, ms.OutputTokens, ms.CostUSD)
 		}
@@ -43,12 +39,7 @@ func (t Truth) WriteSummary(w io.Writer) error {
 	spend("total spend", t.Total)
 	fmt.Fprintf(&b, "  orphaned SERVER     %s\n", kv(t.OrphanedServerSpans))
 	fmt.Fprintf(&b, "  unpropagated edges  %s\n", kv(t.Unpropagated))
-	svcs := make([]string, 0, len(t.CancelReachByService))
-	for svc := range t.CancelReachByService {
-		svcs = append(svcs, svc)
-	}
-	sort.Strings(svcs)
-	for _, svc := range svcs {
+	for _, svc := range slices.Sorted(maps.Keys(t.CancelReachByService)) {
 		r := t.CancelReachByService[svc]
 		fmt.Fprintf(&b, "  cancel reach        %s: %d abandoned; reach hops %s (mean %.2f); orphaned depth hops %s (mean %.2f)\n",
 			svc, r.Count, kv(r.Reach), mean(r.ReachSum, r.Count), kv(r.OrphanedDepth), mean(r.OrphanedDepthSum, r.Count))
@@ -75,12 +66,7 @@ func outcomeNames() []string {
 }
 
 func kv(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return kvOrdered(m, keys)
+	return kvOrdered(m, slices.Sorted(maps.Keys(m)))
 }
 
 func kvOrdered(m map[string]int, keys []string) string {
