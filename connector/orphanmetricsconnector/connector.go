@@ -45,11 +45,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 		return nil, err
 	}
 	rec.LogSkips(set.Logger)
-	tel, err := newTelemetry(set, func(report func(string, int64)) {
-		for _, l := range rec.LimitedLabels() {
-			report(l, int64(rec.LabelValues(l)))
-		}
-	})
+	tel, err := newTelemetry(set, rec)
 	if err != nil {
 		return nil, err
 	}

@@ -30,10 +30,9 @@ type telemetry struct {
 	flushOK, flushFailed metric.MeasurementOption
 }
 
-// newTelemetry creates the instruments of the connector instance set.ID. labelValues, when
-// not nil, is called on collection with a function to report each limited label's admitted
-// values (otelcol_connector_orphanmetrics_label_values).
-func newTelemetry(set connector.Settings, labelValues func(report func(label string, n int64))) (*telemetry, error) {
+// newTelemetry creates the instruments of the connector instance set.ID; rec's limited labels'
+// admitted values are read on collection (otelcol_connector_orphanmetrics_label_values).
+func newTelemetry(set connector.Settings, rec *orphanmetrics.Recorder) (*telemetry, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -45,16 +44,7 @@ func newTelemetry(set connector.Settings, labelValues func(report func(label str
 		flushOK:          metric.WithAttributeSet(attribute.NewSet(id, attribute.String(resultAttribute, "success"))),
 		flushFailed:      metric.WithAttributeSet(attribute.NewSet(id, attribute.String(resultAttribute, "failure"))),
 	}
-	if labelValues == nil {
-		return t, nil
-	}
-	err = tb.RegisterConnectorOrphanmetricsLabelValuesCallback(func(_ context.Context, o metric.Int64Observer) error {
-		labelValues(func(label string, n int64) {
-			o.Observe(n, metric.WithAttributes(id, attribute.String("label", label)))
-		})
-		return nil
-	})
-	if err != nil {
+	if err := rec.RegisterLabelValues(tb.RegisterConnectorOrphanmetricsLabelValuesCallback, id); err != nil {
 		tb.Shutdown()
 		return nil, err
 	}

@@ -73,3 +73,15 @@ func registerObserve(t ObserveTelemetry, id attribute.KeyValue, obs *observe.Obs
 	register(t.SpansWithoutVerdict, by("reason", func() map[string]int64 { return obs.Stats().WithoutVerdict }))
 	return errors.Join(errs...)
 }
+
+// RegisterLabelValues reports, on collection, how many values each of r's limited labels has
+// admitted ([Recorder.LabelValues]) through reg, a component's label_values gauge (mdatagen's
+// Register<Metric>Callback); every measurement carries id and label=<the label's name>.
+func (r *Recorder) RegisterLabelValues(reg func(metric.Int64Callback) error, id attribute.KeyValue) error {
+	return reg(func(_ context.Context, o metric.Int64Observer) error {
+		for _, l := range r.limited { // set when r was made, never changed
+			o.Observe(int64(r.LabelValues(l)), metric.WithAttributes(id, attribute.String("label", l)))
+		}
+		return nil
+	})
+}
