@@ -25,27 +25,20 @@ type deltaPoint struct {
 func pointsOf(t *testing.T, md pmetric.Metrics, name string, want pmetric.AggregationTemporality) map[string]deltaPoint {
 	t.Helper()
 	out := map[string]deltaPoint{}
-	for _, rm := range md.ResourceMetrics().All() {
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				if m.Name() != name {
-					continue
-				}
-				switch m.Type() {
-				case pmetric.MetricTypeSum:
-					assert.Equal(t, want, m.Sum().AggregationTemporality(), name)
-					assert.True(t, m.Sum().IsMonotonic(), name)
-					for _, dp := range m.Sum().DataPoints().All() {
-						svc, _ := dp.Attributes().Get("service_name")
-						out[svc.Str()] = deltaPoint{start: dp.StartTimestamp(), time: dp.Timestamp(), value: dp.DoubleValue()}
-					}
-				case pmetric.MetricTypeHistogram:
-					assert.Equal(t, want, m.Histogram().AggregationTemporality(), name)
-					for _, dp := range m.Histogram().DataPoints().All() {
-						svc, _ := dp.Attributes().Get("service_name")
-						out[svc.Str()] = deltaPoint{start: dp.StartTimestamp(), time: dp.Timestamp(), count: dp.Count(), buckets: dp.BucketCounts().AsRaw()}
-					}
-				}
+	for m := range metricsNamed(md, name) {
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			assert.Equal(t, want, m.Sum().AggregationTemporality(), name)
+			assert.True(t, m.Sum().IsMonotonic(), name)
+			for _, dp := range m.Sum().DataPoints().All() {
+				svc, _ := dp.Attributes().Get("service_name")
+				out[svc.Str()] = deltaPoint{start: dp.StartTimestamp(), time: dp.Timestamp(), value: dp.DoubleValue()}
+			}
+		case pmetric.MetricTypeHistogram:
+			assert.Equal(t, want, m.Histogram().AggregationTemporality(), name)
+			for _, dp := range m.Histogram().DataPoints().All() {
+				svc, _ := dp.Attributes().Get("service_name")
+				out[svc.Str()] = deltaPoint{start: dp.StartTimestamp(), time: dp.Timestamp(), count: dp.Count(), buckets: dp.BucketCounts().AsRaw()}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package orphanmetricsconnector
 
 import (
 	"context"
+	"iter"
 	"testing"
 	"time"
 
@@ -26,22 +27,15 @@ var connectorDimensions = []orphanmetrics.DimensionConfig{
 // pointAttrs returns the attributes of every data point of the named metric, as maps.
 func pointAttrs(md pmetric.Metrics, name string) []map[string]any {
 	var out []map[string]any
-	for _, rm := range md.ResourceMetrics().All() {
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				if m.Name() != name {
-					continue
-				}
-				switch m.Type() {
-				case pmetric.MetricTypeSum:
-					for _, dp := range m.Sum().DataPoints().All() {
-						out = append(out, dp.Attributes().AsRaw())
-					}
-				case pmetric.MetricTypeHistogram:
-					for _, dp := range m.Histogram().DataPoints().All() {
-						out = append(out, dp.Attributes().AsRaw())
-					}
-				}
+	for m := range metricsNamed(md, name) {
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			for _, dp := range m.Sum().DataPoints().All() {
+				out = append(out, dp.Attributes().AsRaw())
+			}
+		case pmetric.MetricTypeHistogram:
+			for _, dp := range m.Histogram().DataPoints().All() {
+				out = append(out, dp.Attributes().AsRaw())
 			}
 		}
 	}
@@ -119,5 +113,20 @@ func TestDimensionsObserved(t *testing.T) {
 	for _, a := range pointAttrs(md, "orphanwatch.runs") {
 		assert.Contains(t, a, "deployment_environment_name", a)
 		assert.NotContains(t, a, "tenant", a)
+	}
+}
+
+// metricsNamed yields every metric of md called name, in every resource and scope.
+func metricsNamed(md pmetric.Metrics, name string) iter.Seq[pmetric.Metric] {
+	return func(yield func(pmetric.Metric) bool) {
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() == name && !yield(m) {
+						return
+					}
+				}
+			}
+		}
 	}
 }

@@ -33,12 +33,5 @@ func BenchmarkObserveDimensions(b *testing.B) {
 // BenchmarkRecordDimensions is BenchmarkRecord with the two dimensions (annotate mode).
 func BenchmarkRecordDimensions(b *testing.B) {
 	td := withBenchDimensions(benchBatch(b))
-	r := newTestRecorder(b, benchDimensions)
-	r.Record(td)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		r.Record(td)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*td.SpanCount()), "ns/span")
+	benchRecord(b, newTestRecorder(b, benchDimensions), td)
 }

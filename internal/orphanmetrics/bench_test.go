@@ -33,21 +33,19 @@ func benchBatch(b *testing.B) ptrace.Traces {
 // BenchmarkRecord records one batch per op (ns/op and ns/span: per span of the batch).
 func BenchmarkRecord(b *testing.B) {
 	td := benchBatch(b)
-	r := newTestRecorder(b, nil)
-	r.Record(td) // warm the series caches
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		r.Record(td)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*td.SpanCount()), "ns/span")
+	benchRecord(b, newTestRecorder(b, nil), td)
 }
 
 // BenchmarkRecordCarried records the same batch with every verdict carried as an event on a
 // carrier span (time model v2's worst case: no span is counted where it is).
 func BenchmarkRecordCarried(b *testing.B) {
 	td, _ := carryVerdicts(b, benchBatch(b), true)
-	r := newTestRecorder(b, nil)
+	benchRecord(b, newTestRecorder(b, nil), td)
+}
+
+// benchRecord records td with r once (warming the series caches), then b.N times, reporting
+// the time per span (ns/span).
+func benchRecord(b *testing.B, r *Recorder, td ptrace.Traces) {
 	r.Record(td)
 	b.ReportAllocs()
 	b.ResetTimer()
