@@ -2,7 +2,6 @@ package orphanmetrics // import "github.com/orphanwatch/orphanwatch/internal/orp
 
 import (
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,20 +74,11 @@ func (t *typedValue) number(decimal, nonNegative bool) (float64, attrState) {
 	case tkDouble:
 		f = math.Float64frombits(t.n)
 	case tkStr:
-		if !decimal {
-			return 0, attrInvalid
-		}
-		var err error
-		if f, err = strconv.ParseFloat(strings.TrimSpace(t.s), 64); err != nil {
-			return 0, attrInvalid
-		}
+		return decimalNumber(t.s, decimal, nonNegative)
 	default:
 		return 0, attrInvalid
 	}
-	if math.IsNaN(f) || math.IsInf(f, 0) || (nonNegative && f < 0) {
-		return 0, attrInvalid
-	}
-	return f, attrValid
+	return checkedNumber(f, nonNegative)
 }
 
 // typedOf is the typedValue of a pdata value. A string is the value's own Go string (strings

@@ -319,16 +319,28 @@ func (v *spanView) number(k int, decimal, nonNegative bool) (float64, attrState)
 	case pcommon.ValueTypeDouble:
 		f = val.Double()
 	case pcommon.ValueTypeStr:
-		if !decimal {
-			return 0, attrInvalid
-		}
-		var err error
-		if f, err = strconv.ParseFloat(strings.TrimSpace(val.Str()), 64); err != nil {
-			return 0, attrInvalid
-		}
+		return decimalNumber(val.Str(), decimal, nonNegative)
 	default:
 		return 0, attrInvalid
 	}
+	return checkedNumber(f, nonNegative)
+}
+
+// decimalNumber is spanView.number for a number written as a string: valid only where decimal
+// strings are allowed (decimal), white space around it ignored.
+func decimalNumber(s string, decimal, nonNegative bool) (float64, attrState) {
+	if !decimal {
+		return 0, attrInvalid
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, attrInvalid
+	}
+	return checkedNumber(f, nonNegative)
+}
+
+// checkedNumber is f if it is finite (and not negative when nonNegative is set), else invalid.
+func checkedNumber(f float64, nonNegative bool) (float64, attrState) {
 	if math.IsNaN(f) || math.IsInf(f, 0) || (nonNegative && f < 0) {
 		return 0, attrInvalid
 	}
