@@ -3,7 +3,6 @@ package orphanmetrics_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -146,35 +146,10 @@ func observedRecorder(t require.TestingT, batches []ptrace.Traces, logger *zap.L
 	return rec
 }
 
-// seriesOf flattens every non-zero series of the recorder (histograms by count, sum and
-// buckets), leaving out its health counters.
+// seriesOf is recordertest.Series of the recorder: every non-zero series, its health counters
+// left out.
 func seriesOf(t require.TestingT, rec *orphanmetrics.Recorder) map[string]float64 {
-	fams, err := rec.Gatherer().Gather()
-	require.NoError(t, err)
-	res := map[string]float64{}
-	for _, f := range fams {
-		name := f.GetName()
-		if name == "orphanwatch_label_overflow_total" || name == "orphanwatch_spans_skipped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			key := name
-			for _, lp := range m.GetLabel() {
-				key += "," + lp.GetName() + "=" + lp.GetValue()
-			}
-			if c := m.GetCounter(); c != nil && c.GetValue() != 0 {
-				res[key] = math.Round(c.GetValue()*1e9) / 1e9
-			}
-			if h := m.GetHistogram(); h != nil && h.GetSampleCount() != 0 {
-				res[key+"_count"] = float64(h.GetSampleCount())
-				res[key+"_sum"] = math.Round(h.GetSampleSum()*1e9) / 1e9
-				for _, b := range h.GetBucket() {
-					res[fmt.Sprintf("%s_bucket_%v", key, b.GetUpperBound())] = float64(b.GetCumulativeCount())
-				}
-			}
-		}
-	}
-	return res
+	return recordertest.Series(t, rec.Gatherer())
 }
 
 // flatSpan is a span with its resource and scope, to be put into a batch of its own choosing.
