@@ -6,7 +6,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Written by hand in the shape mdatagen generates.
+// The goroutine check mdatagen generates for every component package.
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
