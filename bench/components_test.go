@@ -22,6 +22,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -510,7 +511,7 @@ type heldOrphan struct {
 func newHeldOrphan(m *Mix) *heldOrphan {
 	var last pcommon.Timestamp
 	for _, td := range m.Batches {
-		forEachSpan(td, func(sp ptrace.Span) { last = max(last, sp.EndTimestamp()) })
+		tdwalk.Spans(td, func(sp ptrace.Span) { last = max(last, sp.EndTimestamp()) })
 	}
 	return &heldOrphan{start: last.AsTime().Add(time.Second), interval: spreadInterval}
 }

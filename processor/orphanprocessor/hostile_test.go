@@ -52,8 +52,7 @@ func canonicalSpans(t testing.TB, tds ...ptrace.Traces) []string {
 func hostileBatch() ptrace.Traces {
 	td := ptrace.NewTraces()
 	// A good trace: root cancelled at 3 s, an orphaned callee.
-	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-	root.Attributes().PutInt("http.response.status_code", 499)
+	httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
 	addSpan(td, "researcher", 1, 2, 1, ptrace.SpanKindServer, 0.1, 5)
 
 	// A cycle of three, and a span that is its own parent.

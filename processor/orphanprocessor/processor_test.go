@@ -24,10 +24,8 @@ func TestHoldsForTheWaitAfterRootThenReleasesWithVerdicts(t *testing.T) {
 	now := clk.Now()
 
 	td := ptrace.NewTraces()
-	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-	root.Attributes().PutInt("http.response.status_code", 499)
-	cl := addSpan(td, "gateway", 1, 2, 1, ptrace.SpanKindClient, 0.01, 3)
-	cl.Attributes().PutStr("error.type", "context canceled")
+	httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
+	canceled(addSpan(td, "gateway", 1, 2, 1, ptrace.SpanKindClient, 0.01, 3))
 	addSpan(td, "researcher", 1, 3, 2, ptrace.SpanKindServer, 0.02, 6.55)
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	assert.Equal(t, 0, sink.SpanCount(), "spans must wait for the decision")

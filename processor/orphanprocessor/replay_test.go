@@ -65,17 +65,21 @@ func TestReplayScenarios(t *testing.T) {
 func keyedResends(last int64) ptrace.Traces {
 	td := ptrace.NewTraces()
 	for i, status := range []int64{504, 503, last} {
-		tr := byte(i + 1)
-		start := float64(i) * 10
-		addSpan(td, "shop", tr, 1, 0, ptrace.SpanKindServer, start, start+2)
-		call := addSpan(td, "shop", tr, 2, 1, ptrace.SpanKindClient, start+0.1, start+1.9)
-		call.SetName("POST")
-		call.Attributes().PutStr("http.request.method", "POST")
-		call.Attributes().PutStr("server.address", "payments")
-		call.Attributes().PutStr("http.request.header.idempotency-key", "order-42")
-		call.Attributes().PutInt("http.response.status_code", status)
+		keyedResend(td, byte(i+1), float64(i)*10, status)
 	}
 	return td
+}
+
+// keyedResend adds trace tr of keyedResends to td: the shop's root from start to start+2 s and
+// its POST to payments with Idempotency-Key order-42, answered status.
+func keyedResend(td ptrace.Traces, tr byte, start float64, status int64) {
+	addSpan(td, "shop", tr, 1, 0, ptrace.SpanKindServer, start, start+2)
+	call := addSpan(td, "shop", tr, 2, 1, ptrace.SpanKindClient, start+0.1, start+1.9)
+	call.SetName("POST")
+	call.Attributes().PutStr("http.request.method", "POST")
+	call.Attributes().PutStr("server.address", "payments")
+	call.Attributes().PutStr("http.request.header.idempotency-key", "order-42")
+	call.Attributes().PutInt("http.response.status_code", status)
 }
 
 // TestReplayJoinsKeyedRunAcrossTraces: the re-sends are one run, as on a collector
@@ -162,8 +166,7 @@ func TestReplayHoldsAsACollector(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	td := ptrace.NewTraces()
-	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-	root.Attributes().PutInt("http.response.status_code", 499)
+	httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
 	addSpan(td, "gateway", 1, 2, 1, ptrace.SpanKindClient, 0.1, 2.9)
 	require.NoError(t, r.ConsumeTraces(ctx, at(3).AsTime(), td))
 	require.NoError(t, r.AdvanceTo(ctx, at(4.9).AsTime()))

@@ -50,8 +50,7 @@ func TestRootWithInsaneTimesJudgesItsTraceAtOnce(t *testing.T) {
 			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 			cfg := testConfig(time.Minute)
 			td := ptrace.NewTraces()
-			root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-			root.Attributes().PutInt("http.response.status_code", 499)
+			root := httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
 			call := addSpan(td, "gateway", 1, 2, 1, ptrace.SpanKindClient, 0.1, 0.5)
 			call.Attributes().PutInt("http.request.resend_count", 1)
 			addSpan(td, "researcher", 1, 3, 2, ptrace.SpanKindServer, 0.2, 0.4)
@@ -106,8 +105,7 @@ func TestSpanWithInsaneTimesCountsNoTime(t *testing.T) {
 	now := clk.Now()
 
 	td := ptrace.NewTraces()
-	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-	root.Attributes().PutInt("http.response.status_code", 499)
+	httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
 	future := addSpan(td, "researcher", 1, 2, 1, ptrace.SpanKindClient, 1, 2)
 	future.SetEndTimestamp(year2200)
 	addSpan(td, "researcher", 1, 3, 1, ptrace.SpanKindClient, 1, 25) // 24 s > max_request_duration

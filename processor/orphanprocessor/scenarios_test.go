@@ -185,21 +185,7 @@ func TestScenariosAnyArrivalOrder(t *testing.T) {
 		perm := rapid.Permutation(indexes(len(spans))).Draw(rt, "order")
 		minBatches := min(5, len(spans))
 		nb := rapid.IntRange(minBatches, len(spans)).Draw(rt, "batches")
-		cuts := map[int]bool{}
-		for len(cuts) < nb-1 {
-			cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
-		}
-		var batches []ptrace.Traces
-		cur := ptrace.NewTraces()
-		for i, pi := range perm {
-			if cuts[i] {
-				batches = append(batches, cur)
-				cur = ptrace.NewTraces()
-			}
-			spans[pi].appendTo(cur)
-		}
-		batches = append(batches, cur)
-		checkScenario(rt, sc, effective(rt, runBatches(rt, batches)))
+		checkScenario(rt, sc, effective(rt, runBatches(rt, cutBatches(rt, spans, perm, nb))))
 	})
 }
 
@@ -420,6 +406,11 @@ func endOrderSplit(rt *rapid.T, td ptrace.Traces) []ptrace.Traces {
 		return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
 	})
 	nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
+	return cutBatches(rt, spans, order, nb)
+}
+
+// cutBatches sends spans in order (indexes into spans) as nb batches, cut where rt draws.
+func cutBatches(rt *rapid.T, spans []flatSpan, order []int, nb int) []ptrace.Traces {
 	cuts := map[int]bool{}
 	for len(cuts) < nb-1 {
 		cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
@@ -433,6 +424,5 @@ func endOrderSplit(rt *rapid.T, td ptrace.Traces) []ptrace.Traces {
 		}
 		spans[pi].appendTo(cur)
 	}
-	batches = append(batches, cur)
-	return batches
+	return append(batches, cur)
 }

@@ -273,3 +273,16 @@ func (c *fakeClock) waitIdle(t *testing.T, p *orphanProcessor) {
 	require.Equal(t, at, ev.deadline, "the loop armed its timer for something else than a latency observation")
 	require.Greater(t, ev.deadline.Sub(c.Now()), time.Minute, "a latency observation is minutes away")
 }
+
+// httpStatus records code as sp's HTTP response status code and returns sp.
+func httpStatus(sp ptrace.Span, code int64) ptrace.Span {
+	sp.Attributes().PutInt("http.response.status_code", code)
+	return sp
+}
+
+// canceled records sp as a call its caller cancelled (error.type "context canceled") and
+// returns sp.
+func canceled(sp ptrace.Span) ptrace.Span {
+	sp.Attributes().PutStr("error.type", "context canceled")
+	return sp
+}

@@ -30,11 +30,13 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 
 	"github.com/orphanwatch/orphanwatch/distribution"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // factories are the distribution's own (package distribution: OCB's components for
@@ -208,17 +210,10 @@ func (s *sink) each(fn func(res string, sp ptrace.Span)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, td := range s.got {
-		rss := td.ResourceSpans()
-		for i := range rss.Len() {
-			svc, _ := rss.At(i).Resource().Attributes().Get("service.name")
-			sss := rss.At(i).ScopeSpans()
-			for j := range sss.Len() {
-				sps := sss.At(j).Spans()
-				for k := range sps.Len() {
-					fn(svc.AsString(), sps.At(k))
-				}
-			}
-		}
+		tdwalk.SpansWithResource(td, func(r pcommon.Resource, sp ptrace.Span) {
+			svc, _ := r.Attributes().Get("service.name")
+			fn(svc.AsString(), sp)
+		})
 	}
 }
 
