@@ -22,9 +22,6 @@ import (
 // owes nothing, equal `orphanwatch analyze --metrics` of the same file with the same waits. S25
 // is the seed's own case: one run of five tries delivered_to_nobody, not one per try.
 func TestDistributionAsSpansEndEqualsAnalyze(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the collector")
-	}
 	bin := e2e.BuildCollector(t, t.TempDir())
 	// Short waits, the same for the collector and analyze: a run that outlives its loop's parent
 	// is over run_timeout + decision_wait after its last try.

@@ -216,9 +216,6 @@ func TestShippedConfigsReadPortsFromEnv(t *testing.T) {
 // port by the README's --set form (a YAML-flow list for service::telemetry::metrics::readers),
 // and reads each listener.
 func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the collector")
-	}
 	bin := e2e.BuildCollector(t, t.TempDir())
 	ports := map[string]int{}
 	var env []string
