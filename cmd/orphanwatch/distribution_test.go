@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // TestDistributionAsSpansEndEqualsAnalyze (issue 27, item 2): the collector distribution, built
@@ -45,13 +46,13 @@ func TestDistributionAsSpansEndEqualsAnalyze(t *testing.T) {
 			require.NoError(t, os.WriteFile(file, data, 0o600))
 
 			// Each span when it ends, those that end together in one request.
-			spans := flat(td)
-			sort.SliceStable(spans, func(i, j int) bool { return spans[i].sp.EndTimestamp() < spans[j].sp.EndTimestamp() })
+			spans := tdwalk.Flatten(td)
+			sort.SliceStable(spans, func(i, j int) bool { return spans[i].Span.EndTimestamp() < spans[j].Span.EndTimestamp() })
 			for i := 0; i < len(spans); {
-				end := spans[i].sp.EndTimestamp()
+				end := spans[i].Span.EndTimestamp()
 				batch := ptrace.NewTraces()
-				for ; i < len(spans) && spans[i].sp.EndTimestamp() == end; i++ {
-					spans[i].appendTo(batch)
+				for ; i < len(spans) && spans[i].Span.EndTimestamp() == end; i++ {
+					spans[i].AppendTo(batch)
 				}
 				time.Sleep(time.Until(end.AsTime()))
 				body, err := (&ptrace.JSONMarshaler{}).MarshalTraces(batch)

@@ -357,8 +357,8 @@ func (s *callSink) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	if s.ids == nil {
 		s.ids = map[pcommon.SpanID]int{}
 	}
-	for _, f := range flatten(td) {
-		s.ids[f.sp.SpanID()]++
+	for _, f := range tdwalk.Flatten(td) {
+		s.ids[f.Span.SpanID()]++
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -27,9 +28,9 @@ func canonicalSpans(t testing.TB, tds ...ptrace.Traces) []string {
 	var out []string
 	m := ptrace.ProtoMarshaler{}
 	for _, td := range tds {
-		for _, f := range flatten(td) {
+		for _, f := range tdwalk.Flatten(td) {
 			one := ptrace.NewTraces()
-			f.appendTo(one)
+			f.AppendTo(one)
 			sp := one.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 			if v, ok := sp.Attributes().Get(verdict.AttrCarrier); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
 				continue // made by the processor to carry verdicts (or such a span given to it)
@@ -109,10 +110,10 @@ func TestHostileInputPassesThroughUnchanged(t *testing.T) {
 
 	attrs := map[string][]pcommon.Map{}
 	for _, td := range sink.AllTraces() {
-		for _, f := range flatten(td) {
-			tid, sid := f.sp.TraceID(), f.sp.SpanID()
+		for _, f := range tdwalk.Flatten(td) {
+			tid, sid := f.Span.TraceID(), f.Span.SpanID()
 			k := string(tid[:1]) + string(sid[:1])
-			attrs[k] = append(attrs[k], f.sp.Attributes())
+			attrs[k] = append(attrs[k], f.Span.Attributes())
 		}
 	}
 	get := func(trace, span byte) []pcommon.Map { return attrs[string([]byte{trace, span})] }
@@ -279,8 +280,8 @@ func TestIdempotencyKeysNeverInClear(t *testing.T) {
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	require.NoError(t, p.Shutdown(context.Background()))
 	for _, out := range sink.AllTraces() {
-		for _, f := range flatten(out) {
-			f.sp.Attributes().Range(func(k string, v pcommon.Value) bool {
+		for _, f := range tdwalk.Flatten(out) {
+			f.Span.Attributes().Range(func(k string, v pcommon.Value) bool {
 				if strings.HasPrefix(k, "orphanwatch.") {
 					assert.NotContains(t, v.AsString(), key)
 				}

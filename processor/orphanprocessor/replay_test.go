@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -24,13 +25,13 @@ func replay(t *testing.T, cfg *Config, td ptrace.Traces) ([]ptrace.Traces, time.
 	r, err := NewReplay(nopSettings(), cfg, sink)
 	require.NoError(t, err)
 	ctx := context.Background()
-	spans := flatten(td)
-	sort.SliceStable(spans, func(i, j int) bool { return spans[i].sp.EndTimestamp() < spans[j].sp.EndTimestamp() })
+	spans := tdwalk.Flatten(td)
+	sort.SliceStable(spans, func(i, j int) bool { return spans[i].Span.EndTimestamp() < spans[j].Span.EndTimestamp() })
 	for i := 0; i < len(spans); {
-		end := spans[i].sp.EndTimestamp()
+		end := spans[i].Span.EndTimestamp()
 		batch := ptrace.NewTraces()
-		for ; i < len(spans) && spans[i].sp.EndTimestamp() == end; i++ {
-			spans[i].appendTo(batch)
+		for ; i < len(spans) && spans[i].Span.EndTimestamp() == end; i++ {
+			spans[i].AppendTo(batch)
 		}
 		require.NoError(t, r.ConsumeTraces(ctx, end.AsTime(), batch))
 		require.True(t, r.Now().Equal(end.AsTime()), "the clock is where the batch was handed over")
@@ -91,9 +92,9 @@ func TestReplayJoinsKeyedRunAcrossTraces(t *testing.T) {
 	attempts := func(out []ptrace.Traces) []pcommon.Map {
 		var as []pcommon.Map
 		for _, td := range out {
-			for _, f := range flatten(td) {
-				if f.sp.Name() == "POST" {
-					as = append(as, f.sp.Attributes())
+			for _, f := range tdwalk.Flatten(td) {
+				if f.Span.Name() == "POST" {
+					as = append(as, f.Span.Attributes())
 				}
 			}
 		}
@@ -147,10 +148,10 @@ func TestReplayDrainsPastRunTimeout(t *testing.T) {
 	assert.Equal(t, "3", str(ev[0], verdict.AttrRunAttempts))
 	carriers := 0
 	for _, td := range out {
-		for _, f := range flatten(td) {
-			if v, ok := f.sp.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
+		for _, f := range tdwalk.Flatten(td) {
+			if v, ok := f.Span.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
 				carriers++
-				assert.True(t, f.sp.StartTimestamp().AsTime().Equal(reached), "made when the sweep closed the run, the last moment of the replay")
+				assert.True(t, f.Span.StartTimestamp().AsTime().Equal(reached), "made when the sweep closed the run, the last moment of the replay")
 			}
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -86,11 +87,11 @@ func verdictsOf(out []ptrace.Traces) (map[string][]string, int) {
 	m := map[string][]string{}
 	n := 0
 	for _, td := range out {
-		for _, f := range flatten(td) {
+		for _, f := range tdwalk.Flatten(td) {
 			n++
-			tid, sid := f.sp.TraceID(), f.sp.SpanID()
-			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + f.sp.Name()
-			m[key] = append(m[key], encodeVerdict(f.sp.Attributes()))
+			tid, sid := f.Span.TraceID(), f.Span.SpanID()
+			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + f.Span.Name()
+			m[key] = append(m[key], encodeVerdict(f.Span.Attributes()))
 			sort.Strings(m[key])
 		}
 	}
@@ -181,24 +182,12 @@ func TestScenariosAnyArrivalOrder(t *testing.T) {
 	cases := loadScenarios(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
-		spans := flatten(sc.traces)
+		spans := tdwalk.Flatten(sc.traces)
 		perm := rapid.Permutation(indexes(len(spans))).Draw(rt, "order")
 		minBatches := min(5, len(spans))
 		nb := rapid.IntRange(minBatches, len(spans)).Draw(rt, "batches")
 		checkScenario(rt, sc, effective(rt, runBatches(rt, cutBatches(rt, spans, perm, nb))))
 	})
-}
-
-// appendTo appends a copy of the span, with its resource and scope, to td. The source stays
-// untouched (the processor's own moveSpan moves spans: it owns its input).
-func (f flatSpan) appendTo(td ptrace.Traces) {
-	drs := td.ResourceSpans().AppendEmpty()
-	f.rs.Resource().CopyTo(drs.Resource())
-	drs.SetSchemaUrl(f.rs.SchemaUrl())
-	dss := drs.ScopeSpans().AppendEmpty()
-	f.ss.Scope().CopyTo(dss.Scope())
-	dss.SetSchemaUrl(f.ss.SchemaUrl())
-	f.sp.CopyTo(dss.Spans().AppendEmpty())
 }
 
 func indexes(n int) []int {
@@ -237,8 +226,8 @@ func runDecisions(t interface{ Fatal(...any) }, batches []ptrace.Traces) []ptrac
 	p.clock = clk
 	ctx := context.Background()
 	for _, b := range batches {
-		for _, f := range flatten(b) {
-			if end := f.sp.EndTimestamp().AsTime().Add(time.Second); end.After(clk.Now()) {
+		for _, f := range tdwalk.Flatten(b) {
+			if end := f.Span.EndTimestamp().AsTime().Add(time.Second); end.After(clk.Now()) {
 				clk.Advance(end.Sub(clk.Now()))
 			}
 		}
@@ -266,8 +255,8 @@ func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
 	}
 	byID := map[string][]carried{}
 	for _, td := range out {
-		for _, f := range flatten(td) {
-			evs := f.sp.Events()
+		for _, f := range tdwalk.Flatten(td) {
+			evs := f.Span.Events()
 			for i := 0; i < evs.Len(); i++ {
 				ev := evs.At(i)
 				if ev.Name() != verdict.EventVerdict {
@@ -400,17 +389,17 @@ func recordedSeries(t require.TestingT, out []ptrace.Traces) map[string]float64 
 // endOrderSplit draws a split of td's spans, in the order they end (ties in any order), into
 // any number of batches.
 func endOrderSplit(rt *rapid.T, td ptrace.Traces) []ptrace.Traces {
-	spans := flatten(td)
+	spans := tdwalk.Flatten(td)
 	order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
 	sort.SliceStable(order, func(a, b int) bool {
-		return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
+		return spans[order[a]].Span.EndTimestamp() < spans[order[b]].Span.EndTimestamp()
 	})
 	nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
 	return cutBatches(rt, spans, order, nb)
 }
 
 // cutBatches sends spans in order (indexes into spans) as nb batches, cut where rt draws.
-func cutBatches(rt *rapid.T, spans []flatSpan, order []int, nb int) []ptrace.Traces {
+func cutBatches(rt *rapid.T, spans []tdwalk.Flat, order []int, nb int) []ptrace.Traces {
 	cuts := map[int]bool{}
 	for len(cuts) < nb-1 {
 		cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
@@ -422,7 +411,7 @@ func cutBatches(rt *rapid.T, spans []flatSpan, order []int, nb int) []ptrace.Tra
 			batches = append(batches, cur)
 			cur = ptrace.NewTraces()
 		}
-		spans[pi].appendTo(cur)
+		spans[pi].AppendTo(cur)
 	}
 	return append(batches, cur)
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
 )
 
@@ -48,34 +49,12 @@ func addSpan(td ptrace.Traces, service string, trace byte, id, parent byte, kind
 	return sp
 }
 
-// flatSpan is one span with its resource and scope, so it can be sent alone.
-type flatSpan struct {
-	rs ptrace.ResourceSpans
-	ss ptrace.ScopeSpans
-	sp ptrace.Span
-}
-
-// flatten lists the spans of td with their resource and scope.
-func flatten(td ptrace.Traces) []flatSpan {
-	var out []flatSpan
-	for i := range td.ResourceSpans().Len() {
-		rs := td.ResourceSpans().At(i)
-		for j := range rs.ScopeSpans().Len() {
-			ss := rs.ScopeSpans().At(j)
-			for k := range ss.Spans().Len() {
-				out = append(out, flatSpan{rs, ss, ss.Spans().At(k)})
-			}
-		}
-	}
-	return out
-}
-
 // spanAttrs maps every span ID of td to the span's attributes.
 func spanAttrs(td []ptrace.Traces) map[pcommon.SpanID]pcommon.Map {
 	out := map[pcommon.SpanID]pcommon.Map{}
 	for _, t := range td {
-		for _, f := range flatten(t) {
-			out[f.sp.SpanID()] = f.sp.Attributes()
+		for _, f := range tdwalk.Flatten(t) {
+			out[f.Span.SpanID()] = f.Span.Attributes()
 		}
 	}
 	return out

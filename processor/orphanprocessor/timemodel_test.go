@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -18,8 +19,8 @@ import (
 func carriedEvents(out []ptrace.Traces) map[string][]pcommon.Map {
 	m := map[string][]pcommon.Map{}
 	for _, td := range out {
-		for _, f := range flatten(td) {
-			evs := f.sp.Events()
+		for _, f := range tdwalk.Flatten(td) {
+			evs := f.Span.Events()
 			for i := 0; i < evs.Len(); i++ {
 				if evs.At(i).Name() == verdict.EventVerdict {
 					id, _ := evs.At(i).Attributes().Get(verdict.AttrEventSpanID)
@@ -62,9 +63,9 @@ func TestKeyJoinsRunAcrossTraces(t *testing.T) {
 	}
 	var attempts []pcommon.Map
 	for _, td := range sink.AllTraces() {
-		for _, f := range flatten(td) {
-			if f.sp.Name() == "POST" {
-				attempts = append(attempts, f.sp.Attributes())
+		for _, f := range tdwalk.Flatten(td) {
+			if f.Span.Name() == "POST" {
+				attempts = append(attempts, f.Span.Attributes())
 			}
 		}
 	}

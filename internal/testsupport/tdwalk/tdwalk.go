@@ -26,3 +26,36 @@ func SpansWithResource(td ptrace.Traces, f func(pcommon.Resource, ptrace.Span)) 
 		}
 	}
 }
+
+// Flat is one span with its resource spans and scope spans, so that it can be sent alone or in
+// a batch of the test's choosing.
+type Flat struct {
+	RS   ptrace.ResourceSpans
+	SS   ptrace.ScopeSpans
+	Span ptrace.Span
+}
+
+// Flatten lists the spans of td with their resource and scope, in order.
+func Flatten(td ptrace.Traces) []Flat {
+	var out []Flat
+	rss := td.ResourceSpans()
+	for i := range rss.Len() {
+		sss := rss.At(i).ScopeSpans()
+		for j := range sss.Len() {
+			spans := sss.At(j).Spans()
+			for k := range spans.Len() {
+				out = append(out, Flat{rss.At(i), sss.At(j), spans.At(k)})
+			}
+		}
+	}
+	return out
+}
+
+// AppendTo appends a copy of the span, with its resource and scope, to td.
+func (f Flat) AppendTo(td ptrace.Traces) {
+	rs := td.ResourceSpans().AppendEmpty()
+	f.RS.Resource().CopyTo(rs.Resource())
+	ss := rs.ScopeSpans().AppendEmpty()
+	f.SS.Scope().CopyTo(ss.Scope())
+	f.Span.CopyTo(ss.Spans().AppendEmpty())
+}
