@@ -21,7 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -264,10 +264,7 @@ func (f *floor) close(testing.TB) {}
 func orphanConfig() *orphanprocessor.Config {
 	cfg := orphanprocessor.NewFactory().CreateDefaultConfig().(*orphanprocessor.Config)
 	cfg.DecisionWait = 0
-	cfg.Prices = map[string]orphanprocessor.PriceConfig{
-		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-	}
+	cfg.Prices = scenarios.Prices()
 	return cfg
 }
 
@@ -560,10 +557,7 @@ func (o *heldOrphan) close(testing.TB) {}
 // time model: decision_wait 30 s, decision_wait_after_root 2 s) with the README's prices.
 func observeConfig() *orphanmetricsexporter.Config {
 	cfg := orphanmetricsexporter.NewDefaultConfig()
-	cfg.Prices = map[string]rules.PriceConfig{
-		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-	}
+	cfg.Prices = scenarios.Prices()
 	return cfg
 }
 

@@ -32,10 +32,7 @@ const scenarioDir = "../../testdata/scenarios"
 func scenarioConfig() *Config {
 	cfg := createDefaultConfig().(*Config)
 	cfg.DecisionWait = time.Hour // released by Shutdown: every span arrives within the wait
-	cfg.Prices = map[string]PriceConfig{
-		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-	}
+	cfg.Prices = scenarios.Prices()
 	return cfg
 }
 
