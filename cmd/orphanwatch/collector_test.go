@@ -271,11 +271,9 @@ func runCollector(data []byte) (res collectorRun, err error) {
 	}
 
 	// Spans without an end time first (they end nowhere), then each span when it ends.
-	spans := tdwalk.Flatten(td)
-	sort.SliceStable(spans, func(i, j int) bool { return spans[i].Span.EndTimestamp() < spans[j].Span.EndTimestamp() })
 	rooted := map[pcommon.TraceID]bool{}
 	traces := map[pcommon.TraceID]bool{}
-	for _, s := range spans {
+	for _, s := range tdwalk.Flatten(td) {
 		if id := s.Span.TraceID(); !id.IsEmpty() {
 			traces[id] = true
 			if s.Span.ParentSpanID().IsEmpty() {
@@ -283,16 +281,11 @@ func runCollector(data []byte) (res collectorRun, err error) {
 			}
 		}
 	}
-	for i := 0; i < len(spans); {
-		end := spans[i].Span.EndTimestamp()
-		batch := ptrace.NewTraces()
-		for ; i < len(spans) && spans[i].Span.EndTimestamp() == end; i++ {
-			spans[i].AppendTo(batch)
+	for _, e := range tdwalk.ByEnd(td) {
+		if e.End != 0 {
+			time.Sleep(time.Until(e.End.AsTime()))
 		}
-		if end != 0 {
-			time.Sleep(time.Until(end.AsTime()))
-		}
-		if err := proc.ConsumeTraces(ctx, batch); err != nil {
+		if err := proc.ConsumeTraces(ctx, e.Traces()); err != nil {
 			return res, err
 		}
 	}

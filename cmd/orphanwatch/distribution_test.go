@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -46,16 +45,9 @@ func TestDistributionAsSpansEndEqualsAnalyze(t *testing.T) {
 			require.NoError(t, os.WriteFile(file, data, 0o600))
 
 			// Each span when it ends, those that end together in one request.
-			spans := tdwalk.Flatten(td)
-			sort.SliceStable(spans, func(i, j int) bool { return spans[i].Span.EndTimestamp() < spans[j].Span.EndTimestamp() })
-			for i := 0; i < len(spans); {
-				end := spans[i].Span.EndTimestamp()
-				batch := ptrace.NewTraces()
-				for ; i < len(spans) && spans[i].Span.EndTimestamp() == end; i++ {
-					spans[i].AppendTo(batch)
-				}
-				time.Sleep(time.Until(end.AsTime()))
-				body, err := (&ptrace.JSONMarshaler{}).MarshalTraces(batch)
+			for _, e := range tdwalk.ByEnd(td) {
+				time.Sleep(time.Until(e.End.AsTime()))
+				body, err := (&ptrace.JSONMarshaler{}).MarshalTraces(e.Traces())
 				require.NoError(t, err)
 				require.Equal(t, 200, e2e.Post(t, c.OTLPHTTP, "/v1/traces", "application/json", body))
 			}

@@ -2,7 +2,6 @@ package orphanprocessor
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -95,17 +94,14 @@ func TestReplayTogetherScenarios(t *testing.T) {
 			r, err := NewReplay(nopSettings(), cfg, sink)
 			require.NoError(t, err)
 			ctx := context.Background()
-			spans := tdwalk.Flatten(sc.traces)
-			sort.SliceStable(spans, func(i, j int) bool { return spans[i].Span.EndTimestamp() < spans[j].Span.EndTimestamp() })
-			for i := 0; i < len(spans); {
-				end := spans[i].Span.EndTimestamp()
+			for _, e := range tdwalk.ByEnd(sc.traces) {
 				var batches []ptrace.Traces
-				for ; i < len(spans) && spans[i].Span.EndTimestamp() == end; i++ {
+				for _, f := range e.Spans {
 					b := ptrace.NewTraces()
-					spans[i].AppendTo(b)
+					f.AppendTo(b)
 					batches = append(batches, b)
 				}
-				require.NoError(t, r.ConsumeTogether(ctx, end.AsTime(), batches))
+				require.NoError(t, r.ConsumeTogether(ctx, e.End.AsTime(), batches))
 			}
 			_, err = r.Drain(ctx)
 			require.NoError(t, err)

@@ -25,16 +25,9 @@ func replay(t *testing.T, cfg *Config, td ptrace.Traces) ([]ptrace.Traces, time.
 	r, err := NewReplay(nopSettings(), cfg, sink)
 	require.NoError(t, err)
 	ctx := context.Background()
-	spans := tdwalk.Flatten(td)
-	sort.SliceStable(spans, func(i, j int) bool { return spans[i].Span.EndTimestamp() < spans[j].Span.EndTimestamp() })
-	for i := 0; i < len(spans); {
-		end := spans[i].Span.EndTimestamp()
-		batch := ptrace.NewTraces()
-		for ; i < len(spans) && spans[i].Span.EndTimestamp() == end; i++ {
-			spans[i].AppendTo(batch)
-		}
-		require.NoError(t, r.ConsumeTraces(ctx, end.AsTime(), batch))
-		require.True(t, r.Now().Equal(end.AsTime()), "the clock is where the batch was handed over")
+	for _, e := range tdwalk.ByEnd(td) {
+		require.NoError(t, r.ConsumeTraces(ctx, e.End.AsTime(), e.Traces()))
+		require.True(t, r.Now().Equal(e.End.AsTime()), "the clock is where the batch was handed over")
 	}
 	reached, err := r.Drain(ctx)
 	require.NoError(t, err)

@@ -3,6 +3,8 @@
 package tdwalk
 
 import (
+	"sort"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -58,4 +60,34 @@ func (f Flat) AppendTo(td ptrace.Traces) {
 	ss := rs.ScopeSpans().AppendEmpty()
 	f.SS.Scope().CopyTo(ss.Scope())
 	f.Span.CopyTo(ss.Spans().AppendEmpty())
+}
+
+// Ending is the spans of a Traces that end at one time, in the Traces' order.
+type Ending struct {
+	End   pcommon.Timestamp
+	Spans []Flat
+}
+
+// Traces returns the spans of e as one Traces, each with its resource and scope.
+func (e Ending) Traces() ptrace.Traces {
+	td := ptrace.NewTraces()
+	for _, f := range e.Spans {
+		f.AppendTo(td)
+	}
+	return td
+}
+
+// ByEnd groups the spans of td by their end time, earliest first (spans without an end time
+// first of all): what a collector receives when every span is exported as it ends.
+func ByEnd(td ptrace.Traces) []Ending {
+	spans := Flatten(td)
+	sort.SliceStable(spans, func(i, j int) bool { return spans[i].Span.EndTimestamp() < spans[j].Span.EndTimestamp() })
+	var out []Ending
+	for _, f := range spans {
+		if end := f.Span.EndTimestamp(); len(out) == 0 || out[len(out)-1].End != end {
+			out = append(out, Ending{End: end})
+		}
+		out[len(out)-1].Spans = append(out[len(out)-1].Spans, f)
+	}
+	return out
 }

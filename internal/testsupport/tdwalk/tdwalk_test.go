@@ -32,3 +32,34 @@ func TestSpans(t *testing.T) {
 	assert.Equal(t, []string{"a00", "a01", "a10", "a11", "b00", "b01", "b10", "b11"}, names)
 	assert.Equal(t, []string{"a", "a", "a", "a", "b", "b", "b", "b"}, services)
 }
+
+// TestByEnd: spans grouped by end time, earliest first and no end time before all, each group
+// in the Traces' order, and each span sent with its own resource and scope.
+func TestByEnd(t *testing.T) {
+	td := ptrace.NewTraces()
+	for i, svc := range []string{"a", "b"} {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", svc)
+		ss := rs.ScopeSpans().AppendEmpty()
+		ss.Scope().SetName("scope-" + svc)
+		for n, end := range []pcommon.Timestamp{30, 10, 0, 30} {
+			sp := ss.Spans().AppendEmpty()
+			sp.SetName(fmt.Sprintf("%s%d", svc, n))
+			sp.SetEndTimestamp(end + pcommon.Timestamp(i)*10)
+		}
+	}
+	var ends []pcommon.Timestamp
+	var names [][]string
+	for _, e := range ByEnd(td) {
+		ends = append(ends, e.End)
+		var group []string
+		for _, f := range Flatten(e.Traces()) {
+			svc, _ := f.RS.Resource().Attributes().Get("service.name")
+			assert.Equal(t, "scope-"+svc.Str(), f.SS.Scope().Name())
+			group = append(group, f.Span.Name())
+		}
+		names = append(names, group)
+	}
+	assert.Equal(t, []pcommon.Timestamp{0, 10, 20, 30, 40}, ends)
+	assert.Equal(t, [][]string{{"a2"}, {"a1", "b2"}, {"b1"}, {"a0", "a3"}, {"b0", "b3"}}, names)
+}
