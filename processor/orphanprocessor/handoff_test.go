@@ -68,10 +68,7 @@ func TestOwedUntilHandedOn(t *testing.T) {
 
 	// A root and a keyed attempt that failed retryably: the run stays open for run_timeout.
 	td := ptrace.NewTraces()
-	addSpan(td, "shop", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
-	call := addSpan(td, "shop", 1, 2, 1, ptrace.SpanKindClient, 0.1, 1.9)
-	call.Attributes().PutStr("http.request.header.idempotency-key", "order-7")
-	call.Attributes().PutInt("http.response.status_code", 503)
+	openKeyedRun(td)
 	require.NoError(t, p.ConsumeTraces(ctx, td))
 	require.Equal(t, int64(2), gauge(t, tel, "otelcol_processor_orphan_spans_held"))
 

@@ -265,3 +265,12 @@ func canceled(sp ptrace.Span) ptrace.Span {
 	sp.Attributes().PutStr("error.type", "context canceled")
 	return sp
 }
+
+// openKeyedRun adds trace 1 to td: the shop's root (0-2 s) and its attempt with Idempotency-Key
+// order-7 that failed retryably (503), a run that stays open until run_timeout.
+func openKeyedRun(td ptrace.Traces) {
+	addSpan(td, "shop", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
+	call := addSpan(td, "shop", 1, 2, 1, ptrace.SpanKindClient, 0.1, 1.9)
+	call.Attributes().PutStr("http.request.header.idempotency-key", "order-7")
+	call.Attributes().PutInt("http.response.status_code", 503)
+}
