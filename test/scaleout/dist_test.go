@@ -124,11 +124,7 @@ func TestDistributionTier(t *testing.T) {
 	want, _ := runTier(t, 1, true, batches)
 
 	tr, _ := startProcTier(t, bin, 2)
-	total := 0
-	for _, td := range batches {
-		total += td.SpanCount()
-		tr.send(t, td)
-	}
+	total := tr.sendAll(t, batches)
 	if got := tr.waitStore(t, total, 60*time.Second); got != total {
 		t.Fatalf("%d of %d spans in the trace store", got, total)
 	}

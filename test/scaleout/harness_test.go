@@ -330,6 +330,16 @@ func (tr *tier) groupStable(n int, within time.Duration) error {
 	}
 }
 
+// sendAll sends every batch (send) and returns how many spans they hold.
+func (tr *tier) sendAll(t testing.TB, batches []ptrace.Traces) (spans int) {
+	t.Helper()
+	for _, td := range batches {
+		spans += td.SpanCount()
+		tr.send(t, td)
+	}
+	return spans
+}
+
 // send posts traces to the front tier over OTLP/HTTP.
 func (tr *tier) send(t testing.TB, td ptrace.Traces) {
 	t.Helper()

@@ -31,11 +31,7 @@ func scenarioBatches() []ptrace.Traces {
 func runTier(t *testing.T, n int, keySharing bool, batches []ptrace.Traces) (map[string]float64, *tier) {
 	t.Helper()
 	tr := startTier(t, tierOptions{members: n, keySharing: keySharing})
-	total := 0
-	for _, td := range batches {
-		total += td.SpanCount()
-		tr.send(t, td)
-	}
+	total := tr.sendAll(t, batches)
 	if got := tr.waitStore(t, total, 60*time.Second); got != total {
 		t.Fatalf("%d members: %d of %d spans in the trace store", n, got, total)
 	}
@@ -106,11 +102,7 @@ func runPlain(t *testing.T, batches []ptrace.Traces) map[string]float64 {
 		"service::telemetry::metrics::readers":                fmt.Sprintf("[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", m.telemetry),
 		"service::telemetry::logs::level":                     "warn",
 	})
-	total := 0
-	for _, td := range batches {
-		total += td.SpanCount()
-		tr.send(t, td)
-	}
+	total := tr.sendAll(t, batches)
 	if got := tr.settle(t, total, 60*time.Second); got != total {
 		t.Fatalf("default pipeline: %d of %d spans judged", got, total)
 	}
