@@ -176,14 +176,20 @@ func TestScenarios(t *testing.T) {
 // split into random batches (at least five where there are enough spans) give exactly the same
 // verdicts.
 func TestScenariosAnyArrivalOrder(t *testing.T) {
-	cases := loadScenarios(t)
-	rapid.Check(t, func(rt *rapid.T) {
-		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
+	forAnyScenario(t, func(rt *rapid.T, sc scenarioCase) {
 		spans := tdwalk.Flatten(sc.traces)
 		perm := rapid.Permutation(indexes(len(spans))).Draw(rt, "order")
 		minBatches := min(5, len(spans))
 		nb := rapid.IntRange(minBatches, len(spans)).Draw(rt, "batches")
 		checkScenario(rt, sc, effective(rt, runBatches(rt, cutBatches(rt, spans, perm, nb))))
+	})
+}
+
+// forAnyScenario checks prop on the scenarios rapid draws.
+func forAnyScenario(t *testing.T, prop func(rt *rapid.T, sc scenarioCase)) {
+	cases := loadScenarios(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		prop(rt, cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")])
 	})
 }
 
@@ -201,9 +207,7 @@ func indexes(n int) []int {
 // batches: a root's wait after it, decision_wait without it), and the verdicts, those written
 // on the spans and those carried for them, are exactly those of one decision.
 func TestScenariosAnySplit(t *testing.T) {
-	cases := loadScenarios(t)
-	rapid.Check(t, func(rt *rapid.T) {
-		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
+	forAnyScenario(t, func(rt *rapid.T, sc scenarioCase) {
 		batches := endOrderSplit(rt, sc.traces)
 		checkScenario(rt, sc, effective(rt, runDecisions(rt, batches)))
 	})
@@ -335,9 +339,7 @@ func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
 // orphanmetrics exporter's recorder (which counts carried verdicts as the spans they are for
 // and deferred spans nowhere), give exactly the series of one decision.
 func TestScenariosAnySplitMetrics(t *testing.T) {
-	cases := loadScenarios(t)
-	rapid.Check(t, func(rt *rapid.T) {
-		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
+	forAnyScenario(t, func(rt *rapid.T, sc scenarioCase) {
 		batches := endOrderSplit(rt, sc.traces)
 		one := ptrace.NewTraces()
 		sc.traces.CopyTo(one)
