@@ -56,8 +56,7 @@ func gauge(t *testing.T, tel *componenttest.Telemetry, name string) int64 {
 // spans are handed on, and a collection of the gauges waits for a sweep's hand-off: whenever
 // open_runs reads 0, the carrier span with the run's outcome has been passed on.
 func TestOwedUntilHandedOn(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = time.Second
 	cfg.RunTimeout = time.Minute

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
@@ -46,8 +45,7 @@ func TestRootWithInsaneTimesJudgesItsTraceAtOnce(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tel := componenttest.NewTelemetry()
-			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+			tel := testTelemetry(t)
 			cfg := testConfig(time.Minute)
 			td := ptrace.NewTraces()
 			root := httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
@@ -96,8 +94,7 @@ func TestRootWithInsaneTimesJudgesItsTraceAtOnce(t *testing.T) {
 // counts time (liveness unknown, no after_gone, no attempt, no run), each counted by its
 // reason; their sibling that outlived the root is still orphaned.
 func TestSpanWithInsaneTimesCountsNoTime(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	cfg := testConfig(time.Minute)
 	cfg.MaxRequestDuration = 20 * time.Second
 	p, clk := newTestProcessorWith(t, settingsFor(tel, component.NewID(metadata.Type)), cfg, nil)
@@ -144,8 +141,7 @@ func TestSpanWithInsaneTimesCountsNoTime(t *testing.T) {
 // TestZeroWaitChecksTheClockToo: with decision_wait 0 (each batch decided as it comes) a span
 // ending beyond the clock is refused alike.
 func TestZeroWaitChecksTheClockToo(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	p, _ := newTestProcessorWith(t, settingsFor(tel, component.NewID(metadata.Type)), testConfig(0), nil)
 	td := ptrace.NewTraces()
 	addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3).Attributes().PutInt("http.response.status_code", 499)
@@ -162,8 +158,7 @@ func TestZeroWaitChecksTheClockToo(t *testing.T) {
 // line, naming the counter; never a span's keys or attribute values. Spans judged unknown for
 // want of a root are counted, not logged.
 func TestBadInputLoggedSampled(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	set := settingsFor(tel, component.NewID(metadata.Type))
 	core, logs := observer.New(zap.InfoLevel)
 	set.Logger = zap.New(core)
