@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -19,7 +18,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -230,7 +228,7 @@ func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
 	form := regexp.MustCompile(`'(--set=service::telemetry::metrics::readers=\[.*port: 18888.*\])'`).FindSubmatch(readme)
 	require.NotNil(t, form, "README: the --set form for the telemetry port")
 	set := strings.Replace(string(form[1]), "18888", strconv.Itoa(telemetry), 1)
-	log := &lockedBuffer{}
+	log := &e2e.SyncBuffer{}
 	cmd := exec.Command(bin, set)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -266,24 +264,6 @@ func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
 	assert.NotZero(t, code, "OTLP/HTTP not on OTLP_HTTP_PORT")
 	code, _ = get(ports["ZIPKIN_PORT"], "/api/v2/spans")
 	assert.NotZero(t, code, "zipkin not on ZIPKIN_PORT")
-}
-
-// lockedBuffer collects a process's output for the test to read meanwhile.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestReadmeManifestIsBuilt: the manifest README "Build your own distribution" shows is

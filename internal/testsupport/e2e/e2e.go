@@ -98,22 +98,25 @@ var (
 type Collector struct {
 	OTLPGRPC, OTLPHTTP, Zipkin, Metrics, Health, Telemetry int
 	cmd                                                    *exec.Cmd
-	log                                                    *syncBuffer
+	log                                                    *SyncBuffer
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's output goroutine and the test.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent use: a process's output, written by its
+// goroutine, read by the test meanwhile.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p to the buffer.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -142,7 +145,7 @@ func StartCollector(t testing.TB, bin string, o Options) *Collector {
 	if o.DecisionWait == "" {
 		o.DecisionWait = "1s"
 	}
-	c := &Collector{OTLPGRPC: FreePort(t), OTLPHTTP: FreePort(t), Zipkin: FreePort(t), Metrics: FreePort(t), Health: FreePort(t), Telemetry: FreePort(t), log: &syncBuffer{}}
+	c := &Collector{OTLPGRPC: FreePort(t), OTLPHTTP: FreePort(t), Zipkin: FreePort(t), Metrics: FreePort(t), Health: FreePort(t), Telemetry: FreePort(t), log: &SyncBuffer{}}
 	rules := fmt.Sprintf(`    decision_wait: %s
     prices:
       gpt-4o: {input_per_million: 2.50, output_per_million: 10.00}
