@@ -280,51 +280,45 @@ func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
 	for _, td := range out {
 		td2 := ptrace.NewTraces()
 		td.CopyTo(td2)
-		td2.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-			rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-				ss.Spans().RemoveIf(func(sp ptrace.Span) bool {
-					if v, ok := sp.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
-						return true
+		tdwalk.RemoveSpans(td2, func(sp ptrace.Span) bool {
+			if v, ok := sp.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
+				return true
+			}
+			sp.Events().RemoveIf(func(ev ptrace.SpanEvent) bool { return ev.Name() == verdict.EventVerdict })
+			a := sp.Attributes()
+			deferred := false
+			if v, ok := a.Get(verdict.AttrDeferred); ok && v.Bool() {
+				deferred = true
+				a.Remove(verdict.AttrDeferred)
+			}
+			tid, sid := sp.TraceID(), sp.SpanID()
+			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + kindNames[sp.Kind()]
+			// A deferred span takes one whole verdict; parts go to the span they name
+			// (the first of exact duplicates).
+			var rest []carried
+			took := false
+			for _, c := range byID[key] {
+				if !c.runOnly && (!deferred || took) {
+					rest = append(rest, c)
+					continue
+				}
+				if !c.runOnly {
+					took = true
+				}
+				c.attrs.Range(func(k string, v pcommon.Value) bool {
+					if strings.HasPrefix(k, "orphanwatch.") && !strings.HasPrefix(k, "orphanwatch.span.") {
+						v.CopyTo(a.PutEmpty(k))
 					}
-					sp.Events().RemoveIf(func(ev ptrace.SpanEvent) bool { return ev.Name() == verdict.EventVerdict })
-					a := sp.Attributes()
-					deferred := false
-					if v, ok := a.Get(verdict.AttrDeferred); ok && v.Bool() {
-						deferred = true
-						a.Remove(verdict.AttrDeferred)
-					}
-					tid, sid := sp.TraceID(), sp.SpanID()
-					key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + kindNames[sp.Kind()]
-					// A deferred span takes one whole verdict; parts go to the span they name
-					// (the first of exact duplicates).
-					var rest []carried
-					took := false
-					for _, c := range byID[key] {
-						if !c.runOnly && (!deferred || took) {
-							rest = append(rest, c)
-							continue
-						}
-						if !c.runOnly {
-							took = true
-						}
-						c.attrs.Range(func(k string, v pcommon.Value) bool {
-							if strings.HasPrefix(k, "orphanwatch.") && !strings.HasPrefix(k, "orphanwatch.span.") {
-								v.CopyTo(a.PutEmpty(k))
-							}
-							return true
-						})
-					}
-					assert.Equal(t, deferred, took, "span %s: deferred %v, took a whole verdict %v", key, deferred, took)
-					if len(rest) > 0 {
-						byID[key] = rest
-					} else {
-						delete(byID, key)
-					}
-					return false
+					return true
 				})
-				return ss.Spans().Len() == 0
-			})
-			return rs.ScopeSpans().Len() == 0
+			}
+			assert.Equal(t, deferred, took, "span %s: deferred %v, took a whole verdict %v", key, deferred, took)
+			if len(rest) > 0 {
+				byID[key] = rest
+			} else {
+				delete(byID, key)
+			}
+			return false
 		})
 		res = append(res, td2)
 	}

@@ -60,13 +60,7 @@ func pairID(i int, which byte) pcommon.TraceID {
 func split(td ptrace.Traces, id pcommon.TraceID) ptrace.Traces {
 	out := ptrace.NewTraces()
 	td.CopyTo(out)
-	out.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(sp ptrace.Span) bool { return sp.TraceID() != id })
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
-	})
+	tdwalk.RemoveSpans(out, func(sp ptrace.Span) bool { return sp.TraceID() != id })
 	return out
 }
 

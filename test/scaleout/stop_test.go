@@ -44,13 +44,7 @@ func clone(td ptrace.Traces, i int) ptrace.Traces {
 func part(td ptrace.Traces, roots bool) ptrace.Traces {
 	out := ptrace.NewTraces()
 	td.CopyTo(out)
-	out.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(sp ptrace.Span) bool { return sp.ParentSpanID().IsEmpty() != roots })
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
-	})
+	tdwalk.RemoveSpans(out, func(sp ptrace.Span) bool { return sp.ParentSpanID().IsEmpty() != roots })
 	return out
 }
 

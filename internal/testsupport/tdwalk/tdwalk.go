@@ -91,3 +91,15 @@ func ByEnd(td ptrace.Traces) []Ending {
 	}
 	return out
 }
+
+// RemoveSpans removes from td, in place, the spans for which drop returns true (drop may
+// change the others), and the scopes and resources left without spans.
+func RemoveSpans(td ptrace.Traces, drop func(ptrace.Span) bool) {
+	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
+		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
+			ss.Spans().RemoveIf(drop)
+			return ss.Spans().Len() == 0
+		})
+		return rs.ScopeSpans().Len() == 0
+	})
+}

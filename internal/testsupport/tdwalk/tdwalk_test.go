@@ -63,3 +63,31 @@ func TestByEnd(t *testing.T) {
 	assert.Equal(t, []pcommon.Timestamp{0, 10, 20, 30, 40}, ends)
 	assert.Equal(t, [][]string{{"a2"}, {"a1", "b2"}, {"b1"}, {"a0", "a3"}, {"b0", "b3"}}, names)
 }
+
+// TestRemoveSpans: the spans dropped go, and so do the scopes and resources left empty; the
+// others stay as they are, changed by drop where it changed them.
+func TestRemoveSpans(t *testing.T) {
+	td := ptrace.NewTraces()
+	for _, svc := range []string{"a", "b"} {
+		rs := td.ResourceSpans().AppendEmpty()
+		for s := range 2 {
+			spans := rs.ScopeSpans().AppendEmpty().Spans()
+			for n := range 2 {
+				spans.AppendEmpty().SetName(fmt.Sprintf("%s%d%d", svc, s, n))
+			}
+		}
+	}
+	RemoveSpans(td, func(sp ptrace.Span) bool {
+		sp.Attributes().PutBool("seen", true)
+		return sp.Name()[0] == 'b' || sp.Name()[1] == '1'
+	})
+	var names []string
+	Spans(td, func(sp ptrace.Span) {
+		names = append(names, sp.Name())
+		_, seen := sp.Attributes().Get("seen")
+		assert.True(t, seen, sp.Name())
+	})
+	assert.Equal(t, []string{"a00", "a01"}, names)
+	assert.Equal(t, 1, td.ResourceSpans().Len())
+	assert.Equal(t, 1, td.ResourceSpans().At(0).ScopeSpans().Len())
+}
