@@ -246,9 +246,7 @@ func S23() (ptrace.Traces, Expected) {
 	e.Outlive(API, 2, 5.90) // 3.00 + 2.90
 	e.Runs(API, "chat "+GPT4o, DeliveredToNobody, 1)
 	e.Attempts(API, "chat "+GPT4o, LStartedAfterGone, 1)
-	e.Tokens(API, GPT4o, LOrphaned, 1000, 200)
-	e.Cost(API, GPT4o, LOrphaned, 0.0045)
-	e.ModelCalls(API, GPT4o, LOrphaned, 1)
+	e.ModelCall(API, GPT4o, LOrphaned, 1000, 200, 0.0045)
 	e.Reach(Envoy, 1, 0, 1)
 	e.Unpropagated(Envoy, API, 1)
 	return b.Traces(), e.Build()
@@ -320,16 +318,12 @@ func S24() (ptrace.Traces, Expected) {
 	e.Attempts(Worker, "chat "+GPT4o, LStartedAfterGone, 1)
 	e.SpendSeconds(Worker, LLive, 1.70)     // the delivery 0.30-2.00
 	e.SpendSeconds(Worker, LOrphaned, 2.90) // and 2.00-4.90
-	e.Tokens(Worker, GPT4o, LOrphaned, 1000, 200)
-	e.Cost(Worker, GPT4o, LOrphaned, 0.0045)
-	e.ModelCalls(Worker, GPT4o, LOrphaned, 1)
+	e.ModelCall(Worker, GPT4o, LOrphaned, 1000, 200, 0.0045)
 	e.Outlive(Worker, 2, 5.70) // 2.90 + 2.80
 	e.Outlive(API, 1, 3.00)
 	e.Runs(Worker, "chat "+GPT4oMini, Success, 1)
 	e.Attempts(Worker, "chat "+GPT4oMini, LDetached, 1)
 	e.SpendSeconds(Worker, LDetached, 1.80)
-	e.Tokens(Worker, GPT4oMini, LDetached, 500, 100)
-	e.Cost(Worker, GPT4oMini, LDetached, 0.000135)
-	e.ModelCalls(Worker, GPT4oMini, LDetached, 1)
+	e.ModelCall(Worker, GPT4oMini, LDetached, 500, 100, 0.000135)
 	return b.Traces(), e.Build()
 }

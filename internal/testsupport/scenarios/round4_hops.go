@@ -70,9 +70,7 @@ func S30() (ptrace.Traces, Expected) {
 	e.Tokens(Researcher, GPT4oMini, LLive, 3000, 600)
 	e.Cost(Researcher, GPT4oMini, LLive, 0.00081)
 	e.ModelCalls(Researcher, GPT4oMini, LLive, 2)
-	e.Tokens(Researcher, GPT4o, LOrphaned, 3000, 800)
-	e.Cost(Researcher, GPT4o, LOrphaned, 0.0155)
-	e.ModelCalls(Researcher, GPT4o, LOrphaned, 1)
+	e.ModelCall(Researcher, GPT4o, LOrphaned, 3000, 800, 0.0155)
 	e.Outlive(Researcher, 2, 29.30) // 14.90 + 14.40
 	e.Unpropagated(Gateway, Researcher, 1)
 	return b.Traces(), e.Build()
@@ -132,14 +130,10 @@ func S31() (ptrace.Traces, Expected) {
 	e.SpendSeconds(API, LLive, 0.04)
 	e.Runs(Worker, "chat "+GPT4o, Success, 1)
 	e.Attempts(Worker, "chat "+GPT4o, LLive, 1)
-	e.Tokens(Worker, GPT4o, LLive, 4000, 1000)
-	e.Cost(Worker, GPT4o, LLive, 0.02)
-	e.ModelCalls(Worker, GPT4o, LLive, 1)
+	e.ModelCall(Worker, GPT4o, LLive, 4000, 1000, 0.02)
 	e.Runs(Worker, "chat "+GPT4oMini, DeliveredToNobody, 1)
 	e.Attempts(Worker, "chat "+GPT4oMini, LOutlivedRoot, 1)
-	e.Tokens(Worker, GPT4oMini, LOrphaned, 2000, 500)
-	e.Cost(Worker, GPT4oMini, LOrphaned, 0.0006)
-	e.ModelCalls(Worker, GPT4oMini, LOrphaned, 1)
+	e.ModelCall(Worker, GPT4oMini, LOrphaned, 2000, 500, 0.0006)
 	e.SpendSeconds(Worker, LLive, 57.00)    // 43.00 + 14.00 (6.00-20.00)
 	e.SpendSeconds(Worker, LOrphaned, 6.00) // 20.00-26.00
 	e.Outlive(Worker, 1, 6.00)
@@ -237,9 +231,7 @@ func S33() (ptrace.Traces, Expected) {
 	e.Runs(Scheduler, "chat "+GPT4o, Success, 1)
 	e.Attempts(Scheduler, "chat "+GPT4o, LDetached, 1)
 	e.SpendSeconds(Scheduler, LDetached, 1.80)
-	e.Tokens(Scheduler, GPT4o, LDetached, 1000, 200)
-	e.Cost(Scheduler, GPT4o, LDetached, 0.0045)
-	e.ModelCalls(Scheduler, GPT4o, LDetached, 1)
+	e.ModelCall(Scheduler, GPT4o, LDetached, 1000, 200, 0.0045)
 	return b.Traces(), e.Build()
 }
 

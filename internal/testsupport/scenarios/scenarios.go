@@ -119,9 +119,7 @@ func S1() (ptrace.Traces, Expected) {
 		e.Attempts(agent, opSearch, LLive, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
 		e.SpendSeconds(agent, LLive, 5.20) // GET 0.20 + chat 5.00
-		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
-		e.Cost(agent, GPT4oMini, LLive, 0.00036)
-		e.ModelCalls(agent, GPT4oMini, LLive, 1)
+		e.ModelCall(agent, GPT4oMini, LLive, 1200, 300, 0.00036)
 	}
 	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
 		agentCall(e, agent, Success, LLive)
@@ -234,9 +232,7 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 		e.Attempts(agent, opSearch, LLive, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
 		e.SpendSeconds(agent, LLive, 2.20) // 0.20 + 2.00
-		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
-		e.Cost(agent, GPT4oMini, LLive, 0.00036)
-		e.ModelCalls(agent, GPT4oMini, LLive, 1)
+		e.ModelCall(agent, GPT4oMini, LLive, 1200, 300, 0.00036)
 	}
 	for _, agent := range []string{Planner, Coder, Critic} {
 		agentCall(e, agent, Success, LLive)
@@ -254,9 +250,7 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 	e.SpendSeconds(Gateway, LLive, 10.46)       // 3 x 2.49 + 2.99
 	e.SpendSeconds(Researcher, LLive, 0.60)     // attempts 1-3, 0.20 each
 	e.SpendSeconds(Researcher, LOrphaned, 2.22) // attempt 4 0.20 + chat 2.00 + publish 0.02
-	e.Tokens(Researcher, GPT4o, LOrphaned, 3000, 800)
-	e.Cost(Researcher, GPT4o, LOrphaned, 0.0155)
-	e.ModelCalls(Researcher, GPT4o, LOrphaned, 1)
+	e.ModelCall(Researcher, GPT4o, LOrphaned, 3000, 800, 0.0155)
 	e.Outlive(Researcher, 4, 11.92) // 3.55 + 1.40 + 3.45 + 3.52
 	e.Outlive(SearchTool, 1, 1.39)
 	e.Unpropagated(Gateway, Researcher, 1)
@@ -330,9 +324,7 @@ func S3() (ptrace.Traces, Expected) {
 		e.Attempts(agent, opSearch, LLive, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
 		e.SpendSeconds(agent, LLive, 2.20)
-		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
-		e.Cost(agent, GPT4oMini, LLive, 0.00036)
-		e.ModelCalls(agent, GPT4oMini, LLive, 1)
+		e.ModelCall(agent, GPT4oMini, LLive, 1200, 300, 0.00036)
 	}
 	for _, agent := range []string{Planner, Coder, Critic} {
 		agentCall(e, agent, Success, LLive)
@@ -396,9 +388,7 @@ func S4() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Gateway, LLive, 1.99)
 	e.SpendSeconds(Coder, LLive, 1.40)
 	e.SpendSeconds(Coder, LOrphaned, 1.00)
-	e.Tokens(Coder, GPT4oMini, LOrphaned, 500, 100)
-	e.Cost(Coder, GPT4oMini, LOrphaned, 0.000135)
-	e.ModelCalls(Coder, GPT4oMini, LOrphaned, 1)
+	e.ModelCall(Coder, GPT4oMini, LOrphaned, 500, 100, 0.000135)
 	e.Outlive(Coder, 2, 3.10) // 1.60 + 1.50
 	e.Unpropagated(Gateway, Coder, 1)
 	return b.Traces(), e.Build()
@@ -669,9 +659,7 @@ func S9() (ptrace.Traces, Expected) {
 		e.Attempts(agent, opSearch, LUnknown, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LUnknown, 1)
 		e.SpendSeconds(agent, LUnknown, 2.20)
-		e.Tokens(agent, GPT4oMini, LUnknown, 1200, 300)
-		e.Cost(agent, GPT4oMini, LUnknown, 0.00036)
-		e.ModelCalls(agent, GPT4oMini, LUnknown, 1)
+		e.ModelCall(agent, GPT4oMini, LUnknown, 1200, 300, 0.00036)
 	}
 	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
 		agentCall(e, agent, UnknownRoot, LUnknown)
@@ -684,9 +672,7 @@ func S9() (ptrace.Traces, Expected) {
 	e.Attempts(Researcher, "send research-results", LUnknown, 1)
 	e.SpendSeconds(Gateway, LUnknown, 10.46)
 	e.SpendSeconds(Researcher, LUnknown, 2.82) // 0.60 + 2.22
-	e.Tokens(Researcher, GPT4o, LUnknown, 3000, 800)
-	e.Cost(Researcher, GPT4o, LUnknown, 0.0155)
-	e.ModelCalls(Researcher, GPT4o, LUnknown, 1)
+	e.ModelCall(Researcher, GPT4o, LUnknown, 3000, 800, 0.0155)
 	return x.b.Traces(), e.Build()
 }
 
@@ -734,9 +720,7 @@ func S10() (ptrace.Traces, Expected) {
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 1.98)
 	e.SpendSeconds(Planner, LLive, 1.90)
-	e.Tokens(Planner, GPT4oMini, LLive, 1200, 300)
-	e.Cost(Planner, GPT4oMini, LLive, 0.00036)
-	e.ModelCalls(Planner, GPT4oMini, LLive, 1)
+	e.ModelCall(Planner, GPT4oMini, LLive, 1200, 300, 0.00036)
 	return b.Traces(), e.Build()
 }
 
@@ -954,9 +938,7 @@ func S13() (ptrace.Traces, Expected) {
 	e.Attempts(LegacyAgent, "GET docs-tool:8080", LLive, 1)
 	e.Attempts(LegacyAgent, "chat gpt-4o-mini", LLive, 1)
 	e.SpendSeconds(LegacyAgent, LLive, 0.50) // 0.10 + 0.30 + 0.10
-	e.Tokens(LegacyAgent, GPT4oMini, LLive, 0, 10)
-	e.Cost(LegacyAgent, GPT4oMini, LLive, 0.000006)
-	e.ModelCalls(LegacyAgent, GPT4oMini, LLive, 1)
+	e.ModelCall(LegacyAgent, GPT4oMini, LLive, 0, 10, 0.000006)
 	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
 	e.Attempts(Planner, "chat gpt-4o-mini", LOutlivedRoot, 1)
 	e.Roots(Gateway, Cancelled, 1)
@@ -968,9 +950,7 @@ func S13() (ptrace.Traces, Expected) {
 	// 0.95 s before live.
 	e.SpendSeconds(Planner, LOrphaned, 0.90)
 	e.SpendSeconds(Planner, LLive, 0.95)
-	e.Tokens(Planner, GPT4oMini, LOrphaned, 1200, 300)
-	e.Cost(Planner, GPT4oMini, LOrphaned, 0.00036)
-	e.ModelCalls(Planner, GPT4oMini, LOrphaned, 1)
+	e.ModelCall(Planner, GPT4oMini, LOrphaned, 1200, 300, 0.00036)
 	e.Outlive(Planner, 2, 1.90) // 1.00 + 0.90
 	e.Unpropagated(Gateway, Planner, 1)
 	return b.Traces(), e.Build()
