@@ -111,9 +111,7 @@ func S21() (ptrace.Traces, Expected) {
 		"CANCELLED by its client when try 2 (grpc-previous-rpc-attempts 1) 0.60-1.19 succeeds: one run of 2, success. "+
 		"coder's GET search-tool 0.20-0.90 200 and its twin 0.40-0.91 cancelled at the success: one run of 2, success. "+
 		"critic's two GETs 0.30-0.80 and 0.35-0.85, both 200: parallel work, two runs of one.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 200)
-	e.Span(root, Live().Root(Completed))
+	root := completedAsk(e, tr, 3.00)
 
 	pCall, pSrv := subAgentCall(root, Planner, 0.01, 2.00, 0.02, 1.99, 200, 200)
 	e.Span(pCall, Live().Single(Success, ok))
@@ -141,10 +139,8 @@ func S21() (ptrace.Traces, Expected) {
 		e.Span(tool, Live())
 	}
 
-	e.Roots(Gateway, Completed, 1)
 	for _, a := range []string{Planner, Coder, Critic} {
-		e.Runs(Gateway, opAgent(a), Success, 1)
-		e.Attempts(Gateway, opAgent(a), LLive, 1)
+		agentCall(e, a, Success, LLive)
 	}
 	e.Runs(Planner, "rank.Ranker/Rank", Success, 1)
 	e.Attempts(Planner, "rank.Ranker/Rank", LLive, 2)
@@ -177,12 +173,8 @@ func S22() (ptrace.Traces, Expected) {
 		"call POST search-tool 0.10-1.00: the tool server's SERVER span (gen_ai.tool.name web_search) makes no run. "+
 		"planner's calls to ranker with x-envoy-attempt-count [\"2\"] 1.10-1.30 503 and [\"3\"] 1.40-1.60 200: one run "+
 		"of 2, attempts 2 and 3, success.")
-	e.Gone(tr, 2.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
-	e.Span(root, Live().Root(Completed))
-	call, srv := subAgentCall(root, Planner, 0.01, 1.90, 0.02, 1.89, 200, 200)
-	e.Span(call, Live().Single(Success, ok))
-	e.Span(srv, Live())
+	root := completedAsk(e, tr, 2.00)
+	srv := liveAgentCall(e, root, Planner, 0.01, 1.90, 0.02, 1.89)
 	tool := srv.HTTPClient("POST", SearchTool, HTTPPort, "/mcp", 0.10, 1.00, 200).Set(attrToolName, "web_search")
 	toolSrv := tool.HTTPServer(SearchTool, "/mcp", 0.11, 0.99, 200).Set(attrToolName, "web_search")
 	e.Span(tool, Live().Single(Success, ok))
@@ -192,9 +184,6 @@ func S22() (ptrace.Traces, Expected) {
 	e.Span(r1, Live().Attempt(2))
 	e.Span(r2, Live().Attempt(3).Run(Success, 2, ok))
 
-	e.Roots(Gateway, Completed, 1)
-	e.Runs(Gateway, opAgent(Planner), Success, 1)
-	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
 	e.Runs(Planner, "POST "+SearchTool+":8080", Success, 1)
 	e.Attempts(Planner, "POST "+SearchTool+":8080", LLive, 1)
 	e.Runs(Planner, "GET ranker:8080", Success, 1)

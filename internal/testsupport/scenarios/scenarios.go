@@ -69,6 +69,27 @@ func agentCall(e *Expect, agent, outcome, liveness string) {
 	e.Attempts(Gateway, opAgent(agent), liveness, 1)
 }
 
+// completedAsk adds the gateway's root POST /ask from 0 to end, completed (200): the trace's
+// gone time, the root's verdict and its series.
+func completedAsk(e *Expect, tr *Trace, end float64) *Span {
+	e.Gone(tr, end, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, end, 200)
+	e.Span(root, Live().Root(Completed))
+	e.Roots(Gateway, Completed, 1)
+	return root
+}
+
+// liveAgentCall adds gateway's call to agent (subAgentCall, both answered 200) under a live
+// root: a live single success and a live server, with the call's series (agentCall). It
+// returns the agent's SERVER span.
+func liveAgentCall(e *Expect, root *Span, agent string, cs, ce, ss, se float64) *Span {
+	call, srv := subAgentCall(root, agent, cs, ce, ss, se, 200, 200)
+	e.Span(call, Live().Single(Success, ok))
+	e.Span(srv, Live())
+	agentCall(e, agent, Success, LLive)
+	return srv
+}
+
 // subAgentCall adds gateway's CLIENT "POST" to agent and the agent's SERVER "POST /run".
 // serverStatus 0 leaves the server without response status code.
 func subAgentCall(parent *Span, agent string, cs, ce, ss, se float64, clientStatus, serverStatus int) (call, srv *Span) {
@@ -462,9 +483,7 @@ func S6() (ptrace.Traces, Expected) {
 	e := NewExpect("S6", b, "A hard failure, and gRPC. coder's search-tool GET gets 400: run hard_failure, 1 attempt. "+
 		"planner's gRPC calls to search-tool: UNAVAILABLE, UNAVAILABLE, OK (run success, 3 attempts), then a new call "+
 		"with INVALID_ARGUMENT (run hard_failure, 1 attempt). Root completed at 3.00; all live.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 200)
-	e.Span(root, Live().Root(Completed))
+	root := completedAsk(e, tr, 3.00)
 
 	cCall, cSrv := subAgentCall(root, Coder, 0.01, 1.00, 0.02, 0.99, 200, 200)
 	e.Span(cCall, Live().Single(Success, ok))
@@ -502,7 +521,6 @@ func S6() (ptrace.Traces, Expected) {
 	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
 	e.Attempts(Coder, opSearch, LLive, 1)
 	e.Attempts(Planner, op, LLive, 4)
-	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 2.98) // 0.99 + 1.99
 	e.SpendSeconds(Coder, LLive, 0.10)
 	e.SpendSeconds(Planner, LLive, 0.40) // 4 x 0.10
