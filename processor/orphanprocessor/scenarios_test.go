@@ -21,6 +21,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -351,32 +352,7 @@ func recordedSeries(t require.TestingT, out []ptrace.Traces) map[string]float64 
 	for _, td := range out {
 		rec.Record(td)
 	}
-	fams, err := rec.Gatherer().Gather()
-	require.NoError(t, err)
-	res := map[string]float64{}
-	for _, f := range fams {
-		name := f.GetName()
-		if name == "orphanwatch_label_overflow_total" || name == "orphanwatch_spans_skipped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			key := name
-			for _, lp := range m.GetLabel() {
-				key += "," + lp.GetName() + "=" + lp.GetValue()
-			}
-			if c := m.GetCounter(); c != nil && c.GetValue() != 0 {
-				res[key] = math.Round(c.GetValue()*1e9) / 1e9
-			}
-			if h := m.GetHistogram(); h != nil && h.GetSampleCount() != 0 {
-				res[key+"_count"] = float64(h.GetSampleCount())
-				res[key+"_sum"] = math.Round(h.GetSampleSum()*1e9) / 1e9
-				for _, b := range h.GetBucket() {
-					res[fmt.Sprintf("%s_bucket_%v", key, b.GetUpperBound())] = float64(b.GetCumulativeCount())
-				}
-			}
-		}
-	}
-	return res
+	return e2e.GatheredSeries(t, rec.Gatherer(), "orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total")
 }
 
 // endOrderSplit draws a split of td's spans, in the order they end (ties in any order), into
