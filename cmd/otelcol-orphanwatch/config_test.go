@@ -2,15 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -160,21 +153,10 @@ func resolved(t *testing.T, files ...string) resolvedConf {
 	return conf.ToStringMap()
 }
 
-// writeCA writes a self-signed CA certificate (PEM) into a temporary folder and returns its path.
+// writeCA writes a self-signed CA certificate (PEM) into a temporary folder and returns its path
+// (the CA of newTestPKI).
 func writeCA(t *testing.T) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "orphanwatch test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	return path
+	return filepath.Join(newTestPKI(t).dir, "ca.pem")
 }
 
 // TestShippedConfigsReadPortsFromEnv: every port of the shipped configs is a
