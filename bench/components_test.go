@@ -10,6 +10,7 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbytraceprocessor"
+	collectorcomponent "go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer"
@@ -272,15 +273,21 @@ type orphan struct {
 	p processor.Traces
 }
 
-func newOrphan(tb testing.TB, cfg *orphanprocessor.Config, next consumer.Traces) *orphan {
-	f := orphanprocessor.NewFactory()
-	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, next)
+// start starts c, created with err, on a no-op host; any error fails tb.
+func start(tb testing.TB, c collectorcomponent.Component, err error) {
+	tb.Helper()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+func newOrphan(tb testing.TB, cfg *orphanprocessor.Config, next consumer.Traces) *orphan {
+	f := orphanprocessor.NewFactory()
+	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, next)
+	start(tb, p, err)
 	return &orphan{p: p}
 }
 
@@ -406,12 +413,7 @@ func newGroupByTrace(tb testing.TB) *groupByTrace {
 	cfg.WaitDuration = time.Millisecond
 	sink := &countingSink{}
 	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		tb.Fatal(err)
-	}
+	start(tb, p, err)
 	return &groupByTrace{p: p, sink: sink}
 }
 
@@ -452,12 +454,7 @@ func newSpanMetrics(tb testing.TB) *spanMetricsConn {
 	f := spanmetricsconnector.NewFactory()
 	cfg := f.CreateDefaultConfig()
 	c, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(f.Type()), cfg, consumertest.NewNop())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		tb.Fatal(err)
-	}
+	start(tb, c, err)
 	return &spanMetricsConn{conn: c}
 }
 
