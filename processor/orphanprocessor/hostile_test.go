@@ -95,8 +95,7 @@ func hostileBatch() ptrace.Traces {
 
 func TestHostileInputPassesThroughUnchanged(t *testing.T) {
 	cfg := testConfig(time.Hour)
-	p, _ := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, _, sink := newSinkProcessor(t, cfg)
 	in := hostileBatch()
 	// Upstream exporters that retry send the same spans twice.
 	again := ptrace.NewTraces()
@@ -165,8 +164,7 @@ func TestHugeTracesStayBounded(t *testing.T) {
 		t.Skip("100k spans")
 	}
 	cfg := testConfig(time.Hour)
-	p, _ := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, _, sink := newSinkProcessor(t, cfg)
 	const n = 100_000
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()

@@ -51,8 +51,7 @@ func TestRestartStartsClean(t *testing.T) {
 // for the wait like any other and judged against the kept root record.
 func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
 	cfg := testConfig(time.Minute)
-	p, clk := newTestProcessor(t, cfg, nil) // due() is driven by hand
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg) // due() is driven by hand
 	now := clk.Now()
 	td := ptrace.NewTraces()
 	addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 2) // completed: not held after its release
@@ -82,8 +81,7 @@ func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
 func TestAbandonedRootHeldForItsDepth(t *testing.T) {
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = 5 * time.Second
-	p, clk := newTestProcessor(t, cfg, nil) // due() is driven by hand
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg) // due() is driven by hand
 	ctx := context.Background()
 	start := clk.Now()
 	td := ptrace.NewTraces()
@@ -119,8 +117,7 @@ func TestAbandonedRootHeldForItsDepth(t *testing.T) {
 // every span comes out exactly once.
 func TestConcurrentConsumeWhileReleasing(t *testing.T) {
 	cfg := testConfig(5 * time.Millisecond)
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	startTestProcessor(t, p, clk)
 	stop, ticking := make(chan struct{}), make(chan struct{})
 	go func() {

@@ -92,6 +92,13 @@ func newTestProcessorWith(t *testing.T, set processor.Settings, cfg *Config, nex
 // sinkOf returns the sink a test processor passes on to.
 func sinkOf(p *orphanProcessor) *consumertest.TracesSink { return p.next.(*consumertest.TracesSink) }
 
+// newSinkProcessor is newTestProcessor passing to a TracesSink, returned too.
+func newSinkProcessor(t *testing.T, cfg *Config) (*orphanProcessor, *fakeClock, *consumertest.TracesSink) {
+	t.Helper()
+	p, clk := newTestProcessor(t, cfg, nil)
+	return p, clk, sinkOf(p)
+}
+
 // startTestProcessor starts p and waits until its loop is running (it stops its timer first).
 func startTestProcessor(t *testing.T, p *orphanProcessor, clk *fakeClock) {
 	t.Helper()

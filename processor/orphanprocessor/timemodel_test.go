@@ -46,8 +46,7 @@ func str(m pcommon.Map, k string) string {
 func TestKeyJoinsRunAcrossTraces(t *testing.T) {
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = time.Second
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	ctx := context.Background()
 	clk.Advance(t0.Sub(clk.Now()))
 	for i, status := range []int64{504, 503, 200} {
@@ -99,8 +98,7 @@ func TestRunClosedByItsTimeoutIsCarried(t *testing.T) {
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = time.Second
 	cfg.RunTimeout = time.Minute
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	ctx := context.Background()
 	clk.Advance(at(3).AsTime().Sub(clk.Now()))
 	td := ptrace.NewTraces()
@@ -139,8 +137,7 @@ func TestRunClosedByItsTimeoutIsCarried(t *testing.T) {
 func TestRootThatNeverComes(t *testing.T) {
 	cfg := testConfig(30 * time.Second)
 	cfg.MaxRequestDuration = 10 * time.Minute
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	ctx := context.Background()
 	td := ptrace.NewTraces()
 	addSpan(td, "agent", 1, 2, 1, ptrace.SpanKindServer, 0, 5)
@@ -182,8 +179,7 @@ func TestRootThatNeverComes(t *testing.T) {
 func TestRootArrivesAfterItsSpansLeft(t *testing.T) {
 	cfg := testConfig(30 * time.Second)
 	cfg.DecisionWaitAfterRoot = 5 * time.Second
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	ctx := context.Background()
 	clk.Advance(at(40).AsTime().Sub(clk.Now()))
 	// A request of 100 s: a loop's first two attempts fail, arrive, and leave deferred.
@@ -269,8 +265,7 @@ func TestRunOverWhenItsLoopEnded(t *testing.T) {
 		cfg := testConfig(10 * time.Second)
 		cfg.DecisionWaitAfterRoot = time.Second
 		cfg.RunTimeout = 5 * time.Minute
-		p, clk := newTestProcessor(t, cfg, nil)
-		sink := sinkOf(p)
+		p, clk, sink := newSinkProcessor(t, cfg)
 		ctx := context.Background()
 		clk.Advance(at(4).AsTime().Sub(clk.Now()))
 		td := ptrace.NewTraces()
