@@ -22,7 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -265,7 +265,7 @@ func (f *floor) close(testing.TB) {}
 func orphanConfig() *orphanprocessor.Config {
 	cfg := orphanprocessor.NewFactory().CreateDefaultConfig().(*orphanprocessor.Config)
 	cfg.DecisionWait = 0
-	cfg.Prices = scenarios.Prices()
+	cfg.Prices = prices.Scenarios()
 	return cfg
 }
 
@@ -554,7 +554,7 @@ func (o *heldOrphan) close(testing.TB) {}
 // time model: decision_wait 30 s, decision_wait_after_root 2 s) with the README's prices.
 func observeConfig() *orphanmetricsexporter.Config {
 	cfg := orphanmetricsexporter.NewDefaultConfig()
-	cfg.Prices = scenarios.Prices()
+	cfg.Prices = prices.Scenarios()
 	return cfg
 }
 

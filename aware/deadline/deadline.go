@@ -1,9 +1,15 @@
 // Package deadline reads and writes the deadline-as-data formats that orphanwatch's parts share:
 // the X-Deadline header (absolute unix seconds), gRPC's grpc-timeout (gRPC over HTTP/2,
 // PROTOCOL-HTTP2.md "Requests": TimeoutValue TimeoutUnit) and Envoy's
-// x-envoy-expected-rq-timeout-ms. The aware package (deadlines carried on requests) and the orphan
-// processor's span reader (deadlines read from span attributes) both use it, so a value means the
-// same on the wire and in a trace.
+// x-envoy-expected-rq-timeout-ms. The aware package uses it for the deadlines carried on
+// requests.
+//
+// The collector's components read the same three formats from span attributes with their own
+// copy of the readers, internal/deadlinefmt in the collector module (which does not require
+// this module, nor this module it), so the parsing code lives in both places and must stay
+// alike: a value means the same on the wire and in a trace. Both packages test their readers on
+// the same table of cases, testdata/cases.json, and this package's test fails when the two
+// files differ: change a format here, in internal/deadlinefmt and in both tables at once.
 package deadline
 
 import (

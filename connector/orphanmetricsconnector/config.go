@@ -47,6 +47,14 @@ type Config struct {
 	// connector's own attributes.
 	ConstLabels map[string]string `mapstructure:"const_labels"`
 
+	// Dimensions are extra data point attributes taken from span data, as the exporter's
+	// dimensions (same key, same rules): each names an attribute, looked up in the span's
+	// attributes, then its resource's, else its default; the data point attribute is the
+	// name made a Prometheus label name (deployment.environment.name:
+	// deployment_environment_name), so the series after translation are the exporter's. An
+	// empty value is not sent. Bounded by label_limits and series_limit.
+	Dimensions []orphanmetricsexporter.DimensionConfig `mapstructure:"dimensions"`
+
 	// MetricsFlushInterval is how often the accumulated metrics are sent to the metrics
 	// pipeline. Default [DefaultMetricsFlushInterval]. Must be positive.
 	MetricsFlushInterval time.Duration `mapstructure:"metrics_flush_interval"`
@@ -140,6 +148,7 @@ func (c *Config) recorderConfig() *orphanmetricsexporter.Config {
 	e.OutliveBuckets = c.OutliveBuckets
 	e.HopBuckets = c.HopBuckets
 	e.ConstLabels = c.ConstLabels
+	e.Dimensions = c.Dimensions
 	e.Mode = c.Mode
 	e.Config = c.Config
 	e.Limits = c.Limits

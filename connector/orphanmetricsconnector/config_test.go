@@ -48,6 +48,10 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, []float64{0, 1, 2}, custom.HopBuckets)
 	assert.Equal(t, map[string]string{"cluster": "eu-1"}, custom.ConstLabels)
 	assert.Equal(t, TemporalityDelta, custom.AggregationTemporality)
+	dims, err := load("dimensions")
+	require.NoError(t, err)
+	assert.Equal(t, []orphanmetricsexporter.DimensionConfig{{Name: "deployment.environment.name", Default: "unknown"}, {Name: "team"}}, dims.Dimensions)
+	assert.Equal(t, dims.Dimensions, dims.recorderConfig().Dimensions)
 	sm, err := load("spanmetrics_temporality")
 	require.NoError(t, err)
 	assert.Equal(t, TemporalityDelta, sm.temporality())
@@ -60,6 +64,7 @@ func TestLoadConfig(t *testing.T) {
 		"bad_limits":       {"label_limits::default: must be positive, got 0", `label_limits::per_label: unknown label "span_id"`},
 		"bad_const_labels": {`const_labels: "service_name" is used by the exporter's own labels`},
 		"bad_temporality":  {`aggregation_temporality: must be cumulative or delta, got "deltas"`},
+		"bad_dimensions":   {"dimensions[1].name: must not be empty", `dimensions[2].name: "model" gives label "model", which the exporter's own labels use`},
 	} {
 		_, err := load(name)
 		if assert.Error(t, err, name) {

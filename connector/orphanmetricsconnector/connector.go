@@ -46,7 +46,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	}
 	rec.LogSkips(set.Logger)
 	tel, err := newTelemetry(set, func(report func(string, int64)) {
-		for _, l := range orphanmetricsexporter.LimitedLabels {
+		for _, l := range rec.LimitedLabels() {
 			report(l, int64(rec.LabelValues(l)))
 		}
 	})

@@ -277,7 +277,11 @@ func createdAt(created *timestamppb.Timestamp, now pcommon.Timestamp) pcommon.Ti
 // cumulative point (start is then c.start) starts at the series' creation when known.
 func (c *converter) point(m *dto.Metric, attrs pcommon.Map, setStart, setTime func(pcommon.Timestamp), start pcommon.Timestamp, created *timestamppb.Timestamp, now pcommon.Timestamp) {
 	for _, lp := range m.GetLabel() {
-		attrs.PutStr(lp.GetName(), lp.GetValue())
+		// An empty label is an absent one in Prometheus: a dimension without value (none of
+		// the connector's own labels is ever empty).
+		if lp.GetValue() != "" {
+			attrs.PutStr(lp.GetName(), lp.GetValue())
+		}
 	}
 	if !c.delta {
 		if ct := createdAt(created, now); ct > 0 {

@@ -33,9 +33,9 @@ type carried struct {
 	lastSvc  *serviceSeries
 }
 
-// recordEvents counts the orphanwatch.verdict events of span (whose resource's service is svc)
-// as the spans they are for.
-func (r *Recorder) recordEvents(svc *serviceSeries, span ptrace.Span, v *spanView, now int64, cs *carried) {
+// recordEvents counts the orphanwatch.verdict events of span (whose resource's service is svc,
+// and its dimension values res) as the spans they are for.
+func (r *Recorder) recordEvents(svc *serviceSeries, res []string, span ptrace.Span, v *spanView, now int64, cs *carried) {
 	evs := span.Events()
 	for i := range evs.Len() {
 		ev := evs.At(i)
@@ -68,6 +68,16 @@ func (r *Recorder) recordEvents(svc *serviceSeries, span ptrace.Span, v *spanVie
 				cs.lastName, cs.lastSvc = id.service, r.service(id.service)
 			}
 			evSvc = cs.lastSvc
+		}
+		if r.dims != nil {
+			// The event's dimension values: its own attributes' (the processor copies only
+			// the operation's), else, for a span of the carrying span's service, that
+			// resource's (another span's attributes are not its), else the defaults.
+			evRes := res
+			if evSvc != svc {
+				evRes = nil
+			}
+			evSvc = r.dimService(evSvc.name, evRes, attrs)
 		}
 		if id.malformed {
 			r.skips[skipInvalidVerdictEvent].Inc()

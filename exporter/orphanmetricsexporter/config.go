@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/prometheus/otlptranslator"
 	"go.opentelemetry.io/collector/config/confighttp"
 
 	"github.com/orphanwatch/orphanwatch/internal/rules"
@@ -101,6 +102,17 @@ type Config struct {
 	// by the exporter's own labels.
 	ConstLabels map[string]string `mapstructure:"const_labels"`
 
+	// Dimensions are extra labels taken from span data, as contrib spanmetrics' dimensions:
+	// each names an attribute, looked up in the span's attributes first, then in its
+	// resource's. Its label is the name made a Prometheus label name (otlptranslator, as the
+	// prometheus exporters do: "deployment.environment.name" is
+	// deployment_environment_name). The series of a service carry them (runs_total,
+	// attempts_total, roots_total, spend_*, model_calls_total and the three histograms), not
+	// unpropagated_total (an edge between two services) nor the health counters. Their values
+	// are bounded as the other labels from span data are (label_limits, series_limit).
+	// Default none.
+	Dimensions []DimensionConfig `mapstructure:"dimensions"`
+
 	// Mode says where the verdicts come from (DESIGN.md "Two ways to run"): [ModeObserve]
 	// (the default) decides them here, from what is read of each span as it arrives, with the
 	// rule settings below; [ModeAnnotate] reads the orphanwatch.* attributes that the orphan
@@ -119,6 +131,19 @@ type Config struct {
 	_ struct{}
 }
 
+// DimensionConfig is one entry of [Config.Dimensions].
+type DimensionConfig struct {
+	// Name is the attribute key (a span attribute, else a resource attribute). Required.
+	Name string `mapstructure:"name"`
+	// Default is the label value of a span that has the attribute nowhere (or only with an
+	// empty value). Without it the label is empty, which Prometheus reads as absent. A default
+	// takes no room in the label's label_limits.
+	Default string `mapstructure:"default"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
 // LabelLimitsConfig bounds label cardinality. For each limited label (see
 // [LimitedLabels]) the first Default (or PerLabel[label]) distinct values are
 // kept; later new values are exported as "other" and counted in
@@ -128,7 +153,8 @@ type LabelLimitsConfig struct {
 	// [DefaultLabelLimit]. Must be positive.
 	Default int `mapstructure:"default"`
 	// PerLabel overrides Default for single labels, keyed by label name
-	// (one of [LimitedLabels]). Values must be positive.
+	// (one of [LimitedLabels], or the label of one of [Config.Dimensions]). Values must be
+	// positive.
 	PerLabel map[string]int `mapstructure:"per_label"`
 
 	// prevent unkeyed literal initialization
@@ -178,7 +204,8 @@ func (c *Config) ValidateMode() error {
 }
 
 // ValidateMetrics checks the fields that shape the metrics: namespace, label_limits,
-// series_limit, outlive_buckets, hop_buckets and const_labels, each error naming its field. It is what
+// series_limit, outlive_buckets, hop_buckets, const_labels and dimensions, each error naming its
+// field. It is what
 // [NewRecorder] checks, without the HTTP settings; the orphanmetrics connector validates its
 // configuration with it.
 func (c *Config) ValidateMetrics() error { return c.validateMetrics() }
@@ -199,10 +226,13 @@ func (c *Config) validateMetrics() error {
 	if c.LabelLimits.Default <= 0 {
 		add("label_limits::default: must be positive, got %d", c.LabelLimits.Default)
 	}
+	dimLabels, dimErrs := c.dimensionLabels()
+	errs = append(errs, dimErrs...)
+	limited := append(slices.Clone(LimitedLabels), dimLabels...)
 	for _, name := range sortedKeys(c.LabelLimits.PerLabel) {
 		n := c.LabelLimits.PerLabel[name]
-		if !slices.Contains(LimitedLabels, name) {
-			add("label_limits::per_label: unknown label %q (limited labels are %s)", name, strings.Join(LimitedLabels, ", "))
+		if !slices.Contains(limited, name) {
+			add("label_limits::per_label: unknown label %q (limited labels are %s)", name, strings.Join(limited, ", "))
 		}
 		if n <= 0 {
 			add("label_limits::per_label::%s: must be positive, got %d", name, n)
@@ -239,6 +269,57 @@ func (c *Config) validateMetrics() error {
 	}
 
 	return errors.Join(errs...)
+}
+
+// dimensionLabels returns the label name of each dimension ("" for an invalid one) and the
+// errors of the dimensions: a name that is empty, that makes no label name, or whose label is
+// another dimension's, one of the exporter's own labels or a const_labels name.
+func (c *Config) dimensionLabels() ([]string, []error) {
+	var errs []error
+	labels := make([]string, len(c.Dimensions))
+	for i, d := range c.Dimensions {
+		field := fmt.Sprintf("dimensions[%d].name", i)
+		if strings.TrimSpace(d.Name) == "" {
+			errs = append(errs, fmt.Errorf("%s: must not be empty", field))
+			continue
+		}
+		label, err := DimensionLabel(d.Name)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %q makes no Prometheus label name: %w", field, d.Name, err))
+			continue
+		case strings.HasPrefix(label, "__"):
+			errs = append(errs, fmt.Errorf("%s: %q gives label %q: names starting with \"__\" are reserved", field, d.Name, label))
+			continue
+		case slices.Contains(reservedLabels, label):
+			errs = append(errs, fmt.Errorf("%s: %q gives label %q, which the exporter's own labels use", field, d.Name, label))
+			continue
+		}
+		if _, ok := c.ConstLabels[label]; ok {
+			errs = append(errs, fmt.Errorf("%s: %q gives label %q, a const_labels name", field, d.Name, label))
+			continue
+		}
+		if j := slices.Index(labels[:i], label); j >= 0 {
+			errs = append(errs, fmt.Errorf("%s: %q gives label %q, as dimensions[%d].name %q does", field, d.Name, label, j, c.Dimensions[j].Name))
+			continue
+		}
+		if !utf8.ValidString(d.Default) {
+			errs = append(errs, fmt.Errorf("dimensions[%d].default: must be valid UTF-8", i))
+			continue
+		}
+		labels[i] = label
+	}
+	return labels, errs
+}
+
+// DimensionLabel returns the label name of a dimension's attribute name: the name made a
+// Prometheus label name as the OTLP-to-Prometheus translation makes attribute names
+// (otlptranslator.LabelNamer: characters other than letters, digits and "_" become "_", a
+// leading digit gets "key_"), so "deployment.environment.name" is
+// "deployment_environment_name" in the exporter's series and the connector's data points alike.
+func DimensionLabel(name string) (string, error) {
+	namer := otlptranslator.LabelNamer{}
+	return namer.Build(name)
 }
 
 // validateBuckets checks histogram bounds: not empty, finite, strictly increasing, positive

@@ -39,7 +39,7 @@ func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, e
 	}
 	rec.LogSkips(set.Logger)
 	tel, err := newTelemetry(set, func(report func(string, int64)) {
-		for _, l := range LimitedLabels {
+		for _, l := range rec.limited {
 			report(l, int64(rec.limiter.Len(l)))
 		}
 	})

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
@@ -22,7 +21,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/keystest"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
@@ -39,16 +38,10 @@ func (h keysHost) GetExtensions() map[component.ID]component.Component { return 
 // downKeys starts an orphan_keys extension whose brokers are unreachable, with the given wait.
 func downKeys(t *testing.T, wait time.Duration) extension.Extension {
 	t.Helper()
-	f := orphankeysextension.NewFactory()
-	cfg := f.CreateDefaultConfig().(*orphankeysextension.Config)
-	cfg.Secret = "0123456789abcdef"
-	cfg.Brokers = []string{"127.0.0.1:1"}
-	cfg.Wait = wait
-	cfg.DialTimeout = 100 * time.Millisecond
-	cfg.Topic.CheckTimeout = 200 * time.Millisecond
-	require.NoError(t, confmap.Validate(cfg))
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
-	require.NoError(t, err)
+	ext := keystest.New(t, map[string]any{
+		"brokers": []any{"127.0.0.1:1"}, "wait": wait.String(), "dial_timeout": "100ms",
+		"topic": map[string]any{"check_timeout": "200ms"},
+	})
 	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()), "brokers down: start-up goes on")
 	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
 	return ext

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -200,6 +201,9 @@ func (v *spanView) setVerdict(d *verdict.Verdict) {
 type keptAttrs struct {
 	has  uint64
 	vals []typedValue // in key order, one per bit of has
+	// svc is, with dimensions, the cache of the span's service and dimension values, resolved
+	// when it arrived (observeSink.Keep); nil without dimensions.
+	svc *serviceSeries
 }
 
 // keep returns the attributes of the view kept for later, or nil when it has none.
@@ -258,15 +262,41 @@ func newObserveSink(r *Recorder, annotated func()) *observeSink {
 	return s
 }
 
-// Keep: the attributes the exporter reads of sp that are not verdicts.
-func (s *observeSink) Keep(sp ptrace.Span) any {
+// resourceDims is what the sink reads of a resource with dimensions: its service label and its
+// dimension values (Recorder.resourceDims).
+type resourceDims struct {
+	service string
+	vals    []string
+}
+
+// Resource: with dimensions, the resource's service and dimension values, read once for its
+// spans; nil without.
+func (s *observeSink) Resource(res pcommon.Resource) any {
+	if s.r.dims == nil {
+		return nil
+	}
+	attrs := res.Attributes()
+	return &resourceDims{service: labelService(spanread.Service(res)), vals: s.r.resourceDims(nil, attrs)}
+}
+
+// Keep: the attributes the exporter reads of sp that are not verdicts; with dimensions, also
+// the cache of its service and dimension values (the values read now: nothing of sp is kept).
+func (s *observeSink) Keep(res any, sp ptrace.Span) any {
 	v := s.views.Get().(*spanView)
-	v.read(sp.Attributes())
+	attrs := sp.Attributes()
+	v.read(attrs)
 	if v.has&verdictKeys != 0 {
 		s.sawVerdicts()
 	}
 	k := v.keep()
 	s.views.Put(v)
+	if rd, _ := res.(*resourceDims); rd != nil {
+		svc := s.r.dimService(rd.service, rd.vals, attrs)
+		if k == nil {
+			return svc
+		}
+		k.svc = svc
+	}
 	if k == nil {
 		return nil
 	}
@@ -274,15 +304,20 @@ func (s *observeSink) Keep(sp ptrace.Span) any {
 }
 
 // Decided counts sp's verdict d as the processor's attributes on sp.
-func (s *observeSink) Decided(sp ptrace.Span, vs *verdict.Span, d *verdict.Verdict) {
+func (s *observeSink) Decided(res any, sp ptrace.Span, vs *verdict.Span, d *verdict.Verdict) {
 	v := s.views.Get().(*spanView)
-	v.read(sp.Attributes())
+	attrs := sp.Attributes()
+	v.read(attrs)
 	if v.has&verdictKeys != 0 {
 		s.sawVerdicts()
 		v.has &^= verdictKeys
 	}
 	v.setVerdict(d)
-	s.r.recordView(s.r.service(labelService(vs.Service)), sp, v, s.r.now().UnixNano())
+	svc := s.r.service(labelService(vs.Service))
+	if rd, _ := res.(*resourceDims); rd != nil {
+		svc = s.r.dimService(rd.service, rd.vals, attrs)
+	}
+	s.r.recordView(svc, sp, v, s.r.now().UnixNano())
 	s.views.Put(v)
 }
 
@@ -290,9 +325,13 @@ func (s *observeSink) Decided(sp ptrace.Span, vs *verdict.Span, d *verdict.Verdi
 func (s *observeSink) Later(cv *verdict.Carried) {
 	v := s.views.Get().(*spanView)
 	v.has, v.typed = 0, 0
+	var svc *serviceSeries // with dimensions: resolved when the span arrived (Keep)
 	kept, _ := cv.Span.Extra.(*keptAttrs)
 	if kept != nil {
 		v.restore(kept, cv.Part == verdict.PartAll)
+		svc = kept.svc
+	} else {
+		svc, _ = cv.Span.Extra.(*serviceSeries)
 	}
 	switch cv.Part {
 	case verdict.PartEdge:
@@ -315,7 +354,14 @@ func (s *observeSink) Later(cv *verdict.Carried) {
 	sp.SetKind(ptrace.SpanKind(c.Kind))
 	sp.SetStartTimestamp(pcommon.Timestamp(max(c.Start, 0)))
 	sp.SetEndTimestamp(pcommon.Timestamp(max(c.End, 0)))
-	s.r.recordView(s.r.service(labelService(c.Service)), sp, v, s.r.now().UnixNano())
+	if svc == nil {
+		svc = s.r.service(labelService(c.Service))
+		if s.r.dims != nil {
+			// Never with Keep's records; a record without them counts with the defaults.
+			svc = s.r.dimService(svc.name, nil, s.r.noAttrs)
+		}
+	}
+	s.r.recordView(svc, sp, v, s.r.now().UnixNano())
 	sp.SetName("")
 	s.scratch.Put(p)
 	s.views.Put(v)

@@ -66,23 +66,28 @@ func loadScenarioFiles(t testing.TB) []scenarioFile {
 // annotatedSeries runs td whole through the orphan processor (decided at shutdown, as one
 // decision) and records its output with the exporter's recorder (annotate mode).
 func annotatedSeries(t require.TestingT, td ptrace.Traces) map[string]float64 {
+	return seriesOf(t, annotatedRecorder(t, td, nil))
+}
+
+// annotatedRecorder is annotatedSeries' recorder, made with cfg (nil: the defaults).
+func annotatedRecorder(t require.TestingT, td ptrace.Traces, cfg *orphanmetricsexporter.Config) *orphanmetricsexporter.Recorder {
 	f := orphanprocessor.NewFactory()
-	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
-	cfg.DecisionWait = time.Hour
-	cfg.Prices = scenarioPrices
+	pcfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
+	pcfg.DecisionWait = time.Hour
+	pcfg.Prices = scenarioPrices
 	sink := new(consumertest.TracesSink)
-	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
+	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), pcfg, sink)
 	require.NoError(t, err)
 	one := ptrace.NewTraces()
 	td.CopyTo(one)
 	require.NoError(t, p.ConsumeTraces(context.Background(), one))
 	require.NoError(t, p.Shutdown(context.Background()))
-	rec, err := orphanmetricsexporter.NewRecorder(nil)
+	rec, err := orphanmetricsexporter.NewRecorder(cfg)
 	require.NoError(t, err)
 	for _, out := range sink.AllTraces() {
 		rec.Record(out)
 	}
-	return seriesOf(t, rec)
+	return rec
 }
 
 // testClock is a clock a test moves.
@@ -110,7 +115,12 @@ func (c *testClock) advanceTo(t time.Time) {
 // then shuts it down. With releaseEach, each batch is decided before the next arrives (its
 // wait passed); else all arrive within the wait.
 func observedSeries(t require.TestingT, batches []ptrace.Traces, logger *zap.Logger, releaseEach bool) map[string]float64 {
-	cfg := orphanmetricsexporter.NewDefaultConfig()
+	return seriesOf(t, observedRecorder(t, batches, logger, releaseEach, orphanmetricsexporter.NewDefaultConfig()))
+}
+
+// observedRecorder is observedSeries' recorder, made with cfg (its prices and decision_wait
+// set as observedSeries' are).
+func observedRecorder(t require.TestingT, batches []ptrace.Traces, logger *zap.Logger, releaseEach bool, cfg *orphanmetricsexporter.Config) *orphanmetricsexporter.Recorder {
 	cfg.Prices = scenarioPrices
 	cfg.DecisionWait = time.Hour // as the processor's: every span arrives within the wait
 	rec, err := orphanmetricsexporter.NewRecorder(cfg)
@@ -137,7 +147,7 @@ func observedSeries(t require.TestingT, batches []ptrace.Traces, logger *zap.Log
 		}
 	}
 	obs.Shutdown()
-	return seriesOf(t, rec)
+	return rec
 }
 
 // seriesOf flattens every non-zero series of the recorder (histograms by count, sum and

@@ -8,7 +8,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/observe"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
@@ -59,7 +58,7 @@ func (o *Observing) Consume(td ptrace.Traces) { o.obs.Consume(td) }
 // waits up to its wait before it is decided. lookups counts each key's look-up by outcome.
 // Call it before Start; the error names the `keys` field.
 func (o *Observing) ShareKeys(host component.Host, id component.ID, lookups keyshare.Counter) error {
-	k, err := orphankeysextension.Find(host, id)
+	k, err := keyshare.Find(host, id)
 	if err != nil {
 		return err
 	}

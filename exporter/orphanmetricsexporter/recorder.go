@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
@@ -139,20 +140,28 @@ type Recorder struct {
 	spendTokens    *limitedCounterVec
 	spendCost      *limitedCounterVec
 	modelCalls     *limitedCounterVec
-	outlive        *prometheus.HistogramVec
-	reach          *prometheus.HistogramVec
-	depth          *prometheus.HistogramVec
+	outlive        *limitedHistogramVec
+	reach          *limitedHistogramVec
+	depth          *limitedHistogramVec
 	unpropagated   *limitedCounterVec
 	overflow       *prometheus.CounterVec
 	skipped        *prometheus.CounterVec
 	seriesOverflow *prometheus.CounterVec
 
+	// dims are the configured dimensions (dimensions.go), nil without; limited are the labels
+	// from span data: LimitedLabels and the dimensions' labels.
+	dims    []dimension
+	limited []string
+	noAttrs pcommon.Map // an empty map: the attributes of a record kept without them
+
 	// Series handles already used (series.go), and the health counters.
-	now       func() time.Time // when exemplars are taken
-	svcMu     sync.RWMutex
-	services  map[string]*serviceSeries
-	overflows map[string]prometheus.Counter // by limited label
-	skips     [numSkipReasons]prometheus.Counter
+	now      func() time.Time // when exemplars are taken
+	svcMu    sync.RWMutex
+	services map[string]*serviceSeries
+	// dimServices are the services' caches by service and dimension values (dimensions.go).
+	dimServices map[string]*serviceSeries
+	overflows   map[string]prometheus.Counter // by limited label
+	skips       [numSkipReasons]prometheus.Counter
 
 	// Times sane (annotate mode, spans.go recordSpendSeconds and recordOutlive): a span ending
 	// more than futureTol (ns) after the Record call, or lasting longer than maxSpan (ns,
@@ -165,7 +174,8 @@ type Recorder struct {
 }
 
 // NewRecorder returns a Recorder for the metric settings of cfg (namespace,
-// label limits, buckets, constant labels; the HTTP settings are ignored). A
+// label limits, series limit, buckets, constant labels, dimensions; the HTTP settings are
+// ignored). A
 // nil cfg means [NewDefaultConfig]. It returns an error if those settings are
 // invalid.
 func NewRecorder(cfg *Config) (*Recorder, error) {
@@ -176,6 +186,10 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 		return nil, err
 	}
 	r := &Recorder{reg: prometheus.NewRegistry(), services: map[string]*serviceSeries{}, now: time.Now}
+	r.setDimensions(cfg)
+	limited := func(l string) bool { return slices.Contains(r.limited, l) }
+	// The labels of a service's series: its own, then the dimensions'.
+	svcLabels := func(labels ...string) []string { return append(labels, r.dimLabels()...) }
 
 	health := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -190,37 +204,42 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 		"Uses of a metric's overflow series (labels from span data \"other\") because the metric reached series_limit distinct series, by metric.",
 		labelMetric)
 	counter := func(name, help string, labels ...string) *limitedCounterVec {
-		return newLimitedCounterVec(health(name, help, labels...), labels, cfg.SeriesLimit, r.seriesOverflow.WithLabelValues(name))
+		return newLimitedCounterVec(health(name, help, labels...), labels, limited, cfg.SeriesLimit, r.seriesOverflow.WithLabelValues(name))
 	}
 	r.runs = counter(MetricRuns,
 		"Runs (retry loops of one logical operation) by outcome, counted on the span that closed the run.",
-		labelServiceName, labelOperation, labelOutcome)
+		svcLabels(labelServiceName, labelOperation, labelOutcome)...)
 	r.attempts = counter(MetricAttempts,
 		"Attempt spans by liveness: live, outlived_root (orphaned, started before the root was gone), started_after_gone, unknown, detached.",
-		labelServiceName, labelOperation, labelLiveness)
+		svcLabels(labelServiceName, labelOperation, labelLiveness)...)
 	r.roots = counter(MetricRoots,
 		"Root requests by end reason.",
-		labelServiceName, labelEndReason)
+		svcLabels(labelServiceName, labelEndReason)...)
 	r.spendSeconds = counter(MetricSpendSeconds,
 		"Summed duration in seconds of attempt spans (and of model calls not judged by the processor), by liveness.",
-		labelServiceName, labelLiveness)
+		svcLabels(labelServiceName, labelLiveness)...)
 	r.spendTokens = counter(MetricSpendTokens,
 		"Model tokens by model, direction (input, output) and liveness.",
-		labelServiceName, labelModel, labelDirection, labelLiveness)
+		svcLabels(labelServiceName, labelModel, labelDirection, labelLiveness)...)
 	r.spendCost = counter(MetricSpendCostUSD,
 		"Cost in US dollars of spans carrying orphanwatch.spend.cost, by model and liveness.",
-		labelServiceName, labelModel, labelLiveness)
+		svcLabels(labelServiceName, labelModel, labelLiveness)...)
 	r.modelCalls = counter(MetricModelCalls,
 		"Model calls by model and liveness.",
-		labelServiceName, labelModel, labelLiveness)
-	histogram := func(name, help string, buckets []float64) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		svcLabels(labelServiceName, labelModel, labelLiveness)...)
+	histogram := func(name, help string, buckets []float64) *limitedHistogramVec {
+		labels := svcLabels(labelServiceName)
+		v := &limitedHistogramVec{HistogramVec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace:   cfg.Namespace,
 			Name:        name,
 			Help:        help,
 			ConstLabels: cfg.ConstLabels,
 			Buckets:     slices.Clone(buckets),
-		}, []string{labelServiceName})
+		}, labels)}
+		if len(r.dims) > 0 {
+			v.bound = newSeriesBound(labels, limited, cfg.SeriesLimit, r.seriesOverflow.WithLabelValues(name))
+		}
+		return v
 	}
 	r.outlive = histogram(MetricOutlive,
 		"How long orphaned spans outlived their root's gone time, in seconds (orphanwatch.after_gone).",
@@ -252,8 +271,8 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 		}
 	}
 	// Create the health series up front so that they read 0, not absent.
-	r.overflows = make(map[string]prometheus.Counter, len(LimitedLabels))
-	for _, l := range LimitedLabels {
+	r.overflows = make(map[string]prometheus.Counter, len(r.limited))
+	for _, l := range r.limited {
 		r.overflows[l] = r.overflow.WithLabelValues(l)
 	}
 	for i, reason := range skipReasons {
@@ -280,19 +299,22 @@ func NewRecorder(cfg *Config) (*Recorder, error) {
 func (r *Recorder) Record(td ptrace.Traces) {
 	var v spanView
 	var cs carried
+	var res []string // a resource's dimension values
 	now := r.now().UnixNano()
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
 		rs := rss.At(i)
-		svc := r.service(serviceName(rs.Resource().Attributes()))
+		resAttrs := rs.Resource().Attributes()
+		svc := r.service(serviceName(resAttrs))
+		res = r.resourceDims(res, resAttrs) // nil without dimensions
 		sss := rs.ScopeSpans()
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
 			for k := range spans.Len() {
 				span := spans.At(k)
-				r.recordSpan(svc, span, &v, now)
+				r.recordSpan(svc, res, span, &v, now)
 				if span.Events().Len() != 0 {
-					r.recordEvents(svc, span, &v, now, &cs)
+					r.recordEvents(svc, res, span, &v, now, &cs)
 				}
 			}
 		}
@@ -329,11 +351,20 @@ func (c *loggedCounter) Add(v float64) {
 }
 
 // Series returns how many series metric (a Metric* name without namespace, one of the counters
-// bounded by series_limit) has admitted so far, and false for a metric without a series limit.
+// bounded by series_limit, or with dimensions one of the histograms) has admitted so far, and
+// false for a metric without a series limit.
 func (r *Recorder) Series(metric string) (int, bool) {
 	for _, v := range r.limitedCounters() {
 		if v.name == metric {
 			return v.vec.lim.len(), true
+		}
+	}
+	for _, h := range []struct {
+		name string
+		vec  *limitedHistogramVec
+	}{{MetricOutlive, r.outlive}, {MetricCancelReach, r.reach}, {MetricOrphanedDepth, r.depth}} {
+		if h.name == metric && h.vec.bound != nil {
+			return h.vec.bound.lim.len(), true
 		}
 	}
 	return 0, false
@@ -355,8 +386,12 @@ func (r *Recorder) limitedCounters() []struct {
 	}
 }
 
-// LabelValues returns how many distinct values label (one of [LimitedLabels]) has admitted so
-// far; once it reaches its limit, later new values are exported as "other". It is what the
+// LimitedLabels returns the labels whose values come from span data, bounded by label_limits:
+// [LimitedLabels] and the labels of the configured dimensions.
+func (r *Recorder) LimitedLabels() []string { return slices.Clone(r.limited) }
+
+// LabelValues returns how many distinct values label (one of [Recorder.LimitedLabels]) has
+// admitted so far; once it reaches its limit, later new values are exported as "other". It is what the
 // collector components report as their label_values gauge.
 func (r *Recorder) LabelValues(label string) int { return r.limiter.Len(label) }
 

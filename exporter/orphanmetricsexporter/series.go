@@ -100,6 +100,7 @@ func (l *labelSlot) use(r *Recorder, label, raw string) {
 type serviceSeries struct {
 	name  string
 	label labelSlot
+	dims  []dimSlot // with dimensions: this cache's values (dimensions.go)
 
 	roots        counterCache // by end reason
 	spendSeconds counterCache // by liveness
@@ -211,13 +212,17 @@ func cached[K comparable, V any](mu *sync.RWMutex, m *map[K]*V, k K, mk func(K) 
 func (r *Recorder) service(name string) *serviceSeries {
 	return cached(&r.svcMu, &r.services, name, func(name string) (string, *serviceSeries) {
 		name = strings.Clone(name)
-		return name, &serviceSeries{
-			name:         name,
-			roots:        make(counterCache, len(endReasonNames)),
-			spendSeconds: make(counterCache, numLiveness),
-			edges:        map[string]*edgeSeries{},
-		}
+		return name, newServiceSeries(name)
 	})
+}
+
+func newServiceSeries(name string) *serviceSeries {
+	return &serviceSeries{
+		name:         name,
+		roots:        make(counterCache, len(endReasonNames)),
+		spendSeconds: make(counterCache, numLiveness),
+		edges:        map[string]*edgeSeries{},
+	}
 }
 
 // operation returns the cache of an operation, its label admitted by the limiter when it is

@@ -369,6 +369,7 @@ func (c *spanCtx) useService() *serviceSeries {
 	if !c.svcUsed {
 		c.svcUsed = true
 		c.svc.label.use(c.r, labelServiceName, c.svc.name)
+		c.svc.useDims(c.r)
 	}
 	return c.svc
 }
@@ -409,8 +410,14 @@ func (c *spanCtx) observe(s *observerSlot, v float64) {
 	s.o.Observe(v)
 }
 
-func (r *Recorder) recordSpan(svc *serviceSeries, span ptrace.Span, v *spanView, now int64) {
-	v.read(span.Attributes())
+// recordSpan records a span of a resource whose service's cache is svc; with dimensions, res
+// are the resource's dimension values (resourceDims).
+func (r *Recorder) recordSpan(svc *serviceSeries, res []string, span ptrace.Span, v *spanView, now int64) {
+	attrs := span.Attributes()
+	v.read(attrs)
+	if res != nil && v.has != 0 {
+		svc = r.dimService(svc.name, res, attrs)
+	}
 	r.recordView(svc, span, v, now)
 }
 
@@ -507,7 +514,7 @@ func (r *Recorder) recordRun(c *spanCtx) {
 	c.useService()
 	op := c.operation()
 	c.add(op.runs.get(i, func() prometheus.Counter {
-		return r.runs.WithLabelValues(c.svc.label.value, op.label.value, outcomeNames[i])
+		return r.runs.WithLabelValues(c.svc.lvs(c.svc.label.value, op.label.value, outcomeNames[i])...)
 	}), 1, i == outcomeDeliveredToNobody)
 }
 
@@ -523,7 +530,7 @@ func (r *Recorder) recordRoot(c *spanCtx) {
 		} else {
 			svc := c.useService()
 			svc.roots.get(i, func() prometheus.Counter {
-				return r.roots.WithLabelValues(svc.label.value, endReasonNames[i])
+				return r.roots.WithLabelValues(svc.lvs(svc.label.value, endReasonNames[i])...)
 			}).c.Inc()
 		}
 	}
@@ -535,7 +542,7 @@ func (r *Recorder) recordRoot(c *spanCtx) {
 		key    int
 		reason skipReason
 		slot   *observerCache
-		vec    *prometheus.HistogramVec
+		vec    *limitedHistogramVec
 	}{
 		{kReachHops, skipInvalidReachHops, &c.svc.reach, r.reach},
 		{kDepthHops, skipInvalidDepthHops, &c.svc.depth, r.depth},
@@ -549,7 +556,7 @@ func (r *Recorder) recordRoot(c *spanCtx) {
 			continue
 		}
 		svc := c.useService()
-		c.observe(h.slot.get(func() prometheus.Observer { return h.vec.WithLabelValues(svc.label.value) }), float64(n))
+		c.observe(h.slot.get(func() prometheus.Observer { return h.vec.WithLabelValues(svc.lvs(svc.label.value)...) }), float64(n))
 	}
 }
 
@@ -608,7 +615,7 @@ func (r *Recorder) recordAttempt(c *spanCtx) bool {
 	c.useService()
 	op := c.operation()
 	c.add(op.attempts.get(int(label), func() prometheus.Counter {
-		return r.attempts.WithLabelValues(c.svc.label.value, op.label.value, attemptNames[label])
+		return r.attempts.WithLabelValues(c.svc.lvs(c.svc.label.value, op.label.value, attemptNames[label])...)
 	}), 1, label == alOutlivedRoot || label == alStartedAfterGone)
 	return true
 }
@@ -649,7 +656,7 @@ func (r *Recorder) recordSpendSeconds(c *spanCtx) {
 	svc := c.useService()
 	slot := func(lv liveness) *counterSlot {
 		return svc.spendSeconds.get(int(lv), func() prometheus.Counter {
-			return r.spendSeconds.WithLabelValues(svc.label.value, livenessNames[lv])
+			return r.spendSeconds.WithLabelValues(svc.lvs(svc.label.value, livenessNames[lv])...)
 		})
 	}
 	if c.orphaned {
@@ -716,14 +723,14 @@ func (r *Recorder) recordModelCall(c *spanCtx) bool {
 	lv := c.lv
 	if isModelCall {
 		c.add(ms.calls.get(int(lv), func() prometheus.Counter {
-			return r.modelCalls.WithLabelValues(svc.label.value, ms.label.value, livenessNames[lv])
+			return r.modelCalls.WithLabelValues(svc.lvs(svc.label.value, ms.label.value, livenessNames[lv])...)
 		}), 1, c.orphaned)
 		for dir, key := range [2]int{inKey, outKey} {
 			tokens, st := v.number(key, true, true)
 			switch st {
 			case attrValid:
 				c.add(ms.tokens.get(dir*int(numLiveness)+int(lv), func() prometheus.Counter {
-					return r.spendTokens.WithLabelValues(svc.label.value, ms.label.value, [2]string{directionInput, directionOutput}[dir], livenessNames[lv])
+					return r.spendTokens.WithLabelValues(svc.lvs(svc.label.value, ms.label.value, [2]string{directionInput, directionOutput}[dir], livenessNames[lv])...)
 				}), tokens, c.orphaned)
 			case attrInvalid:
 				c.skip(skipInvalidTokens)
@@ -734,7 +741,7 @@ func (r *Recorder) recordModelCall(c *spanCtx) bool {
 		cost, st := v.number(kSpendCost, true, true)
 		if st == attrValid {
 			c.add(ms.cost.get(int(lv), func() prometheus.Counter {
-				return r.spendCost.WithLabelValues(svc.label.value, ms.label.value, livenessNames[lv])
+				return r.spendCost.WithLabelValues(svc.lvs(svc.label.value, ms.label.value, livenessNames[lv])...)
 			}), cost, c.orphaned)
 		} else {
 			c.skip(skipInvalidCost)
@@ -760,7 +767,7 @@ func (r *Recorder) recordOutlive(c *spanCtx) {
 		return
 	}
 	svc := c.useService()
-	c.observe(svc.outlive.get(func() prometheus.Observer { return r.outlive.WithLabelValues(svc.label.value) }), v)
+	c.observe(svc.outlive.get(func() prometheus.Observer { return r.outlive.WithLabelValues(svc.lvs(svc.label.value)...) }), v)
 }
 
 // validModel reports whether a model name makes a label value (not empty once sanitized).

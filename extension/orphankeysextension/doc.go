@@ -12,6 +12,7 @@
 //
 // The extension owns the Kafka client (configured with contrib's configkafka.ClientConfig) and
 // the table of records; each orphan processor or observing orphanmetrics exporter that names it
-// (`keys: orphan_keys`) finds it through component.Host and keeps its own per-trace state
-// (internal/keyshare).
+// (`keys: orphan_keys`) finds it through component.Host as an internal/keyshare.Keys (the
+// interface the extension implements, declared there so that no component imports this package)
+// and keeps its own per-trace state (internal/keyshare).
 package orphankeysextension

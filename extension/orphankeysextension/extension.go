@@ -16,39 +16,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
-	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/fifo"
+	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
-
-// Keys is what the orphan_keys extension offers the orphan processors that name it (`keys:` in
-// the processor's configuration); they find it through component.Host by its ID.
-type Keys interface {
-	extension.Extension
-	// Hash returns the keyed hash of an idempotency key: HMAC-SHA256 under the secret, its
-	// first 64 bits, never 0. Processors hash keys with it as they read them: what leaves the
-	// process cannot be reversed by hashing guessed keys without the secret.
-	Hash(key string) uint64
-	// Lookup returns the root that key hash h binds to, from the records read: the record of a
-	// trace in linked if one was read, else the first kept (verdict.KeyDirectory).
-	Lookup(h uint64, linked []verdict.TraceID) (verdict.RootRef, bool)
-	// Publish hands a record to the producer without waiting (a full buffer drops it, counted).
-	// A record is published once per key, trace and gone time.
-	Publish(h uint64, ref verdict.RootRef)
-	// Subscribe calls fn with the key hashes of each batch of records read, from the reading
-	// goroutine (fn must not block), until the returned function is called.
-	Subscribe(fn func(hashes []uint64)) (unsubscribe func())
-	// Wait, MaxWaiting and MaxRecords are the extension's wait, max_waiting and max_records,
-	// which the processors apply to their own per-trace state.
-	Wait() time.Duration
-	MaxWaiting() int
-	MaxRecords() int
-}
 
 // keys is the orphan_keys extension.
 type keys struct {
@@ -74,7 +50,8 @@ type keys struct {
 	attrs                                               metric.MeasurementOption // extension: the instance's ID
 }
 
-var _ Keys = (*keys)(nil)
+// keys is what the components that name the extension find on the host (keyshare.Find).
+var _ keyshare.Keys = (*keys)(nil)
 
 func newKeys(cfg *Config, id component.ID, set component.TelemetrySettings) (*keys, error) {
 	k := &keys{
@@ -267,7 +244,7 @@ func (k *keys) read(ctx context.Context, cl *kgo.Client) {
 	}
 }
 
-// Hash implements Keys.
+// Hash implements keyshare.Keys.
 func (k *keys) Hash(key string) uint64 {
 	m := k.macs.Get().(hash.Hash)
 	m.Reset()
@@ -281,12 +258,12 @@ func (k *keys) Hash(key string) uint64 {
 	return h
 }
 
-// Lookup implements Keys.
+// Lookup implements keyshare.Keys.
 func (k *keys) Lookup(h uint64, linked []verdict.TraceID) (verdict.RootRef, bool) {
 	return k.table.lookup(h, linked)
 }
 
-// Publish implements Keys.
+// Publish implements keyshare.Keys.
 func (k *keys) Publish(h uint64, ref verdict.RootRef) {
 	cl := k.client.Load()
 	if cl == nil {
@@ -326,7 +303,7 @@ func (k *keys) Publish(h uint64, ref verdict.RootRef) {
 	})
 }
 
-// Subscribe implements Keys.
+// Subscribe implements keyshare.Keys.
 func (k *keys) Subscribe(fn func([]uint64)) func() {
 	k.subMu.Lock()
 	defer k.subMu.Unlock()
@@ -340,11 +317,11 @@ func (k *keys) Subscribe(fn func([]uint64)) func() {
 	}
 }
 
-// Wait implements Keys.
+// Wait implements keyshare.Keys.
 func (k *keys) Wait() time.Duration { return k.cfg.Wait }
 
-// MaxWaiting implements Keys.
+// MaxWaiting implements keyshare.Keys.
 func (k *keys) MaxWaiting() int { return k.cfg.MaxWaiting }
 
-// MaxRecords implements Keys.
+// MaxRecords implements keyshare.Keys.
 func (k *keys) MaxRecords() int { return k.cfg.MaxRecords }

@@ -4,7 +4,8 @@
 // component's Correlator over the records table of the orphan_keys extension
 // (extension/orphankeysextension), which owns the Kafka client and the table; the Gate that
 // holds a trace back while a key it carries binds nowhere yet. The component finds the
-// extension that its `keys` names with orphankeysextension.Find.
+// extension that its `keys` names with Find, as a Keys: the interface is declared here and
+// implemented by the extension, so neither component imports the extension's package.
 //
 // The Sharer remembers the keys each trace carried, waits up to Config.Wait for a binding
 // (Gate), counts the look-ups as local, remote or missed, and a record that arrives for a key

@@ -14,6 +14,7 @@ import (
 type batch struct {
 	o        *Observer
 	res      []spanread.Resource
+	sinkRes  []any          // by resource: what the sink needs of it (Sink.Resource)
 	refs     []spanRef      // by record: the span read into spans[i]
 	spans    []verdict.Span // the batch's records, each trace's contiguous (groups)
 	groups   []traceGroup
@@ -54,6 +55,8 @@ func (b *batch) recycle() {
 	b.o = nil
 	clear(b.res)
 	b.res = b.res[:0]
+	clear(b.sinkRes)
+	b.sinkRes = b.sinkRes[:0]
 	clear(b.refs)
 	b.refs = b.refs[:0]
 	clear(b.spans) // the strings they point into
@@ -87,6 +90,7 @@ func (b *batch) group(o *Observer, td ptrace.Traces) {
 	for ri := range rss.Len() {
 		rs := rss.At(ri)
 		b.res = append(b.res, spanread.NewResource(rs.Resource()))
+		b.sinkRes = append(b.sinkRes, o.sink.Resource(rs.Resource()))
 		res := int32(len(b.res) - 1)
 		sss := rs.ScopeSpans()
 		for si := range sss.Len() {
@@ -140,7 +144,7 @@ func (b *batch) group(o *Observer, td ptrace.Traces) {
 			o.reader.ReadFor(&b.res[r.res], r.sp, s, &b.rst)
 			// What the sink needs to count the span's verdict when it is decided, after
 			// Consume returned: the span itself is not kept.
-			s.Extra = o.sink.Keep(r.sp)
+			s.Extra = o.sink.Keep(b.sinkRes[r.res], r.sp)
 			b.refs[off] = r
 			off++
 			switch {

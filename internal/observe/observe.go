@@ -12,7 +12,7 @@
 //     their root are kept as records and their verdicts come when the root does);
 //   - it is counted: the Sink ([Sink.Decided] for a verdict decided while the span is at hand,
 //     [Sink.Later] for one decided after it left: a span that came before its root, a run closed
-//     later, an abandoned root whose reach is counted decision_wait after it arrived).
+//     later, an abandoned root whose reach is counted abandoned_root_hold after it arrived).
 //
 // The orphanmetrics exporter and connector observe with it; so does `orphanwatch analyze`.
 package observe
@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
@@ -35,13 +36,18 @@ import (
 // Sink counts verdicts. Its methods are called concurrently (Consume may run on several
 // goroutines, Tick on another).
 type Sink interface {
-	// Keep returns what the sink needs of sp to count a verdict decided after Consume returned
-	// (its operation's attributes, as Go values): it must not keep sp or anything of its pdata.
-	// It is called only for spans whose verdict may come later; it may return nil.
-	Keep(sp ptrace.Span) any
+	// Resource returns what the sink needs of a resource for its spans' Keep and Decided (res
+	// below); it is called once per ResourceSpans of a batch and may return nil. Nothing of it
+	// may be kept after Consume returns but what Keep returns.
+	Resource(res pcommon.Resource) any
+	// Keep returns what the sink needs of sp (of the resource that gave res) to count a verdict
+	// decided after Consume returned (its operation's attributes, as Go values): it must not
+	// keep sp or anything of its pdata. It is called only for spans whose verdict may come
+	// later; it may return nil.
+	Keep(res any, sp ptrace.Span) any
 	// Decided counts the final verdict v of sp, which is at hand (s is what was read of it;
-	// s.Service is its resource's service.name).
-	Decided(sp ptrace.Span, s *verdict.Span, v *verdict.Verdict)
+	// s.Service is its resource's service.name; res is what Resource returned for it).
+	Decided(res any, sp ptrace.Span, s *verdict.Span, v *verdict.Verdict)
 	// Later counts a verdict decided after its span left: cv.Span names the span, cv.Span.Extra
 	// is what Keep returned (nil when it was not asked), cv.Part says which part of the verdict
 	// it is (verdict.PartAll, PartRun, PartEdge). It must not keep cv, which is reused.
@@ -90,7 +96,7 @@ type Observer struct {
 const SweepInterval = time.Second
 
 // heldRoot is an abandoned root (cancelled, deadline exceeded) whose verdict is counted
-// decision_wait after it arrived, so that orphans arriving after it deepen its orphaned depth
+// abandoned_root_hold after it arrived, so that orphans arriving after it deepen its orphaned depth
 // and cancellation reach (the processor holds the span itself for as long).
 type heldRoot struct {
 	cv  verdict.Carried
@@ -136,7 +142,7 @@ func New(cfg rules.Config, lim rules.LimitsConfig, sink Sink, set Settings) (*Ob
 		if n <= 0 {
 			n = 50_000
 		}
-		horizon := max(cfg.RunTimeout, cfg.DecisionWait) + cfg.ClockSkewTolerance + 2*TickInterval
+		horizon := max(cfg.RunTimeout, cfg.LongestWait()) + cfg.ClockSkewTolerance + 2*TickInterval
 		o.lat = latency.New(horizon, n, set.Latency)
 	}
 	return o, nil
@@ -152,8 +158,9 @@ func (o *Observer) Correlator() *verdict.Correlator { return o.corr }
 const TickInterval = 100 * time.Millisecond
 
 // Consume reads every span of td once into its record (with what the sink keeps of it) and
-// adds the records to their trace's wait; a trace due now (decision_wait 0, a bound reached)
-// is decided at once. td is only read, and nothing of it is kept after Consume returns.
+// adds the records to their trace's wait; a trace due now (no wait: decision_wait or
+// decision_wait_after_root 0; a bound reached) is decided at once. td is only read, and
+// nothing of it is kept after Consume returns.
 func (o *Observer) Consume(td ptrace.Traces) {
 	b := batchPool.Get().(*batch)
 	defer b.recycle()
@@ -172,7 +179,7 @@ func (o *Observer) Consume(td ptrace.Traces) {
 		o.corr.ObserveAt(b.observed, now.UnixNano())
 	}
 	ready := o.wait(b, now)
-	if o.cfg.DecisionWait == 0 || min(o.cfg.DecisionWaitAfterRoot, o.cfg.DecisionWait) == 0 {
+	if o.cfg.AfterRoot() == 0 { // decision_wait 0 too: AfterRoot is at most decision_wait
 		ready = append(ready, o.room.dueAt(now)...)
 	}
 	for i := range b.noTrace {
@@ -182,7 +189,7 @@ func (o *Observer) Consume(td ptrace.Traces) {
 		v := verdict.Verdict{Invalid: verdict.InvalidTraceID, Liveness: verdict.LivenessUnknown}
 		o.stats.spans.Add(1)
 		o.stats.invalid[verdict.InvalidTraceID].Add(1)
-		o.sink.Decided(r.sp, &s, &v)
+		o.sink.Decided(b.sinkRes[r.res], r.sp, &s, &v)
 	}
 	for r, n := range b.rst {
 		if n > 0 {
@@ -245,12 +252,12 @@ func (o *Observer) decided(now time.Time, w *waiting, d *verdict.Decision) {
 		v := &d.Verdicts[i]
 		if v.Provisional {
 			// Orphaned under the root known, but a span above it has not come: its verdict
-			// comes when the chain is complete (or after decision_wait), as a Carried.
+			// comes when the chain is complete (or after chain_wait), as a Carried.
 			o.stats.deferred.Add(1)
 			continue
 		}
 		cv = verdict.Carried{Span: carriedOf(&spans[i]), Verdict: *v, Part: verdict.PartAll}
-		if v.HasReach && !w.last && spans[i].ParentID.IsZero() && o.cfg.DecisionWait > 0 {
+		if !w.last && o.cfg.EffectiveAbandonedRootHold() > 0 && verdict.HeldAbandonedRoot(v, spans[i].ParentID.IsZero()) {
 			o.holdRoot(now, &cv)
 			continue
 		}
@@ -290,11 +297,10 @@ func (o *Observer) count(n int, st *verdict.Stats) {
 	o.stats.unknownRun.Add(int64(st.UnknownRootRuns))
 }
 
-// holdRoot keeps the verdict of an abandoned root until decision_wait after it arrived (about
-// decision_wait_after_root before now).
+// holdRoot keeps the verdict of an abandoned root until abandoned_root_hold after it arrived
+// (about decision_wait_after_root before now; the next tick when the hold is shorter).
 func (o *Observer) holdRoot(now time.Time, cv *verdict.Carried) {
-	afterRoot := min(o.cfg.DecisionWaitAfterRoot, o.cfg.DecisionWait)
-	hr := &heldRoot{cv: *cv, due: now.Add(o.cfg.DecisionWait - afterRoot)}
+	hr := &heldRoot{cv: *cv, due: now.Add(max(o.cfg.EffectiveAbandonedRootHold()-o.cfg.AfterRoot(), 0))}
 	o.rootsMu.Lock()
 	o.roots[cv.Span.TraceID] = append(o.roots[cv.Span.TraceID], hr)
 	o.rootQueue = append(o.rootQueue, hr)
@@ -349,8 +355,8 @@ func (o *Observer) dueRoots(now time.Time) []*heldRoot {
 	return out
 }
 
-// Tick counts what became due by now: held roots whose decision_wait passed, verdicts the
-// correlator gave up waiting for (max_request_duration, decision_wait for incomplete chains)
+// Tick counts what became due by now: held roots whose abandoned_root_hold passed, verdicts the
+// correlator gave up waiting for (max_request_duration, chain_wait for incomplete chains)
 // and runs it closed (run_timeout). Call it every [TickInterval].
 func (o *Observer) Tick() {
 	now := o.now()

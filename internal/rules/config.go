@@ -21,18 +21,39 @@ import (
 // Config is the rule settings of a component that decides verdicts (README "Configuration
 // reference"). Every field has a default ([Default]).
 type Config struct {
-	// DecisionWait is the longest the decision of a trace's spans waits for its root: the orphan
-	// processor holds them this long from the arrival of the first span when the root does not
-	// come, an observing exporter keeps their records this long before it judges spans whose
-	// chain to their root is incomplete; an abandoned root's reach is counted this long after it
-	// arrived, so that orphans arriving meanwhile deepen it (docs/verdicts.md "When verdicts are
-	// decided"). In the processor, 0 decides each batch whole as it arrives.
+	// DecisionWait is the longest the decision of a trace's spans waits for its root, from the
+	// arrival of the trace's first span: the orphan processor holds the spans this long, an
+	// observing exporter or connector keeps their records this long, when the root does not
+	// come; then they are decided without it (deferred: their verdicts come when the root
+	// does, docs/verdicts.md "When verdicts are decided"). No span waits longer before its
+	// release, so a run's end waits this long (plus clock_skew_tolerance) for attempts still
+	// held (verdict.Config.ReleaseWait). It has no other job: the chain wait is ChainWait, the
+	// hold of an abandoned root AbandonedRootHold (both follow it when unset), and the
+	// processor's decide-each-batch mode is its own setting (orphanprocessor decide_each_batch;
+	// there decision_wait: 0 is its deprecated spelling). In an observing component 0 means no
+	// wait: each batch's records are decided as they arrive.
 	DecisionWait time.Duration `mapstructure:"decision_wait"`
 	// DecisionWaitAfterRoot is how long the decision of a trace's spans waits after its root
 	// span arrived (and of spans arriving after that, from their arrival): children exported
 	// a little after their root, and clock skew. In the spirit of tail_sampling's
-	// decision_wait_after_root_received. A value above decision_wait acts as decision_wait.
+	// decision_wait_after_root_received. A value above decision_wait acts as decision_wait
+	// (AfterRoot).
 	DecisionWaitAfterRoot time.Duration `mapstructure:"decision_wait_after_root"`
+	// ChainWait (`chain_wait`) is how long a span decided under its trace's root, but whose
+	// chain of parents up to that root is incomplete (a span above it has not arrived: it may
+	// belong under another root, or be detached), waits for the chain (verdict.Provisional)
+	// before the single root known judges it (docs/verdicts.md "When verdicts are decided").
+	// Nil (not set): decision_wait, which it was before it had its own name (EffectiveChainWait).
+	// Must not be negative; 0 judges such spans at the next sweep.
+	ChainWait *time.Duration `mapstructure:"chain_wait"`
+	// AbandonedRootHold (`abandoned_root_hold`) is how long after its arrival the verdict of an
+	// abandoned root (its request ended cancelled or deadline_exceeded) waits, so that orphans
+	// arriving meanwhile deepen its orphaned depth and cancellation reach: the processor holds
+	// the root span itself (its trace leaves without it), an observing component counts its
+	// verdict then. Nil (not set): decision_wait, which it was before it had its own name
+	// (EffectiveAbandonedRootHold). Must not be negative; 0 holds no root (its reach is what its
+	// trace's release saw).
+	AbandonedRootHold *time.Duration `mapstructure:"abandoned_root_hold"`
 	// MaxRequestDuration is how long spans that arrived before their root wait for it: after
 	// that they are judged without it (liveness unknown, runs unknown_root).
 	MaxRequestDuration time.Duration `mapstructure:"max_request_duration"`
@@ -318,6 +339,12 @@ func (c *Config) Validate(lim LimitsConfig) error {
 	if c.DecisionWaitAfterRoot < 0 {
 		errs = append(errs, fmt.Errorf("decision_wait_after_root: must not be negative, got %s", c.DecisionWaitAfterRoot))
 	}
+	if c.ChainWait != nil && *c.ChainWait < 0 {
+		errs = append(errs, fmt.Errorf("chain_wait: must not be negative (unset: decision_wait), got %s", *c.ChainWait))
+	}
+	if c.AbandonedRootHold != nil && *c.AbandonedRootHold < 0 {
+		errs = append(errs, fmt.Errorf("abandoned_root_hold: must not be negative (0: no hold; unset: decision_wait), got %s", *c.AbandonedRootHold))
+	}
 	if lim.MaxTraces <= 0 {
 		errs = append(errs, fmt.Errorf("limits.max_traces: must be positive, got %d", lim.MaxTraces))
 	}
@@ -389,8 +416,37 @@ func (c *Config) VerdictConfig(lim LimitsConfig) verdict.Config {
 	vc.MaxOpenRuns = lim.MaxOpenRuns
 	vc.MaxRequestDuration = c.MaxRequestDuration
 	vc.FutureTolerance = c.FutureTolerance
-	vc.ChainWait = c.DecisionWait
+	vc.ChainWait = c.EffectiveChainWait()
+	vc.ReleaseWait = c.DecisionWait
 	return vc
+}
+
+// AfterRoot is how long the decision of a trace waits after its root arrived:
+// decision_wait_after_root, at most decision_wait.
+func (c *Config) AfterRoot() time.Duration { return min(c.DecisionWaitAfterRoot, c.DecisionWait) }
+
+// EffectiveChainWait is chain_wait, or decision_wait when chain_wait is not set.
+func (c *Config) EffectiveChainWait() time.Duration {
+	if c.ChainWait != nil {
+		return *c.ChainWait
+	}
+	return c.DecisionWait
+}
+
+// EffectiveAbandonedRootHold is abandoned_root_hold, or decision_wait when it is not set.
+func (c *Config) EffectiveAbandonedRootHold() time.Duration {
+	if c.AbandonedRootHold != nil {
+		return *c.AbandonedRootHold
+	}
+	return c.DecisionWait
+}
+
+// LongestWait is the longest anything waits in a component before its verdict is counted, not
+// counting max_request_duration and run_timeout: decision_wait, chain_wait and
+// abandoned_root_hold, whichever is longest. The horizons of what the time model keeps (the
+// verdict latency's, a replay's drain) are measured with it.
+func (c *Config) LongestWait() time.Duration {
+	return max(c.DecisionWait, c.EffectiveChainWait(), c.EffectiveAbandonedRootHold())
 }
 
 // ReaderOptions maps the configuration onto the span reader's attribute names: the effective

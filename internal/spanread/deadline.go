@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orphanwatch/orphanwatch/aware/deadline"
+	"github.com/orphanwatch/orphanwatch/internal/deadlinefmt"
 )
 
 // DeadlineFormat names how a deadline attribute is written.
@@ -53,13 +53,14 @@ const maxUnixSeconds = math.MaxInt64 / 1_000_000_000
 // ParseDeadline converts a deadline value to absolute unix nanoseconds. start is the span's start
 // (unix ns) for relative formats. It returns an error for malformed or out-of-range values, and
 // 0 with no error for a value that sets no deadline (Envoy's timeout of 0 disables the timeout).
-// unix_seconds, grpc_timeout and Envoy's integer milliseconds are read by aware/deadline, the
-// same reader the aware package uses on the wire.
+// unix_seconds, grpc_timeout and Envoy's integer milliseconds are read by internal/deadlinefmt,
+// whose readers are kept alike with aware/deadline's, which the aware package uses on the wire
+// (both test on the same table of cases).
 func ParseDeadline(f DeadlineFormat, v string, start int64) (int64, error) {
 	v = strings.TrimSpace(v)
 	switch f {
 	case FormatUnixSeconds:
-		t, err := deadline.ParseUnixSeconds(v)
+		t, err := deadlinefmt.ParseUnixSeconds(v)
 		if err != nil {
 			return 0, errBadDeadline
 		}
@@ -77,13 +78,13 @@ func ParseDeadline(f DeadlineFormat, v string, start int64) (int64, error) {
 		}
 		return t.UnixNano(), nil
 	case FormatGRPCTimeout:
-		d, err := deadline.ParseGRPCTimeout(v)
+		d, err := deadlinefmt.ParseGRPCTimeout(v)
 		if err != nil {
 			return 0, errBadDeadline
 		}
 		return addRelative(start, float64(d))
 	case FormatMilliseconds:
-		if d, ok, err := deadline.ParseEnvoyTimeoutMs(v); err == nil {
+		if d, ok, err := deadlinefmt.ParseEnvoyTimeoutMs(v); err == nil {
 			if !ok {
 				return 0, nil // 0: the route has no timeout
 			}

@@ -88,10 +88,12 @@ type Config struct {
 	// spans are judged without it (unknown, runs unknown_root).
 	MaxRequestDuration time.Duration
 	// ChainWait is how long an orphaned span whose chain to its root is incomplete waits for
-	// it (Verdict.Provisional) before the single root known judges it; also the longest a span
-	// that came in time may take to be released, which a run's end waits for (runOverAt:
-	// settled). The processor sets it to decision_wait.
+	// it (Verdict.Provisional) before the single root known judges it: chain_wait
+	// (rules.Config.EffectiveChainWait).
 	ChainWait time.Duration
+	// ReleaseWait is the longest a span that came in time may take to be released (the
+	// component's decision_wait), which a run's end waits for (runOverAt: settled).
+	ReleaseWait time.Duration
 	// FutureTolerance is how far beyond the correlator's clock (the now of a release) a span
 	// may end: clocks of the hosts that write spans run a little ahead of the collector's. A
 	// span ending later is malformed (InvalidEndInFuture): a clock gone wrong, or a forged
@@ -157,6 +159,7 @@ func DefaultConfig() Config {
 		MaxOpenRuns:         100_000,
 		MaxRequestDuration:  30 * time.Minute,
 		ChainWait:           30 * time.Second,
+		ReleaseWait:         30 * time.Second,
 		FutureTolerance:     5 * time.Minute,
 	}
 }

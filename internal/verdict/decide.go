@@ -64,8 +64,20 @@ type scratch struct {
 	roots    []int32      // the decision's roots
 	recs     []rootRecord // their records, by position in roots
 	above    []absentParentRoot
-	order    []int32  // spans in visiting order: every parent before its children
-	rel      *release // the release deciding (memo.go), nil for a decision of its own
+	order    []int32 // spans in visiting order: every parent before its children
+	// in is what the time model gave the decision (memo.go), when hasIn; a decision of its own
+	// has none (input: nil). out is what the decision returns to it (decide).
+	in    decisionIn
+	hasIn bool
+	out   decisionOut
+}
+
+// input is the time model's input of the decision (memo.go), nil for a decision of its own.
+func (sc *scratch) input() *decisionIn {
+	if !sc.hasIn {
+		return nil
+	}
+	return &sc.in
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{byID: map[SpanID]idChain{}} }}
@@ -89,21 +101,30 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 // DecideInto is Decide writing the verdicts into dst's memory when it is large enough (then the
 // result shares it; pass dst[:0] of a buffer reused across calls to save an allocation).
 func (c *Correlator) DecideInto(dst []Verdict, spans []Span) ([]Verdict, Stats) {
-	return c.decide(dst, spans, nil)
+	v, st, _ := c.decide(dst, spans, nil, decisionOut{})
+	return v, st
 }
 
-// decide is Decide within a release (memo.go) when rel is set: runs may stay open, continue
-// runs left open before, and carry outcomes; with rel nil every run is over.
+// decide is Decide within the time model (memo.go) when in is set: runs may stay open,
+// continue runs left open before, and carry outcomes; with in nil every run is over. What the
+// time model needs of the decision besides its verdicts is returned (decisionOut, in buf's
+// memory). The rules read other traces through one view (crossTrace, the state under its lock)
+// and the open runs through the table the time model locks for the run step (runStep); no rule
+// takes a lock. What the decision tells later decisions of the trace (the root of each span,
+// when the trace has several) is booked after the rules (indexRoots).
 //
 // The steps, in order, are those of docs/verdicts.md; each is a method of its own.
-func (c *Correlator) decide(dst []Verdict, spans []Span, rel *release) ([]Verdict, Stats) {
+func (c *Correlator) decide(dst []Verdict, spans []Span, in *decisionIn, buf decisionOut) ([]Verdict, Stats, decisionOut) {
 	out := grown(dst, len(spans))
 	var st Stats
 	if len(spans) == 0 {
-		return out, st
+		return out, st, buf
 	}
 	sc := scratchPool.Get().(*scratch)
-	sc.rel = rel
+	if in != nil {
+		sc.in, sc.hasIn = *in, true
+	}
+	sc.out = buf
 	defer sc.put()
 	sc.nodes = grown(sc.nodes, len(spans))
 
@@ -116,7 +137,7 @@ func (c *Correlator) decide(dst []Verdict, spans []Span, rel *release) ([]Verdic
 	breakCycles(sc, spans, out)
 	groupChildren(sc, spans, out)
 	// 4. Roots, what is known of the trace, key bindings.
-	known, bindings := c.findRoots(sc, spans)
+	known, bindings := c.findRoots(sc, c, spans)
 	st.RootMissing = known.n == 0
 	st.RootUnusable = st.RootMissing && known.unusable
 	// 5. Context inherited top-down: detachment, root, deadline, hop.
@@ -128,22 +149,20 @@ func (c *Correlator) decide(dst []Verdict, spans []Span, rel *release) ([]Verdic
 	markProvisional(sc, sc.nodes, out)
 	// 8. Spend, 9. runs, then 10. how far the cancellation reached (reach.go).
 	c.decideSpend(sc, spans, sc.nodes, out, &st)
-	c.decideRuns(sc, spans, sc.nodes, out, &st)
+	c.runStep(sc, spans, out, &st)
 	decideNested(sc, spans, sc.nodes, out)
 	c.decideReach(spans, sc.nodes, out, sc.roots)
 	// 11. What later decisions of this trace need: which root each span had, when the trace
-	// has several.
+	// has several (booked in the state, under its lock).
 	if known.n >= 2 {
-		c.mu.Lock()
-		c.indexRootsLocked(spans, sc.nodes, sc.roots, sc.recs)
-		c.mu.Unlock()
+		c.indexRoots(spans, sc.nodes, sc.roots, sc.recs)
 	}
-	return out, st
+	return out, st, sc.out
 }
 
 // put returns the scratch to the pool, dropping what it points into (span strings, records).
 func (sc *scratch) put() {
-	sc.rel = nil
+	sc.in, sc.hasIn, sc.out = decisionIn{}, false, decisionOut{}
 	clear(sc.nodes)
 	if len(sc.byID) > 1<<14 {
 		sc.byID = map[SpanID]idChain{} // do not keep a huge trace's table
@@ -286,7 +305,8 @@ func (c *Correlator) markFuture(spans []Span, now int64) {
 // spans (Span.future) in spans.
 func (c *Correlator) DecideAt(dst []Verdict, spans []Span, now int64) ([]Verdict, Stats) {
 	c.markFuture(spans, now)
-	return c.decide(dst, spans, nil)
+	v, st, _ := c.decide(dst, spans, nil, decisionOut{})
+	return v, st
 }
 
 // linkParents is step 2: each span's parent among the spans present. Among spans sharing the
@@ -389,10 +409,10 @@ func groupChildren(sc *scratch, spans []Span, out []Verdict) {
 
 // findRoots is step 4: every valid span without a parent is a root (DESIGN.md "Words": a trace
 // may hold several; each span is judged against the root at the top of its own subtree). Then,
-// under the lock, what is known of the trace from earlier decisions (the root above each span
-// whose parent is absent: rootOfAbsentParentLocked) and the roots that idempotency keys bind to, once
-// per key.
-func (c *Correlator) findRoots(sc *scratch, spans []Span) (knownRoots, map[uint64]rootRecord) {
+// from the view of other traces (crossTrace), what is known of the trace from earlier
+// decisions (the root above each span whose parent is absent: rootOfAbsentParentLocked) and the
+// roots that idempotency keys bind to, once per key.
+func (c *Correlator) findRoots(sc *scratch, view crossTrace, spans []Span) (knownRoots, map[uint64]rootRecord) {
 	nodes := sc.nodes
 	roots := sc.roots[:0]
 	for i := range spans {
@@ -407,37 +427,8 @@ func (c *Correlator) findRoots(sc *scratch, spans []Span) (knownRoots, map[uint6
 	for k, r := range roots {
 		recs[k] = c.rootRecordOf(&spans[r])
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	known := c.knownRootsLocked(spans[0].TraceID, spans, roots, recs)
 	sc.above = grown(sc.above, len(spans))
-	above := sc.above
-	for i := range spans {
-		if nodes[i].parent < 0 && !nodes[i].isRoot {
-			above[i] = c.rootOfAbsentParentLocked(&spans[i], &known)
-		}
-	}
-	// Key bindings, once per key, preferring the traces this one links to (two requests
-	// re-sending one key each bind their own work).
-	var bindings map[uint64]rootRecord // made when a key binds
-	var linked []TraceID
-	linkedDone := false
-	for i := range spans {
-		if h := spans[i].KeyHash; h != 0 {
-			if _, done := bindings[h]; !done {
-				if !linkedDone {
-					linked, linkedDone = linkedTraces(spans), true
-				}
-				if rec, ok := c.lookupKeyLocked(h, linked); ok {
-					if bindings == nil {
-						bindings = map[uint64]rootRecord{}
-					}
-					bindings[h] = rec
-				}
-			}
-		}
-	}
-	return known, bindings
+	return view.knownOf(spans, nodes, roots, recs, sc.above)
 }
 
 // inheritContext is step 5: context, top-down from every root and every span whose parent is
@@ -475,8 +466,8 @@ func (c *Correlator) inheritContext(sc *scratch, spans []Span, out []Verdict, bi
 		}
 		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = ctx.detached, ctx.bound, ctx.rec, ctx.hasRoot, ctx.deadline
 		n.gaveUp, n.gaveUpSvc, n.handedOver = ctx.gaveUp, ctx.gaveUpSvc, ctx.handedOver
-		if ctx.detached && sc.rel != nil {
-			sc.rel.detached = true // the incremental path does not apply (incremental.go)
+		if ctx.detached && sc.hasIn {
+			sc.out.detached = true // the incremental path does not apply (incremental.go)
 		}
 		n.root, n.rootID, n.hop = ctx.root, ctx.rootID, ctx.hop
 		for _, ch := range kids[n.kidsFrom:n.kidsEnd] {
@@ -518,9 +509,7 @@ func (c *Correlator) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *St
 			v.Liveness = LivenessLive
 		case n.detached && !n.bound:
 			v.Detached = true
-		case s.End == s.Start:
-			// No duration: Zipkin spans recorded without one (a redirect) and spans whose end
-			// was never recorded. When they ended is not known.
+		case unknownEnd(s):
 			v.Liveness = LivenessUnknown
 			st.NoDuration++
 		default:
@@ -528,6 +517,12 @@ func (c *Correlator) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *St
 		}
 	}
 }
+
+// unknownEnd reports whether span s has no duration, its end equal to its start: Zipkin spans
+// recorded without one (a redirect) and spans whose end was never recorded. When it ended is not
+// known: its liveness is unknown, but it keeps its place in the tree (docs/verdicts.md "Choices
+// where DESIGN.md was silent": Unknown end).
+func unknownEnd(s *Span) bool { return s.End == s.Start }
 
 // spanContext is what a span inherits from the spans above it (step 5 of Decide).
 type spanContext struct {
@@ -585,10 +580,10 @@ func (c *Correlator) skewOf(s *Span, n *node) int64 {
 	if c.callerJudges(n) {
 		clock, known = n.gaveUpSvc, true
 	}
-	if known && s.Service == clock {
-		return 0
+	if !known {
+		return int64(c.cfg.ClockSkew)
 	}
-	return int64(c.cfg.ClockSkew)
+	return c.skewBetween(s.Service, clock)
 }
 
 // callerJudges reports whether the end of a caller that gave up is the span's gone time:

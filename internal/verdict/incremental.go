@@ -37,7 +37,7 @@ import (
 //     (another trace's may be continued: continuedRun);
 //   - the ancestors of all of these up to the root (or to an absent parent), and the root:
 //     read for what their descendants inherit (context, liveness, being an attempt), their own
-//     runs not decided again (release.context): those are over, or in the subset above.
+//     runs not decided again (decisionIn.context): those are over, or in the subset above.
 //
 // Within that subset every rule reads exactly what it reads in the decision of the whole trace,
 // so the verdicts, the carried verdicts and the open runs are those of the whole decision
@@ -76,7 +76,7 @@ const (
 	wholeDetached                       // a span of the trace is detached work
 	wholeEvicted                        // an open run was evicted since the trace's last decision
 	wholeBadSpan                        // a span without trace or span ID
-	wholeForced                         // the incremental path is off (tests)
+	wholeForced                         // the incremental path is off (its feature gate, gate.go; tests)
 	wholeIndex                          // the trace's second release: its index is built after it
 	wholeOpenFull                       // the open runs are near MaxOpenRuns: the decision may evict
 	wholeReasons
@@ -143,7 +143,7 @@ type incrShard struct {
 	spansDecided uint64               // span records decided (SpansDecided)
 	mark, ctx    []bool               // subset: by memo index, in the subset; there for context only
 	gmark        []bool               // subset: by run group, its members added
-	ctxPos       []bool               // ctx by position in the subset (release.context)
+	ctxPos       []bool               // ctx by position in the subset (decisionIn.context)
 	emit         []bool               // the subset's emitted marks
 	all          []Span               // the subset's records, copied for decide
 	subset       []int32              // the subset, memo indexes in memo order
@@ -158,10 +158,10 @@ type openedRun struct {
 	until int64
 }
 
-// runsLeftOpen records which run groups of the memo the decision (rel; of the spans sub, or of
-// every span when sub is nil) left a run of open, and until when. ms, the memo's shard, is
-// locked.
-func (c *Correlator) runsLeftOpen(ms *memoShard, m *traceMemo, t TraceID, rel *release, sub []int32) {
+// runsLeftOpen records which run groups of the memo the decision (out, its return; of the spans
+// sub, or of every span when sub is nil) left a run of open, and until when. ms, the memo's
+// shard, is locked.
+func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, sub []int32) {
 	ix := m.ix
 	for g := range ix.groups {
 		if sub == nil || ms.inc.gmark[g] {
@@ -169,7 +169,7 @@ func (c *Correlator) runsLeftOpen(ms *memoShard, m *traceMemo, t TraceID, rel *r
 			gr.open, gr.nOpen, gr.until = false, 0, math.MaxInt64
 		}
 	}
-	for _, o := range rel.opened {
+	for _, o := range out.opened {
 		i := o.pos
 		if sub != nil {
 			i = sub[o.pos]
@@ -213,7 +213,7 @@ func (c *Correlator) keepIndexed(m *traceMemo, from int) {
 // release's joined it, is decided: incrementally (its new spans linked in the index, no
 // fallback applying), or whole, with the index built after the decision when build is set (the
 // trace's second release). Counted by path and reason in ms, t's shard, which is locked.
-func (c *Correlator) choosePath(ms *memoShard, t TraceID, m *traceMemo, nOld int) (incremental, build bool) {
+func (c *Correlator) choosePath(ms lockedShard, t TraceID, m *traceMemo, nOld int) (incremental, build bool) {
 	switch {
 	case nOld == 0:
 		ms.inc.whole[wholeNone]++ // nothing released before: the first decision of the trace
@@ -446,7 +446,7 @@ func (c *Correlator) incrementalReason(t TraceID, m *traceMemo) wholeReason {
 // their verdict (provisional ones too when provisional is set: ChainWait passed), their
 // descendants, the runs any of those join and the runs left open, the ancestors of all of
 // them, the root. ms, the memo's shard, is locked; its working memory holds the result.
-func (c *Correlator) subset(ms *memoShard, m *traceMemo, t TraceID, nOld int, now int64, provisional bool) []int32 {
+func (c *Correlator) subset(ms lockedShard, m *traceMemo, t TraceID, nOld int, now int64, provisional bool) []int32 {
 	ix := m.ix
 	n := len(ix.n)
 	b := &ms.inc
@@ -548,13 +548,12 @@ func contextOnly(dst, ctx []bool, sub []int32) []bool {
 // counts releases whose memo was empty).
 func (c *Correlator) DecisionPaths() (incremental uint64, whole [wholeReasons]uint64) {
 	for i := range c.memoShards {
-		ms := &c.memoShards[i]
-		ms.mu.Lock()
+		ms := c.memoShards[i].lock()
 		incremental += ms.inc.incremental
 		for r, n := range ms.inc.whole {
 			whole[r] += n
 		}
-		ms.mu.Unlock()
+		ms.unlock()
 	}
 	return incremental, whole
 }
@@ -563,15 +562,15 @@ func (c *Correlator) DecisionPaths() (incremental uint64, whole [wholeReasons]ui
 // memo index) tells the incremental path: the runs left open, the edges pending (of every span,
 // or of the spans listed in only), the root's reach, whether detached work was seen. ms, the
 // memo's shard, and relMu are locked.
-func (c *Correlator) afterWholeLocked(ms *memoShard, m *traceMemo, rel *release, verdicts []Verdict, every bool, only []int32) {
+func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, every bool, only []int32) {
 	ix := m.ix
-	if rel.detached && ix.whole == wholeNone {
+	if out.detached && ix.whole == wholeNone {
 		ix.whole = wholeDetached
 	}
 	if ix.whole != wholeNone {
 		return
 	}
-	c.runsLeftOpen(ms, m, rel.t, rel, nil)
+	c.runsLeftOpen(ms, m, t, out, nil)
 	if every {
 		for i := range verdicts {
 			ix.n[i].pend, ix.n[i].prov, ix.n[i].stale = verdicts[i].EdgePending, verdicts[i].Provisional, false
@@ -592,11 +591,13 @@ func (c *Correlator) afterWholeLocked(ms *memoShard, m *traceMemo, rel *release,
 // and memo bookkeeping a decision of the whole trace gives. ms, t's shard, is locked.
 //
 // Its steps: the subset is chosen (subset) and its records gathered; the subset is decided,
-// its ancestors read for context only (release.context); the carried verdicts, stats and
-// reach are gathered as decideMemoLocked gathers them; the memo is booked, the spans outside
-// the subset keeping their marks (emitted, or provisional still), and the index learns what
-// the decision left (runsLeftOpen, pending edges, provisional spans).
-func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t TraceID, m *traceMemo, nOld int, now int64, extra func(i int) any) Decision {
+// its ancestors read for context only (decisionIn.context); the carried verdicts, stats and
+// reach are gathered as for a whole decision (gatherDecision); the memo is booked as a whole
+// decision books it (decidedAgain, released, bookMemoLocked), the spans outside the subset
+// keeping their marks (emitted, or provisional still) and its counts adjusted for the subset
+// alone, and the index learns what the decision left (runsLeftOpen, pending edges, provisional
+// spans).
+func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t TraceID, m *traceMemo, nOld int, now int64, extra func(i int) any) Decision {
 	ix := m.ix
 	b := &ms.inc
 	spans := m.spans[nOld:]
@@ -609,39 +610,20 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 	}
 	all = append(all, spans...)
 	b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
-	rel := ms.startRelease(release{t: t, mode: modeRelease, now: now, extra: extra, nOld: len(old), emitted: emitted, opened: b.opened[:0], context: b.ctxPos})
-	defer ms.endRelease()
-	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
+	in := decisionIn{t: t, mode: modeRelease, now: now, extra: extra, nOld: len(old), emitted: emitted, context: b.ctxPos}
+	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]})
 	b.spansDecided += uint64(len(all))
 	keepCached(m, all, sub)
 	defer func() {
 		clear(all) // the buffer's copies point into span strings
-		b.all, b.emit, b.opened = all[:0], emitted[:0], rel.opened[:0]
+		b.all, b.emit, b.opened = all[:0], emitted[:0], out.opened[:0]
 		clear(verdicts)
 		ms.verdictBuf = verdicts[:0]
 	}()
 
-	var d Decision
-	d.Verdicts = grown(dst, len(spans))
-	copy(d.Verdicts, verdicts[len(old):])
-	d.Carried = rel.carried
-	for p, i := range old {
-		carryEarlier(&d, m, int(i), &verdicts[p])
-	}
-	d.Stats = statsOf(all[len(old):], verdicts[len(old):], st.RootMissing)
-	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
-	d.addCarriedStats(st.RootMissing)
-	d.Stats.UnknownRootRuns += rel.unknown
-	for p := range verdicts {
-		if v := &verdicts[p]; v.HasReach {
-			rr := RootReach{SpanID: all[p].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops}
-			if sub[p] == ix.root { // spans outside the subset count too
-				rr.ReachHops, rr.OrphanedDepthHops = max(rr.ReachHops, ix.reach), max(rr.OrphanedDepthHops, ix.depth)
-				ix.reach, ix.depth = rr.ReachHops, rr.OrphanedDepthHops
-			}
-			d.Reach = append(d.Reach, rr)
-		}
-	}
+	root := rootReachSoFar{at: ix.root, reach: ix.reach, depth: ix.depth}
+	d := gatherDecision(dst, m, all, verdicts, len(old), sub, st, &out, &root)
+	ix.reach, ix.depth = root.reach, root.depth
 
 	// The memo: the spans decided again, then the new ones (already in m.spans). Spans outside
 	// the subset keep their marks: emitted, or provisional still.
@@ -656,19 +638,12 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 		if !m.emitted[i] {
 			m.owing-- // counted again below when it still owes
 		}
-		if !m.emitted[i] && !v.Provisional {
-			m.emitted[i] = true
-			m.edged[i] = v.CallerService != ""
-		}
+		m.decidedAgain(int(i), v)
 		ix.n[i].pend, ix.n[i].prov, ix.n[i].stale = v.EdgePending, v.Provisional, false
 	}
+	m.released(nOld, d.Verdicts, extra)
 	for q := range spans {
 		v := &d.Verdicts[q]
-		m.emitted = append(m.emitted, !v.Provisional) // room made by growMemo with the records
-		m.edged = append(m.edged, v.CallerService != "")
-		if v.Provisional && extra != nil {
-			m.spans[nOld+q].Extra = extra(q)
-		}
 		ix.n[nOld+q].pend, ix.n[nOld+q].prov = v.EdgePending, v.Provisional
 	}
 	for _, i := range sub {
@@ -679,8 +654,8 @@ func (c *Correlator) decideIncrementalLocked(ms *memoShard, dst []Verdict, t Tra
 			m.edgePending++
 		}
 	}
-	c.runsLeftOpen(ms, m, rel.t, rel, sub)
-	if rel.detached {
+	c.runsLeftOpen(ms, m, t, &out, sub)
+	if out.detached {
 		ix.whole = wholeDetached
 	}
 	ix.openEvicted = c.open.Evicted()
@@ -701,9 +676,9 @@ func keepCached(m *traceMemo, all []Span, sub []int32) {
 // (verdicts by position in sub) tells the incremental path: the runs left open among those it
 // decided, the edges pending of the spans at the positions listed in only, the root's reach,
 // whether detached work was seen. ms, the memo's shard, and relMu are locked.
-func (c *Correlator) afterSubsetLocked(ms *memoShard, m *traceMemo, rel *release, verdicts []Verdict, sub []int32, only []int32) {
+func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, sub []int32, only []int32) {
 	ix := m.ix
-	c.runsLeftOpen(ms, m, rel.t, rel, sub)
+	c.runsLeftOpen(ms, m, t, out, sub)
 	for _, p := range only {
 		ix.n[sub[p]].pend, ix.n[sub[p]].prov, ix.n[sub[p]].stale = verdicts[p].EdgePending, verdicts[p].Provisional, true
 	}
@@ -712,7 +687,7 @@ func (c *Correlator) afterSubsetLocked(ms *memoShard, m *traceMemo, rel *release
 			ix.reach, ix.depth = max(ix.reach, verdicts[p].ReachHops), max(ix.depth, verdicts[p].OrphanedDepthHops)
 		}
 	}
-	if rel.detached {
+	if out.detached {
 		ix.whole = wholeDetached
 	}
 	ix.openEvicted = c.open.Evicted()
@@ -725,10 +700,9 @@ func (c *Correlator) afterSubsetLocked(ms *memoShard, m *traceMemo, rel *release
 func (c *Correlator) SpansDecided() uint64 {
 	var n uint64
 	for i := range c.memoShards {
-		ms := &c.memoShards[i]
-		ms.mu.Lock()
+		ms := c.memoShards[i].lock()
 		n += ms.inc.spansDecided
-		ms.mu.Unlock()
+		ms.unlock()
 	}
 	return n
 }

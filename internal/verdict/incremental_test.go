@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/featuregate"
 	"pgregory.net/rapid"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -256,4 +257,53 @@ func TestIncrementalRunsAcrossReleases(t *testing.T) {
 	spans = []verdict.Span{root2, k2, root3, k3, late2}
 	taken = lockstep(t, "keyed run of another trace", spans, [][]int{{0}, {1}, {2}, {3}, {4}}, make([]int64, 5))
 	require.Positive(t, taken)
+}
+
+// TestIncrementalDecisionsGate: with the feature gate orphanwatch.incrementalDecisions off when
+// a correlator is made, a trace released one span at a time is decided whole at every release
+// (counted as forced), with the decisions the incremental path gives with the gate on.
+func TestIncrementalDecisionsGate(t *testing.T) {
+	reg := featuregate.GlobalRegistry()
+	require.True(t, verdictGateEnabled(t), "the gate is on by default")
+	decideAll := func() (ds []verdict.Decision, n, forced uint64) {
+		c := newCorrelator(t)
+		sec := int64(time.Second)
+		root := verdict.Span{TraceID: verdict.TraceID{1}, SpanID: verdict.SpanID{1}, Service: "gw", Name: "POST /ask", Kind: verdict.KindServer, Start: 10 * sec, End: 12 * sec, HTTPStatus: 499, IsHTTP: true, GRPCStatus: -1, ResendCount: -1, InputTokens: -1, OutputTokens: -1}
+		call := root
+		call.SpanID, call.ParentID, call.Kind, call.Name, call.Start, call.End, call.HTTPStatus = verdict.SpanID{2}, root.SpanID, verdict.KindClient, "POST", 10*sec, 15*sec, 200
+		srv := call
+		srv.SpanID, srv.ParentID, srv.Kind, srv.Service = verdict.SpanID{3}, call.SpanID, verdict.KindServer, "agent"
+		model := srv
+		model.SpanID, model.ParentID, model.Kind, model.Name, model.Start, model.End = verdict.SpanID{4}, srv.SpanID, verdict.KindClient, "chat gpt-4o", 13*sec, 14*sec
+		now := 20 * sec
+		for _, s := range []verdict.Span{root, call, srv, model} {
+			c.Observe([]verdict.Span{s})
+			ds = append(ds, c.Release(nil, []verdict.Span{s}, now, nil))
+			now += 3 * sec
+		}
+		n, whole := c.DecisionPaths()
+		return ds, n, whole[verdict.WholeForced]
+	}
+	on, nOn, forcedOn := decideAll()
+	require.Zero(t, forcedOn)
+	require.Equal(t, uint64(2), nOn, "gate on: the third and fourth releases are incremental")
+
+	require.NoError(t, reg.Set(verdict.IncrementalDecisionsGateID, false))
+	t.Cleanup(func() { require.NoError(t, reg.Set(verdict.IncrementalDecisionsGateID, true)) })
+	off, nOff, forced := decideAll()
+	require.Zero(t, nOff, "gate off: no release is incremental")
+	require.Equal(t, uint64(2), forced, "gate off: the third and fourth releases are decided whole, forced")
+	require.Equal(t, on, off, "the same decisions either way")
+}
+
+// verdictGateEnabled reads the incremental path's gate from the global registry.
+func verdictGateEnabled(t *testing.T) bool {
+	found, enabled := false, false
+	featuregate.GlobalRegistry().VisitAll(func(g *featuregate.Gate) {
+		if g.ID() == verdict.IncrementalDecisionsGateID {
+			found, enabled = true, g.IsEnabled()
+		}
+	})
+	require.True(t, found, "gate %s not registered", verdict.IncrementalDecisionsGateID)
+	return enabled
 }

@@ -79,11 +79,7 @@ func (c *Correlator) requestAwaits(spans []Span, nodes []node, i int32) bool {
 		return false
 	}
 	e, s := &spans[entry], &spans[i]
-	tol := int64(0)
-	if e.Service != s.Service {
-		tol = int64(c.cfg.ClockSkew)
-	}
-	return e.End+tol >= s.End
+	return notAfter(s.End, e.End, c.skewBetween(s.Service, e.Service))
 }
 
 // isFollowUp reports whether a SERVER span that started after its parent ended is a follow-up
@@ -101,11 +97,7 @@ func (c *Correlator) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanCo
 		return false
 	}
 	p := &spans[n.parent]
-	tol := int64(0)
-	if p.Service != s.Service {
-		tol = int64(c.cfg.ClockSkew)
-	}
-	if s.Start <= p.End+tol {
+	if notAfter(s.Start, p.End, c.skewBetween(s.Service, p.Service)) {
 		return false // not late
 	}
 	return ctx.hasRoot && ctx.rec.reason == EndReasonCompleted && !failed(p) && !c.rules.gaveUpWithoutResponse(p)
@@ -125,7 +117,7 @@ func (c *Correlator) callerGaveUp(s, p *Span) (int64, bool) {
 	if s.Kind != KindServer || p.Kind != KindClient || p.Service == s.Service || p.Service == "" {
 		return 0, false
 	}
-	if s.End <= p.End+int64(c.cfg.ClockSkew) {
+	if notAfter(s.End, p.End, c.skewBetween(s.Service, p.Service)) {
 		return 0, false // the server ended first, as far as two clocks can tell
 	}
 	if !c.rules.gaveUpWithoutResponse(p) {
@@ -153,15 +145,35 @@ func (c *Correlator) judgeLiveness(s *Span, n *node, v *Verdict) {
 	// the gone time is only a deadline (written by some other clock).
 	tol := c.skewOf(s, n)
 	switch {
-	case s.End <= gone+tol:
+	case notAfter(s.End, gone, tol):
 		v.Liveness = LivenessLive
 	case c.noticed(s, gone):
 		v.Liveness = LivenessLive
 	default:
 		v.Liveness = LivenessOrphaned
-		v.AfterGone = float64(s.End-gone) / 1e9
+		v.AfterGone = afterGone(s, gone)
 	}
-	v.StartedAfterGone = s.Start > gone+tol
+	v.StartedAfterGone = !notAfter(s.Start, gone, tol)
+}
+
+// afterGone is orphanwatch.after_gone, in seconds: how long span s outlived its gone time,
+// measured from the gone time itself, without the clock-skew tolerance (docs/verdicts.md
+// "Choices where DESIGN.md was silent": after_gone).
+func afterGone(s *Span, gone int64) float64 { return float64(s.End-gone) / 1e9 }
+
+// notAfter reports whether moment t is no later than moment ref, as far as two clocks tol
+// apart can tell (tol: skewBetween or skewOf): the one comparison of moments read on
+// different clocks (docs/verdicts.md "Choices where DESIGN.md was silent": Clock skew).
+func notAfter(t, ref, tol int64) bool { return t <= ref+tol }
+
+// skewBetween is the clock-skew tolerance between moments read on the clocks of services a and
+// b: none on one service's clock, clock_skew_tolerance across services (docs/verdicts.md
+// "Choices where DESIGN.md was silent": Clock skew).
+func (c *Correlator) skewBetween(a, b string) int64 {
+	if a == b {
+		return 0
+	}
+	return int64(c.cfg.ClockSkew)
 }
 
 // noticed reports whether a span that ended after its gone time recorded the cancellation (or

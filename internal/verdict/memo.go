@@ -2,6 +2,8 @@ package verdict
 
 import (
 	"sync"
+
+	"github.com/orphanwatch/orphanwatch/internal/shard"
 )
 
 // The time model (DESIGN.md "When verdicts are decided"; docs/verdicts.md "When verdicts are
@@ -96,23 +98,34 @@ type RootReach struct {
 	ReachHops, OrphanedDepthHops int
 }
 
-// release is one Release call's state, which the run rules consult.
-type release struct {
+// decisionIn is what the time model gives a decision of a trace within it (a release, a
+// settling, a memo forgotten, a trace given up), besides its spans: read by the rules, never
+// written. A decision of its own (Decide) has none.
+type decisionIn struct {
 	t       TraceID
 	mode    releaseMode
 	nOld    int    // spans[:nOld] of the decision come from the trace's memo
 	emitted []bool // of those: the verdict was written on the span when it left
 	now     int64  // unix ns
-	carried []Carried
-	unknown int // runs closed unknown_root among carried run outcomes
-	extra   func(i int) any
-	// opened lists the runs the decision left open; detached tells that a span of the
-	// decision is detached work (incremental.go).
-	opened   []openedRun
-	detached bool
+	// extra gives the reader's Extra of the decision's new span i (spans[nOld+i]) whose record
+	// an open run keeps; nil: none.
+	extra func(i int) any
 	// context, when set, marks by decision index the spans there only for what the spans
 	// below them read: their runs are not decided (decideRuns; incremental.go).
 	context []bool
+}
+
+// decisionOut is what the time model needs from a decision besides its verdicts and stats: the
+// decision's return value (decide), written by the rules into the decision's working memory and
+// handed back, never kept by them.
+type decisionOut struct {
+	carried []Carried // run outcomes that became final, of attempts that left before
+	unknown int       // runs closed unknown_root among carried
+	// opened lists the runs the decision left open (incremental.go reads until when).
+	opened []openedRun
+	// detached tells that a span of the decision is detached work (the incremental path does
+	// not apply to the trace: incremental.go).
+	detached bool
 }
 
 // releaseMode is what a decision within the time model may leave for later.
@@ -134,16 +147,13 @@ const (
 )
 
 // chainsWhole tells that an incomplete chain to the root will not be completed: edges are named
-// without it.
-func (r *release) chainsWhole() bool { return r == nil || r.mode == modeFinal || r.mode == modeEdges }
+// without it (a decision of its own, in nil).
+func (in *decisionIn) chainsWhole() bool {
+	return in == nil || in.mode == modeFinal || in.mode == modeEdges
+}
 
 // chainsWait tells that spans whose chain is incomplete wait (provisional) for it.
-func (r *release) chainsWait() bool { return r != nil && r.mode == modeRelease }
-
-// memoShardCount is the number of memo shards: a fixed power of two, more than the cores a
-// collector usually has, so that releases of traces in different shards rarely wait for each
-// other.
-const memoShardCount = 16
+func (in *decisionIn) chainsWait() bool { return in != nil && in.mode == modeRelease }
 
 // memoShard is the trace memos of the traces whose ID hashes to it (memoShardOf), with the
 // buffers of a release, under its own mutex.
@@ -152,32 +162,38 @@ type memoShard struct {
 	memos      map[TraceID]*traceMemo
 	owingMemos map[TraceID]*traceMemo // the memos that owe verdicts (Sweep walks these)
 	verdictBuf []Verdict
-	rel        release   // the release deciding (startRelease)
 	inc        incrShard // the incremental path's counts and working memory (incremental.go)
 	_          [64]byte  // keeps two shards' mutexes off one cache line
 }
 
-// startRelease makes r the shard's release record and returns it: a shard decides one release
-// at a time (its mutex held), so a release's state is not allocated anew each time. The caller
-// ends it (endRelease) when its decision is done.
-func (ms *memoShard) startRelease(r release) *release {
-	ms.rel = r
-	return &ms.rel
+// lockedShard is a memo shard with its mutex held: what every function that needs its shard
+// locked takes (deferLocked, decideMemoLocked, decideIncrementalLocked, settleChainsLocked and
+// the rest of memo.go and incremental.go), so that the compiler, not a comment, checks that the
+// caller locked it. Got from lock, given back with unlock. The lock order (a memo shard, then
+// relMu or the state's mu, never the other way) follows from it: relMu and mu are taken inside
+// a shard's lock only by functions given a lockedShard, and no function holding relMu or mu
+// gets one (TestLockOrder checks the second half).
+type lockedShard struct{ *memoShard }
+
+// lock locks the shard for a release, a sweep or an eviction of one of its traces.
+func (ms *memoShard) lock() lockedShard {
+	if lockShardHook != nil {
+		lockShardHook()
+	}
+	ms.mu.Lock()
+	return lockedShard{ms}
 }
 
-// endRelease forgets the shard's release record: its callback and carried verdicts are the
-// caller's, not to be kept until the shard's next release.
-func (ms *memoShard) endRelease() { ms.rel = release{} }
+// lockShardHook, set by a test only (TestLockOrder), is called before a memo shard is locked.
+var lockShardHook func()
 
-// memoShardOf is the memo shard of trace t: its two halves mixed (test and legacy IDs vary in
-// either), the top bits of a Fibonacci hash.
+// unlock gives the shard back.
+func (ms lockedShard) unlock() { ms.mu.Unlock() }
+
+// memoShardOf is the memo shard of trace t (shard.Of: the trace ID's shard, as the processor's
+// hold shards it, among shard.Count() shards).
 func (c *Correlator) memoShardOf(t TraceID) *memoShard {
-	var lo, hi uint64
-	for i := range 8 {
-		lo |= uint64(t[i]) << (8 * i)
-		hi |= uint64(t[8+i]) << (8 * i)
-	}
-	return &c.memoShards[((lo^hi)*0x9E3779B97F4A7C15)>>(64-4)]
+	return &c.memoShards[shard.Of(t, c.memoShardBits)]
 }
 
 // traceMemo is what is kept of a trace's released spans.
@@ -211,16 +227,15 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	}
 	c.markFuture(spans, now)
 	t := spans[0].TraceID
-	ms := c.memoShardOf(t)
-	ms.mu.Lock()
+	ms := c.memoShardOf(t).lock()
 	if !c.Knows(t) {
 		c.deferLocked(ms, t, spans, now, extra)
-		ms.mu.Unlock()
+		ms.unlock()
 		c.evictOver(queuePending, now)
 		return Decision{Deferred: true}
 	}
 	d := c.decideMemoLocked(ms, dst, t, spans, modeRelease, now, extra)
-	ms.mu.Unlock()
+	ms.unlock()
 	c.evictOver(queueSettled, now)
 	return d
 }
@@ -234,15 +249,14 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64, extra f
 		return Decision{}
 	}
 	c.markFuture(spans, now)
-	ms := c.memoShardOf(spans[0].TraceID)
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
+	ms := c.memoShardOf(spans[0].TraceID).lock()
+	defer ms.unlock()
 	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, extra)
 }
 
 // deferLocked keeps the spans in their trace's memo, owing their verdicts. ms, t's shard, is
 // locked; the caller then keeps MaxPendingSpans (evictOver).
-func (c *Correlator) deferLocked(ms *memoShard, t TraceID, spans []Span, now int64, extra func(i int) any) {
+func (c *Correlator) deferLocked(ms lockedShard, t TraceID, spans []Span, now int64, extra func(i int) any) {
 	m := ms.memos[t]
 	if m == nil {
 		m = &traceMemo{}
@@ -285,9 +299,10 @@ const (
 //
 // Its steps: the spans join the memo; the path is chosen (choosePath: a later release of a
 // trace with an index is decided incrementally, decideIncrementalLocked, unless a fallback
-// applies); the whole trace is decided; the carried verdicts and the stats are gathered; the
-// memo is booked (bookMemoLocked) and its index built or brought up to date.
-func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
+// applies); the whole trace is decided; the carried verdicts and the stats are gathered
+// (gatherDecision); the memo is booked (decidedAgain, released, bookMemoLocked) and its index
+// built or brought up to date.
+func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
 	final := mode == modeFinal
 	m := ms.memos[t]
 	all := spans
@@ -311,27 +326,11 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 			return c.decideIncrementalLocked(ms, dst, t, m, nOld, now, extra)
 		}
 	}
-	rel := ms.startRelease(release{t: t, mode: mode, now: now, extra: extra, nOld: nOld, emitted: emitted, opened: ms.inc.opened[:0]})
-	defer ms.endRelease()
-	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
+	in := decisionIn{t: t, mode: mode, now: now, extra: extra, nOld: nOld, emitted: emitted}
+	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: ms.inc.opened[:0]})
 	ms.inc.spansDecided += uint64(len(all))
-	ms.inc.opened = rel.opened[:0]
-	var d Decision
-	d.Verdicts = grown(dst, len(spans))
-	copy(d.Verdicts, verdicts[rel.nOld:])
-	d.Carried = rel.carried
-	for i := 0; i < rel.nOld; i++ {
-		carryEarlier(&d, m, i, &verdicts[i])
-	}
-	d.Stats = statsOf(all[rel.nOld:], verdicts[rel.nOld:], st.RootMissing)
-	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
-	d.addCarriedStats(st.RootMissing)
-	d.Stats.UnknownRootRuns += rel.unknown
-	for i := range verdicts {
-		if v := &verdicts[i]; v.HasReach {
-			d.Reach = append(d.Reach, RootReach{SpanID: all[i].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops})
-		}
-	}
+	ms.inc.opened = out.opened[:0]
+	d := gatherDecision(dst, m, all, verdicts, in.nOld, nil, st, &out, nil)
 	defer func() {
 		clear(verdicts)
 		ms.verdictBuf = verdicts[:0]
@@ -349,8 +348,8 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	c.relMu.Lock()
 	if final {
 		if inMemo { // the spans joined the memo for the decision only: not counted in memoSpans
-			clear(m.spans[rel.nOld:])
-			m.spans = m.spans[:rel.nOld]
+			clear(m.spans[in.nOld:])
+			m.spans = m.spans[:in.nOld]
 		}
 		c.dropMemo(ms, t, m)
 		c.relMu.Unlock()
@@ -362,24 +361,13 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 	m.owing = 0
 	m.edgePending = 0
 	for i := range m.emitted {
-		v := &verdicts[i]
-		if !m.emitted[i] && !v.Provisional {
-			m.emitted[i] = true
-			m.edged[i] = v.CallerService != ""
-		}
+		m.decidedAgain(i, &verdicts[i])
 	}
 	if !inMemo {
 		c.growMemo(m, len(spans))
 		m.spans = append(m.spans, spans...)
 	}
-	for i := range spans {
-		v := &d.Verdicts[i]
-		m.emitted = append(m.emitted, !v.Provisional)
-		m.edged = append(m.edged, v.CallerService != "")
-		if v.Provisional && extra != nil {
-			m.spans[rel.nOld+i].Extra = extra(i)
-		}
-	}
+	m.released(in.nOld, d.Verdicts, extra)
 	for i := range m.emitted {
 		if !m.emitted[i] {
 			m.owing++
@@ -394,17 +382,63 @@ func (c *Correlator) decideMemoLocked(ms *memoShard, dst []Verdict, t TraceID, s
 		c.keepIndexed(m, 0)
 	}
 	if m.ix != nil {
-		c.afterWholeLocked(ms, m, rel, verdicts, true, nil)
+		c.afterWholeLocked(ms, m, t, &out, verdicts, true, nil)
 	}
 	c.memoSpans += len(spans)
 	c.bookMemoLocked(ms, t, m, now)
 	return d
 }
 
+// gatherDecision is the one way a release's Decision is gathered from the decision of its trace
+// (decideMemoLocked: the whole trace; decideIncrementalLocked: a subset): all are the spans
+// decided, the memo's first (positions below nOld: memo index memoPos[p], or p itself when
+// memoPos is nil), then the release's own; verdicts are theirs by position, st the decision's
+// stats and out its return. The Decision has the release's verdicts (in dst's memory when large
+// enough), the run outcomes carried (out) and what the memo's spans decided again are owed
+// (carryEarlier: a deferred verdict, an edge), the stats of the release's spans and of the whole
+// verdicts carried, and the reach of the abandoned roots decided. With root set (a decision of
+// a subset: the index's reach and depth of its root, memo index root.at), the root's reach and
+// depth are raised to what the spans outside the subset gave, and root learns the result.
+func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict, nOld int, memoPos []int32, st Stats, out *decisionOut, root *rootReachSoFar) Decision {
+	var d Decision
+	d.Verdicts = grown(dst, len(all)-nOld)
+	copy(d.Verdicts, verdicts[nOld:])
+	d.Carried = out.carried
+	for p := range nOld {
+		i := p
+		if memoPos != nil {
+			i = int(memoPos[p])
+		}
+		carryEarlier(&d, m, i, &verdicts[p])
+	}
+	d.Stats = statsOf(all[nOld:], verdicts[nOld:], st.RootMissing)
+	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
+	d.addCarriedStats(st.RootMissing)
+	d.Stats.UnknownRootRuns += out.unknown
+	for p := range verdicts {
+		if v := &verdicts[p]; v.HasReach {
+			rr := RootReach{SpanID: all[p].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops}
+			if root != nil && memoPos[p] == root.at { // spans outside the subset count too
+				rr.ReachHops, rr.OrphanedDepthHops = max(rr.ReachHops, root.reach), max(rr.OrphanedDepthHops, root.depth)
+				root.reach, root.depth = rr.ReachHops, rr.OrphanedDepthHops
+			}
+			d.Reach = append(d.Reach, rr)
+		}
+	}
+	return d
+}
+
+// rootReachSoFar is the reach and depth a memo's index kept of its trace's root (memo index at)
+// from earlier decisions: what a decision of a subset adds to (gatherDecision).
+type rootReachSoFar struct {
+	at           int32
+	reach, depth int
+}
+
 // bookMemoLocked books a memo after a release decided it (its owing spans counted): the memos
 // that owe verdicts, the pending count, the two eviction queues. ms, t's shard, and relMu are
 // locked.
-func (c *Correlator) bookMemoLocked(ms *memoShard, t TraceID, m *traceMemo, now int64) {
+func (c *Correlator) bookMemoLocked(ms lockedShard, t TraceID, m *traceMemo, now int64) {
 	if m.owing > 0 {
 		ms.owingMemos[t] = m
 		c.pendingSpans += m.owing
@@ -422,6 +456,31 @@ func (c *Correlator) bookMemoLocked(ms *memoShard, t TraceID, m *traceMemo, now 
 	if !m.queued[queueSettled] {
 		m.queued[queueSettled] = true
 		c.memoOrder[queueSettled].Push(t)
+	}
+}
+
+// decidedAgain marks span i of the memo, released before and decided again with verdict v: it
+// has left with its verdict now (written or carried) unless it is still provisional. The one
+// way a release books the memo's spans it decided again (decideMemoLocked,
+// decideIncrementalLocked).
+func (m *traceMemo) decidedAgain(i int, v *Verdict) {
+	if !m.emitted[i] && !v.Provisional {
+		m.emitted[i] = true
+		m.edged[i] = v.CallerService != ""
+	}
+}
+
+// released marks the release's own spans (m.spans[nOld:], their verdicts vs): written, or
+// provisional (owing), their records keeping the reader's Extra (extra) to be carried later.
+// The one way a release books its new spans (decideMemoLocked, decideIncrementalLocked).
+func (m *traceMemo) released(nOld int, vs []Verdict, extra func(i int) any) {
+	for q := range vs {
+		v := &vs[q]
+		m.emitted = append(m.emitted, !v.Provisional) // room made by growMemo with the records
+		m.edged = append(m.edged, v.CallerService != "")
+		if v.Provisional && extra != nil {
+			m.spans[nOld+q].Extra = extra(q)
+		}
 	}
 }
 
@@ -451,7 +510,7 @@ func (d *Decision) addCarriedStats(rootMissing bool) {
 
 // dropMemo forgets the memo m of trace t. ms, t's shard, and relMu are locked; the caller gives
 // m's slices back (recycleMemo) once relMu is unlocked.
-func (c *Correlator) dropMemo(ms *memoShard, t TraceID, m *traceMemo) {
+func (c *Correlator) dropMemo(ms lockedShard, t TraceID, m *traceMemo) {
 	c.memoSpans -= len(m.spans)
 	c.pendingSpans -= m.owing
 	if ms.memos[t] == m {
@@ -496,10 +555,9 @@ func (c *Correlator) evictMemo(q int, now int64) bool {
 		if !ok {
 			return false
 		}
-		ms := c.memoShardOf(t)
-		ms.mu.Lock()
+		ms := c.memoShardOf(t).lock()
 		evicted := c.evictMemoLocked(ms, q, t, now)
-		ms.mu.Unlock()
+		ms.unlock()
 		if evicted {
 			return true
 		}
@@ -508,7 +566,7 @@ func (c *Correlator) evictMemo(q int, now int64) bool {
 
 // evictMemoLocked is evictMemo for trace t, taken from the front of queue q; ms, t's shard, is
 // locked. False when t's memo is gone or no longer in q.
-func (c *Correlator) evictMemoLocked(ms *memoShard, q int, t TraceID, now int64) bool {
+func (c *Correlator) evictMemoLocked(ms lockedShard, q int, t TraceID, now int64) bool {
 	m := ms.memos[t]
 	if m == nil || !m.queued[q] {
 		return false
@@ -541,10 +599,9 @@ func (c *Correlator) evictMemoLocked(ms *memoShard, q int, t TraceID, now int64)
 // nameEdgesLocked names the edges still pending in a memo about to be forgotten, as a decision
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
-func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now int64) {
-	rel := ms.startRelease(release{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted})
-	defer ms.endRelease()
-	verdicts, _ := c.decide(ms.verdictBuf[:0], m.spans, rel)
+func (c *Correlator) nameEdgesLocked(ms lockedShard, t TraceID, m *traceMemo, now int64) {
+	in := decisionIn{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
+	verdicts, _, out := c.decide(ms.verdictBuf[:0], m.spans, &in, decisionOut{})
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	for i := range verdicts {
@@ -553,7 +610,7 @@ func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now
 			m.edged[i] = true
 		}
 	}
-	c.swept = append(c.swept, rel.carried...)
+	c.swept = append(c.swept, out.carried...)
 	clear(verdicts)
 	ms.verdictBuf = verdicts[:0]
 }
@@ -562,7 +619,7 @@ func (c *Correlator) nameEdgesLocked(ms *memoShard, t TraceID, m *traceMemo, now
 // ChainWait, against the root the absent-parent rule gives them; carried by the next Sweep. With
 // an index (and no fallback: incrementalReason) only the provisional spans are decided, with the
 // spans they read (subset), not the whole trace.
-func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
+func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 	m := ms.memos[t]
 	b := &ms.inc
 	all, emitted := m.spans, m.emitted
@@ -576,12 +633,11 @@ func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
 		}
 		b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
 	}
-	rel := ms.startRelease(release{t: t, mode: modeChains, now: now, nOld: len(all), emitted: emitted, opened: b.opened[:0]})
-	defer ms.endRelease()
+	in := decisionIn{t: t, mode: modeChains, now: now, nOld: len(all), emitted: emitted}
 	if sub != nil {
-		rel.context = b.ctxPos
+		in.context = b.ctxPos
 	}
-	verdicts, st := c.decide(ms.verdictBuf[:0], all, rel)
+	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]})
 	b.spansDecided += uint64(len(all))
 	if sub != nil {
 		keepCached(m, all, sub)
@@ -606,15 +662,15 @@ func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
 		}
 	}
 	if sub != nil {
-		c.afterSubsetLocked(ms, m, rel, verdicts, sub, settled)
+		c.afterSubsetLocked(ms, m, t, &out, verdicts, sub, settled)
 		clear(all) // the buffer's copies point into span strings
 		b.all, b.emit = all[:0], emitted[:0]
 	} else if m.ix != nil {
-		c.afterWholeLocked(ms, m, rel, verdicts, false, settled)
+		c.afterWholeLocked(ms, m, t, &out, verdicts, false, settled)
 	}
 	b.settled = settled[:0]
-	b.opened = rel.opened[:0]
-	c.swept = append(c.swept, rel.carried...)
+	b.opened = out.opened[:0]
+	c.swept = append(c.swept, out.carried...)
 	c.pendingSpans -= m.owing
 	m.owing, m.provisional = 0, false
 	delete(ms.owingMemos, t)
@@ -628,7 +684,7 @@ func (c *Correlator) settleChainsLocked(ms *memoShard, t TraceID, now int64) {
 
 // giveUpLocked judges a trace's deferred spans without their root and closes its runs; their
 // verdicts are carried by the next Sweep. ms, t's shard, is locked.
-func (c *Correlator) giveUpLocked(ms *memoShard, t TraceID, now int64) {
+func (c *Correlator) giveUpLocked(ms lockedShard, t TraceID, now int64) {
 	d := c.decideMemoLocked(ms, nil, t, nil, modeFinal, now, nil)
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
@@ -643,8 +699,7 @@ func (c *Correlator) giveUpLocked(ms *memoShard, t TraceID, now int64) {
 // with their stats; the caller writes them out on carrier spans.
 func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	for i := range c.memoShards {
-		ms := &c.memoShards[i]
-		ms.mu.Lock()
+		ms := c.memoShards[i].lock()
 		for t, m := range ms.owingMemos { // settled memos owe nothing: not walked
 			switch {
 			case m.owing > 0 && m.provisional && now-m.since > int64(c.cfg.ChainWait):
@@ -656,7 +711,7 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 				c.giveUpLocked(ms, t, now)
 			}
 		}
-		ms.mu.Unlock()
+		ms.unlock()
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
@@ -676,14 +731,13 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 // (the processor's shutdown), returning their carried verdicts as Sweep does.
 func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 	for i := range c.memoShards {
-		ms := &c.memoShards[i]
-		ms.mu.Lock()
+		ms := c.memoShards[i].lock()
 		for t, m := range ms.owingMemos {
 			if m.owing > 0 {
 				c.giveUpLocked(ms, t, now)
 			}
 		}
-		ms.mu.Unlock()
+		ms.unlock()
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
@@ -727,7 +781,7 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 		if v.Ambiguous {
 			st.AmbiguousRoot++
 		}
-		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && s.End == s.Start && v.Liveness == LivenessUnknown {
+		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && unknownEnd(s) && v.Liveness == LivenessUnknown {
 			st.NoDuration++
 		}
 		if v.Outcome == OutcomeUnknownRoot {

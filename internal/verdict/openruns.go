@@ -38,37 +38,76 @@ type continuation struct {
 	split      bool
 }
 
+// runIDOf is the open run of attempt s of trace t: by parent and operation within one trace;
+// across traces for a keyed run or a delivery, by operation, service, name and kind.
 func runIDOf(t TraceID, s *Span) runID {
 	if s.KeyHash == 0 && !isDelivery(s) {
 		return runID{t: t, parent: s.ParentID, op: opKey(s)}
 	}
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	h := uint64(offset64)
-	for _, str := range [2]string{s.Service, s.Name} {
-		for i := 0; i < len(str); i++ {
-			h = (h ^ uint64(str[i])) * prime64
-		}
-		h = (h ^ 0xff) * prime64
-	}
-	h = (h ^ uint64(s.Kind)) * prime64
-	return runID{op: opKey(s), kind: h}
+	// FNV-1a (TargetHash) over service, 0xff, name, 0xff and the kind.
+	h := NewTargetHash().Add(s.Service).addByte(0xff).Add(s.Name).addByte(0xff).addByte(byte(s.Kind))
+	return runID{op: opKey(s), kind: uint64(h)}
 }
 
-// continuedRun finds the open run the attempt group refs continues (nil rel: none).
-func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef) continuation {
-	if rel == nil {
+// runStep is step 9: the attempts are gathered (attemptsOf), then grouped into runs and each
+// run decided (decideRuns). Within the time model, open runs bind traces (a key's attempts in
+// several): the open-run table is locked (lockRuns) for the whole step, so that releases of two
+// traces in different memo shards continue a run in turn; the run rules get it as a parameter
+// and take no lock.
+func (c *Correlator) runStep(sc *scratch, spans []Span, out []Verdict, st *Stats) {
+	refs := c.attemptsOf(sc, spans, sc.nodes, out)
+	if !sc.hasIn || len(refs) == 0 {
+		c.decideRuns(sc, spans, sc.nodes, out, refs, lockedRuns{}, st)
+		return
+	}
+	runs := c.lockRuns()
+	defer runs.unlock()
+	c.decideRuns(sc, spans, sc.nodes, out, refs, runs, st)
+}
+
+// lockedRuns is the open-run table with its lock (the correlator's relMu) held: the only way the
+// run rules reach it (continuedRun, runStaysOpen, runClosed take one), so that the lock is taken
+// by the time model around the run step (runStep), never by a rule. Got from lockRuns, given
+// back with unlock; the zero value, in a decision of its own, is never used.
+type lockedRuns struct{ c *Correlator }
+
+// lockRuns locks the open-run table (relMu) for a decision's run step.
+func (c *Correlator) lockRuns() lockedRuns {
+	c.relMu.Lock()
+	return lockedRuns{c}
+}
+
+// unlock gives the open-run table back.
+func (l lockedRuns) unlock() { l.c.relMu.Unlock() }
+
+// get is the open run id, nil when none.
+func (l lockedRuns) get(id runID) *openRun {
+	r, _ := l.c.open.Get(id)
+	return r
+}
+
+// drop forgets the open run id: it is continued, or closed, by the decision.
+func (l lockedRuns) drop(id runID) { l.c.open.Delete(id) }
+
+// keep makes o the open run id: the oldest open run is closed (carried) when MaxOpenRuns are
+// kept (New).
+func (l lockedRuns) keep(id runID, o *openRun) { l.c.open.Put(id, o) }
+
+// continuedRun finds the open run the attempt group refs continues (nil in: none).
+func continuedRun(in *decisionIn, runs lockedRuns, spans []Span, refs []attemptRef) continuation {
+	if in == nil {
 		return continuation{}
 	}
 	first := &spans[refs[0].i]
-	id := runIDOf(rel.t, first)
-	prior, _ := c.open.Get(id)
+	id := runIDOf(in.t, first)
+	prior := runs.get(id)
 	if prior == nil {
 		return continuation{}
 	}
 	own := false // the trace's own attempts of the run, released before, are in the decision again
-	if prior.trace == rel.t {
+	if prior.trace == in.t {
 		for _, r := range refs {
-			if int(r.i) >= rel.nOld {
+			if int(r.i) >= in.nOld {
 				continue
 			}
 			if s := &spans[r.i]; s.SpanID == prior.last.SpanID && s.Kind == prior.last.Kind && s.TraceID == prior.last.TraceID {
@@ -81,77 +120,80 @@ func (c *Correlator) continuedRun(rel *release, spans []Span, refs []attemptRef)
 	// trace: the group goes on from its count (from the attempts before the trace's own, when
 	// those are in the decision again: a keyed run whose final attempt, the first that
 	// succeeded, is another trace's), or begins a new run (decideRuns).
-	c.open.Delete(id)
+	runs.drop(id)
 	if own {
 		return continuation{prior: prior, offset: prior.base, split: prior.split}
 	}
 	return continuation{prior: prior, offset: prior.attempts, split: prior.split}
 }
 
-// priorClosed: the open run prior is over, a new run began after it; its outcome leaves now.
-func (c *Correlator) priorClosed(rel *release, prior *openRun) {
-	c.carryRun(rel, &prior.last, prior.outcome, prior.attempts, prior.ok)
+// priorClosed: the open run prior is over, a new run began after it; its outcome leaves now
+// (out: the decision's return).
+func priorClosed(out *decisionOut, prior *openRun) {
+	carryRun(out, &prior.last, prior.outcome, prior.attempts, prior.ok)
 }
 
-// carryRun carries the outcome of a run over whose final attempt s left before (PartRun).
-func (c *Correlator) carryRun(rel *release, s *Span, outcome Outcome, attempts int, ok bool) {
-	rel.carried = append(rel.carried, Carried{Span: carriedOf(s), Part: PartRun,
+// carryRun carries the outcome of a run over whose final attempt s left before (PartRun), in
+// the decision's return out.
+func carryRun(out *decisionOut, s *Span, outcome Outcome, attempts int, ok bool) {
+	out.carried = append(out.carried, Carried{Span: carriedOf(s), Part: PartRun,
 		Verdict: Verdict{Outcome: outcome, RunAttempts: attempts, RunOK: ok}})
 	if outcome == OutcomeUnknownRoot {
-		rel.unknown++
+		out.unknown++
 	}
 }
 
 // runStaysOpen records the run whose final attempt so far is s as open: spans[last] of the
 // decision, or (last -1) the final attempt of the open run it continues; r is the run so far,
 // overAt when it is over (runOverAt).
-func (c *Correlator) runStaysOpen(rel *release, s *Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool, r *runSoFar, overAt int64) {
-	id := runIDOf(rel.t, s)
-	o, _ := c.open.Get(id)
+func runStaysOpen(in *decisionIn, runs lockedRuns, s *Span, last int32, total int, cont continuation, split bool, outcome Outcome, ok bool, r *runSoFar, overAt int64) {
+	id := runIDOf(in.t, s)
+	o := runs.get(id)
 	if o == nil {
 		o = &openRun{}
-		c.open.Put(id, o) // the oldest open run is closed (carried) when MaxOpenRuns are kept
+		runs.keep(id, o) // the oldest open run is closed (carried) when MaxOpenRuns are kept
 	}
 	keep := o.last.Extra
 	sameLast := o.last.SpanID == s.SpanID && o.last.Kind == s.Kind && o.last.TraceID == s.TraceID
-	o.trace, o.last, o.attempts, o.base, o.split, o.outcome, o.ok, o.end, o.overAt = rel.t, *s, total, cont.offset, split, outcome, ok, r.end, overAt
+	o.trace, o.last, o.attempts, o.base, o.split, o.outcome, o.ok, o.end, o.overAt = in.t, *s, total, cont.offset, split, outcome, ok, r.end, overAt
 	switch {
 	case o.last.Extra != nil:
 	case sameLast:
 		o.last.Extra = keep
-	case last >= 0 && int(last) >= rel.nOld && rel.extra != nil:
-		o.last.Extra = rel.extra(int(last) - rel.nOld)
+	case last >= 0 && int(last) >= in.nOld && in.extra != nil:
+		o.last.Extra = in.extra(int(last) - in.nOld)
 	}
 }
 
-// runClosed: the run whose final attempt is spans[last] is over in this release. When that
-// attempt left earlier with the run open, the outcome is carried now.
-func (c *Correlator) runClosed(rel *release, spans []Span, out []Verdict, run []int32, last int32) {
-	if rel == nil {
+// runClosed: the run whose final attempt is spans[last] is over in this decision. When that
+// attempt left earlier with the run open, the outcome is carried now (dout: the decision's
+// return).
+func runClosed(in *decisionIn, runs lockedRuns, dout *decisionOut, spans []Span, out []Verdict, run []int32, last int32) {
+	if in == nil {
 		return
 	}
 	s := &spans[last]
-	id := runIDOf(rel.t, s)
-	prior, _ := c.open.Get(id)
-	if prior == nil || prior.trace != rel.t {
+	id := runIDOf(in.t, s)
+	prior := runs.get(id)
+	if prior == nil || prior.trace != in.t {
 		return
 	}
-	if !ownsPrior(spans, run, continuation{prior: prior, inDecision: true}) && inDecision(rel, spans, prior) {
+	if !ownsPrior(spans, run, continuation{prior: prior, inDecision: true}) && inDecision(in, spans, prior) {
 		return // the open run is a later run of the operation among the decision's spans, not this one
 	}
-	c.open.Delete(id)
-	if int(last) < rel.nOld && rel.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind && prior.last.TraceID == s.TraceID {
+	runs.drop(id)
+	if int(last) < in.nOld && in.emitted[last] && prior.last.SpanID == s.SpanID && prior.last.Kind == s.Kind && prior.last.TraceID == s.TraceID {
 		v := &out[last]
 		// The open run's record of the attempt keeps the reader's Extra (the memo's keeps it
 		// only for spans that left without a verdict).
-		rel.carried = append(rel.carried, Carried{Span: carriedOf(&prior.last), Part: PartRun,
+		dout.carried = append(dout.carried, Carried{Span: carriedOf(&prior.last), Part: PartRun,
 			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
 	}
 }
 
 // inDecision: the open run's final attempt is among the decision's spans released before.
-func inDecision(rel *release, spans []Span, prior *openRun) bool {
-	for i := range rel.nOld {
+func inDecision(in *decisionIn, spans []Span, prior *openRun) bool {
+	for i := range in.nOld {
 		if s := &spans[i]; s.SpanID == prior.last.SpanID && s.Kind == prior.last.Kind && s.TraceID == prior.last.TraceID {
 			return true
 		}

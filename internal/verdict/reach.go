@@ -16,7 +16,7 @@ package verdict
 // it no edge of its own. Until then the span's edge is pending (EdgePending): a later release
 // with the chain complete carries it (PartEdge).
 func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []Verdict) {
-	whole := sc.rel.chainsWhole()
+	whole := sc.input().chainsWhole()
 	for _, i := range sc.order { // parents before children
 		s, n := &spans[i], &nodes[i]
 		if n.parent < 0 {
@@ -49,7 +49,7 @@ func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []
 // waits (memo.go) until the chain is complete or ChainWait has passed; then the root the
 // absent-parent rule gives judges them.
 func markProvisional(sc *scratch, nodes []node, out []Verdict) {
-	if !sc.rel.chainsWait() {
+	if !sc.input().chainsWait() {
 		return
 	}
 	for i := range out {
@@ -58,6 +58,22 @@ func markProvisional(sc *scratch, nodes []node, out []Verdict) {
 		}
 	}
 }
+
+// abandonedRoot reports whether root n of a decision is an abandoned request: it ended
+// cancelled or deadline_exceeded, and is not the root of detached work. Its verdict has a
+// cancellation reach and an orphaned depth (Verdict.HasReach), and it is held a while after its
+// trace's release (HeldAbandonedRoot).
+func abandonedRoot(n *node) bool {
+	return !n.detached && (n.rec.reason == EndReasonCancelled || n.rec.reason == EndReasonDeadlineExceeded)
+}
+
+// HeldAbandonedRoot reports whether the span of verdict v, with no parent span (parentless), is
+// an abandoned root (abandonedRoot) that the processor's hold and observe mode keep after its
+// trace's release, until decision_wait after it arrived, so that orphans arriving meanwhile
+// deepen its orphaned depth and cancellation reach (docs/verdicts.md "When verdicts are
+// decided": the root was cancelled or passed its deadline). A decision after which nothing comes
+// (a trace's last, decision_wait 0) holds nothing: the caller checks that.
+func HeldAbandonedRoot(v *Verdict, parentless bool) bool { return v.HasReach && parentless }
 
 // decideReach measures, for every root of the decision that ended cancelled or
 // deadline_exceeded, in service hops from the root (isEntry):
@@ -72,7 +88,7 @@ func markProvisional(sc *scratch, nodes []node, out []Verdict) {
 func (c *Correlator) decideReach(spans []Span, nodes []node, out []Verdict, roots []int32) {
 	abandoned := false
 	for _, r := range roots {
-		if reason := nodes[r].rec.reason; !nodes[r].detached && (reason == EndReasonCancelled || reason == EndReasonDeadlineExceeded) {
+		if abandonedRoot(&nodes[r]) {
 			out[r].HasReach = true
 			abandoned = true
 		}

@@ -21,22 +21,15 @@ func opKey(s *Span) uint64 {
 	if s.Kind == KindConsumer && s.MessageHash != 0 {
 		return s.MessageHash
 	}
-	// FNV-1a (hash/fnv's New64a) over name, {0, kind, 0} and the target's hash, without allocating.
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	h := uint64(offset64)
-	for i := 0; i < len(s.Name); i++ {
-		h = (h ^ uint64(s.Name[i])) * prime64
-	}
-	for _, b := range [3]byte{0, byte(s.Kind), 0} {
-		h = (h ^ uint64(b)) * prime64
-	}
+	// FNV-1a (TargetHash) over name, {0, kind, 0} and the target's hash, without allocating.
+	h := NewTargetHash().Add(s.Name).addByte(0).addByte(byte(s.Kind)).addByte(0)
 	if t := uint64(s.Target); t != 0 {
 		for range 8 {
-			h = (h ^ (t & 0xff)) * prime64
+			h = h.addByte(byte(t))
 			t >>= 8
 		}
 	}
-	return h | 1
+	return uint64(h) | 1
 }
 
 // attemptRef is one attempt span and the key of the run it belongs to.
@@ -79,16 +72,18 @@ func (c *Correlator) add(r *runSoFar, spans []Span, i int32) {
 	r.members = append(r.members, i)
 }
 
-// decideRuns groups attempt spans into runs and decides each run's outcome (DESIGN.md "Run
-// outcomes"; docs/verdicts.md "How attempts group into runs").
-func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []Verdict, st *Stats) {
+// attemptsOf lists the attempt spans of the decision with their run keys (sc.attempts). A span
+// there only for its context (an incremental decision's ancestor) is marked an attempt, its run
+// decided before, and not listed.
+func (c *Correlator) attemptsOf(sc *scratch, spans []Span, nodes []node, out []Verdict) []attemptRef {
+	in := sc.input()
 	refs := sc.attempts[:0]
 	for i := range spans {
 		s := &spans[i]
 		if !nodes[i].valid || nodes[i].isRoot && !isDelivery(s) || !c.rules.isAttempt(s) {
 			continue // roots are never attempts, but for a delivery that begins a trace
 		}
-		if sc.rel != nil && sc.rel.context != nil && sc.rel.context[i] {
+		if in != nil && in.context != nil && in.context[i] {
 			// Read only for its context (an incremental decision's ancestor): an attempt, its
 			// run decided before.
 			out[i].Attempt = 1
@@ -97,12 +92,14 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 		refs = append(refs, attemptRef{runKey{parent: s.ParentID, op: opKey(s)}, int32(i)})
 	}
 	sc.attempts = refs
-	if sc.rel != nil && len(refs) > 0 {
-		// Open runs bind traces (a key's attempts in several): kept under relMu, for the whole
-		// step, so that releases of two traces in different memo shards continue a run in turn.
-		c.relMu.Lock()
-		defer c.relMu.Unlock()
-	}
+	return refs
+}
+
+// decideRuns groups the attempts refs into runs and decides each run's outcome (DESIGN.md "Run
+// outcomes"; docs/verdicts.md "How attempts group into runs"). runs is the open-run table,
+// locked by the caller (runStep), within the time model; unused in a decision of its own.
+func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []Verdict, refs []attemptRef, runs lockedRuns, st *Stats) {
+	in := sc.input()
 	// Group the attempts by run key, each group in start order (startOrder). Groups share no
 	// span, so the order in which they are taken does not matter.
 	slices.SortFunc(refs, func(a, b attemptRef) int {
@@ -123,7 +120,7 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 		run = run[:0]
 		loopEnd := loopEndOf(spans, nodes, refs[g].i)
 		// The run this group continues, when an earlier decision left one open (memo.go).
-		cont := c.continuedRun(sc.rel, spans, refs[g:e])
+		cont := continuedRun(in, runs, spans, refs[g:e])
 		split := cont.split // the run began because the one before it was over
 		r := runSoFar{attempts: cont.offset, loopEnd: loopEnd, members: sc.members[:0]}
 		if p := cont.prior; p != nil && !cont.inDecision {
@@ -132,16 +129,16 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 		for _, ref := range refs[g:e] {
 			if (len(run) > 0 || r.prior != nil) && c.startsNewRun(spans, &r, &spans[ref.i]) {
 				if len(run) == 0 {
-					c.priorClosed(sc.rel, cont.prior) // the open run was over: its outcome leaves now
+					priorClosed(&sc.out, cont.prior) // the open run was over: its outcome leaves now
 				} else {
 					r.followed = true // cur began a new run: this one is over
 					if ownsPrior(spans, run, cont) {
-						c.closeRun(sc, spans, nodes, out, run, split, cont, &r, st)
+						c.closeRun(sc, runs, spans, nodes, out, run, split, cont, &r, st)
 						cont = continuation{split: true}
 					} else {
 						// The open run among the decision's spans is a later run of the group:
 						// the continuation is that run's.
-						c.closeRun(sc, spans, nodes, out, run, split, continuation{split: cont.split}, &r, st)
+						c.closeRun(sc, runs, spans, nodes, out, run, split, continuation{split: cont.split}, &r, st)
 						cont.split = true
 					}
 				}
@@ -152,7 +149,7 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 			run = append(run, ref.i)
 			c.add(&r, spans, ref.i)
 		}
-		c.closeRun(sc, spans, nodes, out, run, split, cont, &r, st)
+		c.closeRun(sc, runs, spans, nodes, out, run, split, cont, &r, st)
 		sc.members = r.members[:0]
 		g = e
 	}
@@ -299,8 +296,11 @@ func (c *Correlator) priorStaysFinal(prior *openRun, spans []Span, cand int32) b
 // final attempt. Attempts are numbered by what they say (resend_count + 1, the attempt
 // attribute), so that a run whose first attempts were not seen keeps their numbers; a run that
 // began because the one before it was over (split) numbers its attempts from 1, its own; a run
-// continued from an earlier decision (cont) goes on from that decision's count.
-func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Verdict, run []int32, split bool, cont continuation, r *runSoFar, st *Stats) {
+// continued from an earlier decision (cont) goes on from that decision's count. What the time
+// model needs (runs left open, outcomes carried) goes to the decision's return (sc.out) and to
+// the open-run table runs (locked by runStep).
+func (c *Correlator) closeRun(sc *scratch, runs lockedRuns, spans []Span, nodes []node, out []Verdict, run []int32, split bool, cont continuation, r *runSoFar, st *Stats) {
+	in := sc.input()
 	for pos, i := range run {
 		s := &spans[i]
 		switch {
@@ -316,27 +316,27 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 	}
 	last := c.finalAttempt(spans, run)
 	total := cont.offset + len(run)
-	r.before = decidedBefore(sc.rel, run, cont)
+	r.before = decidedBefore(in, run, cont)
 	if p := cont.prior; p != nil && !cont.inDecision && c.priorStaysFinal(p, spans, last) {
 		// The final attempt left before, in another trace or release: it keeps its outcome,
 		// carried when the run is over.
-		at := c.runOverAt(sc.rel, &p.last, total, r)
-		if !c.runOver(sc.rel, at) {
-			sc.rel.opened = append(sc.rel.opened, openedRun{pos: run[len(run)-1], until: at})
-			c.runStaysOpen(sc.rel, &p.last, -1, total, cont, split || cont.split, p.outcome, p.ok, r, at)
+		at := c.runOverAt(in, &p.last, total, r)
+		if !runOver(in, at) {
+			sc.out.opened = append(sc.out.opened, openedRun{pos: run[len(run)-1], until: at})
+			runStaysOpen(in, runs, &p.last, -1, total, cont, split || cont.split, p.outcome, p.ok, r, at)
 			return
 		}
-		c.carryRun(sc.rel, &p.last, p.outcome, total, p.ok)
+		carryRun(&sc.out, &p.last, p.outcome, total, p.ok)
 		return
 	}
-	at := c.runOverAt(sc.rel, &spans[last], total, r)
+	at := c.runOverAt(in, &spans[last], total, r)
 	outcome := c.runOutcome(spans, nodes, out, last, r.end)
 	ok := c.rules.attemptResult(&spans[last]) == resultOK
-	if !c.runOver(sc.rel, at) {
+	if !runOver(in, at) {
 		// Until when it stays open while its attempts and the spans above them stay as they are:
 		// the moment runOverAt gives, which the incremental path reads (openedRun.until).
-		sc.rel.opened = append(sc.rel.opened, openedRun{pos: last, until: at})
-		c.runStaysOpen(sc.rel, &spans[last], last, total, cont, split || cont.split, outcome, ok, r, at)
+		sc.out.opened = append(sc.out.opened, openedRun{pos: last, until: at})
+		runStaysOpen(in, runs, &spans[last], last, total, cont, split || cont.split, outcome, ok, r, at)
 		return
 	}
 	v := &out[last]
@@ -346,7 +346,7 @@ func (c *Correlator) closeRun(sc *scratch, spans []Span, nodes []node, out []Ver
 	if v.Outcome == OutcomeUnknownRoot {
 		st.UnknownRootRuns++
 	}
-	c.runClosed(sc.rel, spans, out, run, last)
+	runClosed(in, runs, &sc.out, spans, out, run, last)
 }
 
 // Moments of runOverAt beyond any time.
@@ -356,10 +356,10 @@ const (
 )
 
 // runOver reports whether a run that runOverAt says is over after at is over in the decision
-// rel: at once in a decision of its own (rel nil), else when the release's time (the collector's
+// in: at once in a decision of its own (in nil), else when the decision's time (the collector's
 // clock, unix ns) is past at.
-func (c *Correlator) runOver(rel *release, at int64) bool {
-	return rel == nil || at == overNow || at != overNever && rel.now > at
+func runOver(in *decisionIn, at int64) bool {
+	return in == nil || at == overNow || at != overNever && in.now > at
 }
 
 // runOverAt is the one source of "until when a run stays open" (DESIGN.md "Run outcomes": when
@@ -368,7 +368,7 @@ func (c *Correlator) runOver(rel *release, at int64) bool {
 // while nothing of it changes (overNow: already; overNever: by no time). Releases and sweeps
 // compare their time with it (runOver, Sweep) and the incremental path keeps it (openedRun.until),
 // so a rule added here holds on every path. One named step per rule, in this order:
-//  1. the decision is whole (rel nil: all of a trace's spans at once): every run is over;
+//  1. the decision is whole (in nil: all of a trace's spans at once): every run is over;
 //  2. followed: a later attempt of the operation began a new run after it (startsNewRun); or
 //     decidedBefore: an earlier release decided it over (its outcome left then);
 //  3. the decision is final (a trace given up, shutdown): every run but a keyed run's or a
@@ -387,13 +387,13 @@ func (c *Correlator) runOver(rel *release, at int64) bool {
 // (settled: decision_wait, the longest the processor holds a span, and the clock-skew
 // tolerance, the attempts' ends being on their own service's clock). A loop that outlives its
 // parent (an attempt ended after the loop's span) waits for step 8.
-func (c *Correlator) runOverAt(rel *release, s *Span, total int, r *runSoFar) int64 {
+func (c *Correlator) runOverAt(in *decisionIn, s *Span, total int, r *runSoFar) int64 {
 	switch {
-	case rel == nil: // 1.
+	case in == nil: // 1.
 		return overNow
 	case r.followed || r.before: // 2.
 		return overNow
-	case rel.mode == modeFinal: // 3.
+	case in.mode == modeFinal: // 3.
 		if goesOnAcrossTraces(s) {
 			return overNever
 		}
@@ -414,12 +414,12 @@ func (c *Correlator) runOverAt(rel *release, s *Span, total int, r *runSoFar) in
 // trace and no open run continues it: the run was over then (its outcome written or carried,
 // or a sweep closed it), and deciding it again (a whole decision of the trace) must not open it
 // again.
-func decidedBefore(rel *release, run []int32, cont continuation) bool {
-	if rel == nil || cont.prior != nil {
+func decidedBefore(in *decisionIn, run []int32, cont continuation) bool {
+	if in == nil || cont.prior != nil {
 		return false
 	}
 	for _, i := range run {
-		if int(i) >= rel.nOld || !rel.emitted[i] {
+		if int(i) >= in.nOld || !in.emitted[i] {
 			return false
 		}
 	}
@@ -432,10 +432,10 @@ func (c *Correlator) attemptsExhausted(total int) bool {
 }
 
 // settled is when every span that ended by t (on its service's clock) has been released: t plus
-// decision_wait (ChainWait: the longest the processor holds a span after it arrived) and the
+// decision_wait (ReleaseWait: the longest a component holds a span after it arrived) and the
 // clock-skew tolerance.
 func (c *Correlator) settled(t int64) int64 {
-	return t + int64(c.cfg.ChainWait+c.cfg.ClockSkew)
+	return t + int64(c.cfg.ReleaseWait+c.cfg.ClockSkew)
 }
 
 // noAttemptAfter: step 8, when no further attempt can come any more: run_timeout (0: never)
@@ -466,7 +466,7 @@ func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last 
 		return OutcomeCancelled
 	case c.loopNoticed(spans, n, res, runEnd): // 3.
 		return OutcomeCancelled
-	case v.Liveness == LivenessOrphaned: // 4.
+	case finalAttemptOrphaned(v): // 4.
 		return OutcomeDeliveredToNobody
 	}
 	return resultOutcome(res) // 5.
@@ -489,6 +489,12 @@ func resultOutcome(res result) Outcome {
 func rootUnknown(n *node, v *Verdict) bool {
 	return v.Liveness == LivenessUnknown && !n.hasRoot && n.deadline == 0
 }
+
+// finalAttemptOrphaned: rule 4, the final attempt (its verdict v) is orphaned: it ended after
+// the gone time, beyond the clock-skew tolerance where the services differ (judgeLiveness), and
+// did not notice: the run delivered its result to nobody, whatever its result and whatever the
+// loop recorded.
+func finalAttemptOrphaned(v *Verdict) bool { return v.Liveness == LivenessOrphaned }
 
 // finalAttemptNoticed: rule 2, the final attempt itself recorded the cancellation or a passed
 // deadline at about the gone time (within cancellation.grace of it).

@@ -166,23 +166,29 @@ type Span struct {
 // NewTargetHash().Add(service).Add("/").Add(method). The zero value means no target.
 type TargetHash uint64
 
+// FNV-1a's 64-bit offset basis and prime (hash/fnv's New64a): the one place they are written.
+const fnvOffset64, fnvPrime64 = 14695981039346656037, 1099511628211
+
 // NewTargetHash returns the hash of the empty text (FNV-1a's offset basis), to Add parts to.
-func NewTargetHash() TargetHash { return 14695981039346656037 }
+func NewTargetHash() TargetHash { return fnvOffset64 }
 
 // Add returns h extended by the bytes of part.
 func (h TargetHash) Add(part string) TargetHash {
 	for i := 0; i < len(part); i++ {
-		h = (h ^ TargetHash(part[i])) * 1099511628211
+		h = h.addByte(part[i])
 	}
 	return h
 }
+
+// addByte returns h extended by b: one FNV-1a step.
+func (h TargetHash) addByte(b byte) TargetHash { return (h ^ TargetHash(b)) * fnvPrime64 }
 
 // AddInt returns h extended by the decimal digits of n, as strconv.FormatInt(n, 10) would
 // write them.
 func (h TargetHash) AddInt(n int64) TargetHash {
 	var buf [20]byte
 	for _, b := range strconv.AppendInt(buf[:0], n, 10) {
-		h = (h ^ TargetHash(b)) * 1099511628211
+		h = h.addByte(b)
 	}
 	return h
 }

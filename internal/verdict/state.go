@@ -5,6 +5,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/bounded"
 	"github.com/orphanwatch/orphanwatch/internal/fifo"
+	"github.com/orphanwatch/orphanwatch/internal/shard"
 )
 
 // Correlator decides verdicts and keeps the bounded cross-trace memory they need: root records
@@ -40,8 +41,10 @@ type Correlator struct {
 	// bounds them all is under relMu, held briefly: open runs (for a decision's run step),
 	// the memos' order and counts (the bounds evict the oldest of all shards), and what was
 	// given up or closed outside a release, waiting for Sweep. Lock order: a memo shard, then
-	// relMu or c.mu.
-	memoShards              [memoShardCount]memoShard
+	// relMu or c.mu: a function that needs a shard locked takes a lockedShard (memo.go), and
+	// TestLockOrder checks that no shard is locked with relMu or mu held.
+	memoShards              []memoShard // shard.Count() of them, fixed at creation
+	memoShardBits           uint        // log2 len(memoShards)
 	relMu                   sync.Mutex
 	evictMu                 sync.Mutex             // one eviction of memos at a time (evictOver)
 	memoFree                memoFree               // recycled memo slices (memobufs.go), under its own mutex
@@ -50,8 +53,9 @@ type Correlator struct {
 	open                    *bounded.Table[runID, *openRun] // within MaxOpenRuns (openruns.go)
 	swept                   []Carried
 	sweptStats              Stats
-	// noIncremental decides every release of a trace whole (tests compare the incremental path,
-	// incremental.go, with it).
+	// noIncremental decides every release of a trace whole: the feature gate
+	// orphanwatch.incrementalDecisions off when the correlator was made (gate.go); tests
+	// compare the incremental path, incremental.go, with it.
 	noIncremental bool
 
 	evictedContext, evictedPending, evictedExpired uint64
@@ -96,8 +100,12 @@ func New(cfg Config) (*Correlator, error) {
 		roots:    bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
 		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
 		keys:     newKeyIndex(cfg.MaxKeys),
-		multi:    bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRootsLocked)
+		multi:    bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
+		// The incremental path, unless its feature gate is off (gate.go).
+		noIncremental: !incrementalDecisions.IsEnabled(),
 	}
+	c.memoShards = make([]memoShard, shard.Count())
+	c.memoShardBits = shard.Bits(len(c.memoShards))
 	for i := range c.memoShards {
 		c.memoShards[i].memos = make(map[TraceID]*traceMemo)
 		c.memoShards[i].owingMemos = make(map[TraceID]*traceMemo)
@@ -220,6 +228,53 @@ func containsTrace(ts []TraceID, t TraceID) bool {
 	return false
 }
 
+// crossTrace is what the rules read of other traces: one small, read-only view, implemented by
+// the Correlator's state under its one lock (mu), so that no rule takes a lock or reaches the
+// tables. The open runs, which the run rules read and change, come in apart (lockedRuns,
+// openruns.go).
+type crossTrace interface {
+	// knownOf is what is known of the roots of the trace of spans (knownRoots), given the
+	// decision's roots (indexes in spans, their records recs): it fills above, for each span
+	// whose parent is absent (nodes[i].parent < 0, not a root), the root it is judged against,
+	// and returns the roots the spans' idempotency keys bind to, once per key (nil when none).
+	knownOf(spans []Span, nodes []node, roots []int32, recs []rootRecord, above []absentParentRoot) (knownRoots, map[uint64]rootRecord)
+}
+
+var _ crossTrace = (*Correlator)(nil)
+
+// knownOf implements crossTrace under the state's lock.
+func (c *Correlator) knownOf(spans []Span, nodes []node, roots []int32, recs []rootRecord, above []absentParentRoot) (knownRoots, map[uint64]rootRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	known := c.knownRootsLocked(spans[0].TraceID, spans, roots, recs)
+	for i := range spans {
+		if nodes[i].parent < 0 && !nodes[i].isRoot {
+			above[i] = c.rootOfAbsentParentLocked(&spans[i], &known)
+		}
+	}
+	// Key bindings, once per key, preferring the traces this one links to (two requests
+	// re-sending one key each bind their own work).
+	var bindings map[uint64]rootRecord // made when a key binds
+	var linked []TraceID
+	linkedDone := false
+	for i := range spans {
+		if h := spans[i].KeyHash; h != 0 {
+			if _, done := bindings[h]; !done {
+				if !linkedDone {
+					linked, linkedDone = linkedTraces(spans), true
+				}
+				if rec, ok := c.lookupKeyLocked(h, linked); ok {
+					if bindings == nil {
+						bindings = map[uint64]rootRecord{}
+					}
+					bindings[h] = rec
+				}
+			}
+		}
+	}
+	return known, bindings
+}
+
 // knownRoots is what a decision knows of its trace's roots: those among its spans, those kept
 // from earlier decisions.
 type knownRoots struct {
@@ -311,9 +366,12 @@ func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *knownRoots) absentPare
 	return absentParentRoot{}
 }
 
-// indexRootsLocked records, for a trace with several roots, the decision's roots and which of
-// them each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted).
-func (c *Correlator) indexRootsLocked(spans []Span, nodes []node, roots []int32, recs []rootRecord) {
+// indexRoots records, for a trace with several roots, the decision's roots and which of them
+// each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted): what
+// a decision books in the state for the later decisions of its trace, under the state's lock.
+func (c *Correlator) indexRoots(spans []Span, nodes []node, roots []int32, recs []rootRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	t := spans[0].TraceID
 	m, _ := c.multi.Get(t)
 	if m == nil {

@@ -15,14 +15,23 @@ import (
 // createDefaultConfig and the README's config reference).
 type Config struct {
 	// Config holds the rule settings shared with the orphanmetrics exporter and connector
-	// (decision_wait, decision_wait_after_root, max_request_duration, clock_skew_tolerance,
-	// run_timeout, max_attempts, attributes, cancellation, retryable, prices, detached, keys):
-	// internal/rules. Here
-	// DecisionWait is the longest the spans of a trace are held, from the arrival of its first
-	// span, when its root does not come; then they move on with their verdicts deferred until
-	// it comes (docs/verdicts.md "When verdicts are decided"). Spans are never held longer.
-	// 0 decides each batch as it arrives (the offline CLI does this).
+	// (decision_wait, decision_wait_after_root, chain_wait, abandoned_root_hold,
+	// max_request_duration, clock_skew_tolerance, run_timeout, max_attempts, attributes,
+	// cancellation, retryable, prices, detached, keys): internal/rules. Here DecisionWait is the
+	// longest the spans of a trace are held, from the arrival of its first span, when its root
+	// does not come; then they move on with their verdicts deferred until it comes
+	// (docs/verdicts.md "When verdicts are decided"). Spans are never held longer, but for an
+	// abandoned root (abandoned_root_hold). decision_wait: 0 is the deprecated spelling of
+	// decide_each_batch: true (DecidesEachBatch).
 	rules.Config `mapstructure:",squash"`
+	// DecideEachBatch (`decide_each_batch`) decides each batch whole as it arrives, in the
+	// calling goroutine: nothing is held, deferred or kept open, every decision is final (every
+	// run over, docs/verdicts.md "When a run is over"); decision_wait, decision_wait_after_root,
+	// chain_wait and abandoned_root_hold do not apply. Sound where every batch carries whole
+	// traces (behind groupbytrace, whose wait_duration then plays decision_wait's part).
+	// Default false. Before it had its own name it was written decision_wait: 0, which still
+	// means it (logged as deprecated at start-up).
+	DecideEachBatch bool `mapstructure:"decide_each_batch"`
 	// SendBatchMaxSize bounds the spans handed on to the next consumer in one call, as the batch
 	// processor's setting of the same name does: what a tick, a limit or shutdown releases is
 	// split into calls of at most this many spans (a span is never split; the spans of one trace
@@ -78,6 +87,10 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DecidesEachBatch is whether each batch is decided whole as it arrives: decide_each_batch, or
+// its deprecated spelling decision_wait: 0.
+func (c *Config) DecidesEachBatch() bool { return c.DecideEachBatch || c.DecisionWait == 0 }
 
 // verdictConfig maps the collector configuration onto the correlator's rules.
 func (c *Config) verdictConfig() verdict.Config { return c.VerdictConfig(c.Limits.LimitsConfig) }

@@ -54,6 +54,7 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		"bad_format": {"attributes.deadlines[0].format", "unix_minutes"},
 		"bad_limits": {"decision_wait", "limits.max_traces", "send_batch_max_size: must be positive", "limits.max_held_bytes: must not be negative"},
 		"bad_price":  {"prices.gpt-4o.input_per_million"},
+		"bad_waits":  {"chain_wait: must not be negative", "abandoned_root_hold: must not be negative"},
 		"bad_rules": {"clock_skew_tolerance: ", "run_timeout: ", "max_attempts: ", "cancellation.grace: ",
 			"limits.max_multi_root_spans: "},
 	} {
@@ -66,4 +67,37 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWaitSettings: chain_wait and abandoned_root_hold follow decision_wait unless set, each
+// read as written; decide_each_batch is off by default, and decision_wait: 0 is its
+// deprecated spelling.
+func TestWaitSettings(t *testing.T) {
+	def := loadConfig(t, "")
+	assert.Nil(t, def.ChainWait, "unset")
+	assert.Nil(t, def.AbandonedRootHold, "unset")
+	assert.Equal(t, 30*time.Second, def.EffectiveChainWait(), "decision_wait when unset")
+	assert.Equal(t, 30*time.Second, def.EffectiveAbandonedRootHold(), "decision_wait when unset")
+	assert.False(t, def.DecideEachBatch)
+	assert.False(t, def.DecidesEachBatch())
+	vc := def.verdictConfig()
+	assert.Equal(t, 30*time.Second, vc.ChainWait)
+	assert.Equal(t, 30*time.Second, vc.ReleaseWait)
+
+	cfg := loadConfig(t, "waits")
+	require.NoError(t, confmap.Validate(cfg))
+	require.NotNil(t, cfg.ChainWait)
+	require.NotNil(t, cfg.AbandonedRootHold)
+	assert.Equal(t, 5*time.Second, cfg.EffectiveChainWait())
+	assert.Equal(t, time.Duration(0), cfg.EffectiveAbandonedRootHold(), "0 as written, not decision_wait")
+	assert.Equal(t, 20*time.Second, cfg.LongestWait())
+	assert.True(t, cfg.DecidesEachBatch())
+	vc = cfg.verdictConfig()
+	assert.Equal(t, 5*time.Second, vc.ChainWait, "chain_wait")
+	assert.Equal(t, 20*time.Second, vc.ReleaseWait, "decision_wait")
+
+	zero := loadConfig(t, "zero_wait")
+	require.NoError(t, confmap.Validate(zero))
+	assert.False(t, zero.DecideEachBatch)
+	assert.True(t, zero.DecidesEachBatch(), "decision_wait: 0 still decides each batch")
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/shard"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -218,41 +218,22 @@ type holdShards struct {
 	heldBytes atomic.Int64
 }
 
-// shardCount is the number of hold shards: four per core (GOMAXPROCS at creation) rounded up to
-// a power of two, between 4 and 64. More shards than cores keeps two intakes rarely on the same
-// shard; a power of two makes the shard of a trace a shift of its hash.
-func shardCount() int {
-	n := 4
-	for n < 4*runtime.GOMAXPROCS(0) && n < 64 {
-		n *= 2
-	}
-	return n
-}
+// shardCount is the number of hold shards: shard.Count, the count the correlator's memos use
+// too, fixed at creation.
+func shardCount() int { return shard.Count() }
 
 // init makes n shards (a power of two).
 func (s *holdShards) init(n int) {
 	s.shards = make([]holdShard, n)
-	for n > 1 {
-		s.bits++
-		n >>= 1
-	}
+	s.bits = shard.Bits(n)
 	for i := range s.shards {
 		s.shards[i].holdStore = newHoldStore()
 	}
 }
 
-// shardOf is the shard of trace id: its two halves mixed (test and legacy IDs vary in either),
-// the top bits of a Fibonacci hash.
+// shardOf is the shard of trace id (shard.Of: the one shard function of trace IDs).
 func (s *holdShards) shardOf(id verdict.TraceID) *holdShard {
-	if s.bits == 0 {
-		return &s.shards[0]
-	}
-	var lo, hi uint64
-	for i := range 8 {
-		lo |= uint64(id[i]) << (8 * i)
-		hi |= uint64(id[8+i]) << (8 * i)
-	}
-	return &s.shards[((lo^hi)*0x9E3779B97F4A7C15)>>(64-s.bits)]
+	return &s.shards[shard.Of(id, s.bits)]
 }
 
 // heldCount is the number of traces and spans held in all shards at one moment (a test's view:

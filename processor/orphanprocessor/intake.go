@@ -12,7 +12,7 @@ import (
 )
 
 // Taking a batch in (ConsumeTraces): its spans are grouped by trace with no lock held (group),
-// then each trace joins its held trace in its shard (holdInShards), or, with decision_wait 0,
+// then each trace joins its held trace in its shard (holdInShards), or, with decide_each_batch,
 // the batch's traces are released as they are (holdBatch).
 
 // intake is one ConsumeTraces call's working memory, recycled (intakePool).
@@ -221,7 +221,7 @@ func (p *orphanProcessor) addHeld(sh *holdShard, id verdict.TraceID, now time.Ti
 	return h
 }
 
-// holdBatch is holdInShards with decision_wait 0: every trace of the batch is due at once, so
+// holdBatch is holdInShards with decide_each_batch: every trace of the batch is due at once, so
 // none is put where another goroutine would look; the batch's traces are returned to be
 // released now, as the shards would give them (max_spans_per_trace holdings as they fill,
 // then the others in order of first span, the oldest beyond max_traces counted as evicted).

@@ -6,15 +6,15 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // Key sharing across a tier (README "Key sharing across a tier"): the processor's side is these
 // helpers, each called from one marked line of processor.go; the Kafka client and the records
-// table are the orphan_keys extension's (extension/orphankeysextension), named by `keys`; the
-// per-trace state and the gate are in internal/keyshare.
+// table are the orphan_keys extension's (extension/orphankeysextension), named by `keys` and
+// found through internal/keyshare (Keys, Find), as is the per-trace state and the gate: the
+// processor does not import the extension's package.
 
 // keySharing is the processor's key-sharing state; the zero value is off.
 type keySharing struct {
@@ -30,7 +30,7 @@ func (p *orphanProcessor) keyShareStart(_ context.Context, host component.Host) 
 	if p.cfg.Keys == nil {
 		return nil
 	}
-	k, err := orphankeysextension.Find(host, *p.cfg.Keys)
+	k, err := keyshare.Find(host, *p.cfg.Keys)
 	if err != nil {
 		return err
 	}

@@ -10,16 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
-	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/keystest"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
@@ -45,21 +43,6 @@ func TestKeySharingConfigNamesTheExtension(t *testing.T) {
 type extHost map[component.ID]component.Component
 
 func (h extHost) GetExtensions() map[component.ID]component.Component { return h }
-
-// newKeysExtension creates (does not start) an orphan_keys extension with cfg changed by edit.
-func newKeysExtension(t *testing.T, edit func(*orphankeysextension.Config)) extension.Extension {
-	t.Helper()
-	f := orphankeysextension.NewFactory()
-	cfg := f.CreateDefaultConfig().(*orphankeysextension.Config)
-	cfg.Secret = "0123456789abcdef"
-	if edit != nil {
-		edit(cfg)
-	}
-	require.NoError(t, confmap.Validate(cfg))
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
-	require.NoError(t, err)
-	return ext
-}
 
 // Start refuses a `keys` ID that names no extension, or an extension of another type, naming
 // the field and the ID.
@@ -92,9 +75,9 @@ func TestKeySharingFindsOrRefusesTheExtension(t *testing.T) {
 		cfg.Keys = &named
 		p, err := newOrphanProcessor(processortest.NewNopSettings(processortest.NopType), cfg, new(consumertest.TracesSink))
 		require.NoError(t, err)
-		ext := newKeysExtension(t, nil)
+		ext := keystest.New(t, nil)
 		require.NoError(t, p.Start(context.Background(), extHost{named: ext}))
-		assert.Equal(t, ext.(orphankeysextension.Keys).Hash("K"), p.reader.KeyHashOf("K"), "keys are hashed with the extension's HMAC")
+		assert.Equal(t, ext.Hash("K"), p.reader.KeyHashOf("K"), "keys are hashed with the extension's HMAC")
 		require.NoError(t, p.Shutdown(context.Background()))
 	})
 }
@@ -108,9 +91,7 @@ func TestKeySharingHashesWithTheSecret(t *testing.T) {
 		host := component.Host(extHost{})
 		if secret != "" {
 			cfg.Keys = &id
-			host = extHost{id: newKeysExtension(t, func(c *orphankeysextension.Config) {
-				c.Secret = configopaque.String("0123456789abcdef" + configSecretSuffix(secret))
-			})}
+			host = extHost{id: keystest.New(t, map[string]any{"secret": keystest.Secret + configSecretSuffix(secret)})}
 		}
 		require.NoError(t, cfg.Validate())
 		p, err := newOrphanProcessor(processortest.NewNopSettings(processortest.NopType), cfg, new(consumertest.TracesSink))
@@ -137,11 +118,9 @@ func TestKeySharingBrokersDown(t *testing.T) {
 	id := component.MustNewID("orphan_keys")
 	cfg.Keys = &id
 	require.NoError(t, cfg.Validate())
-	ext := newKeysExtension(t, func(c *orphankeysextension.Config) {
-		c.Brokers = []string{"127.0.0.1:1"}
-		c.Wait = 300 * time.Millisecond
-		c.DialTimeout = 100 * time.Millisecond
-		c.Topic.CheckTimeout = 200 * time.Millisecond
+	ext := keystest.New(t, map[string]any{
+		"brokers": []any{"127.0.0.1:1"}, "wait": "300ms", "dial_timeout": "100ms",
+		"topic": map[string]any{"check_timeout": "200ms"},
 	})
 	host := extHost{id: ext}
 	require.NoError(t, ext.Start(context.Background(), host), "brokers down: start-up goes on")

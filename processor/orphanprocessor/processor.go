@@ -51,9 +51,13 @@ type orphanProcessor struct {
 	// afterRoot is how long a trace is held after its root arrived: decision_wait_after_root,
 	// at most decision_wait (resolved once).
 	afterRoot time.Duration
-	// atOnce is decision_wait: 0, resolved once: each batch is decided whole as it arrives, in
-	// the calling goroutine (holdBatch, not the hold shards); no release loop, nothing deferred
-	// or kept open, every decision final (docs/verdicts.md "When a run is over").
+	// rootHold is how long after its arrival an abandoned root is held: abandoned_root_hold,
+	// or decision_wait when it is not set (resolved once); 0 holds none.
+	rootHold time.Duration
+	// atOnce is decide_each_batch (or its deprecated spelling decision_wait: 0), resolved once:
+	// each batch is decided whole as it arrives, in the calling goroutine (holdBatch, not the
+	// hold shards); no release loop, nothing deferred or kept open, every decision final
+	// (docs/verdicts.md "When a run is over").
 	atOnce bool
 
 	// mu guards the lifecycle (started) and lastSweep: the release loop's, not the span path's.
@@ -104,12 +108,16 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		corr:      corr,
 		reader:    spanread.New(cfg.readerOptions()),
 		clock:     wallClock{},
-		afterRoot: min(cfg.DecisionWaitAfterRoot, cfg.DecisionWait),
-		atOnce:    cfg.DecisionWait == 0,
+		afterRoot: cfg.AfterRoot(),
+		rootHold:  cfg.EffectiveAbandonedRootHold(),
+		atOnce:    cfg.DecidesEachBatch(),
 		roots:     map[verdict.TraceID][]*heldRoot{},
 		stop:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
+	}
+	if cfg.DecisionWait == 0 && !cfg.DecideEachBatch {
+		set.Logger.Warn("decision_wait: 0 is deprecated: it decides each batch whole as it arrives; write decide_each_batch: true instead")
 	}
 	p.holdShards.init(shardCount())
 	now := func() time.Time { return p.clock.Now() }
@@ -128,8 +136,9 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		return nil, err
 	}
 	// A run stays open up to run_timeout after its last attempt ended, plus decision_wait and
-	// the clock-skew tolerance (verdict's runOverAt); an abandoned root is held decision_wait.
-	horizon := cfg.RunTimeout + cfg.DecisionWait + cfg.ClockSkewTolerance + 2*sweepInterval
+	// the clock-skew tolerance (verdict's runOverAt); an abandoned root is held
+	// abandoned_root_hold, a span whose chain is incomplete waits chain_wait (LongestWait).
+	horizon := cfg.RunTimeout + cfg.LongestWait() + cfg.ClockSkewTolerance + 2*sweepInterval
 	p.lat = latency.New(horizon, cfg.Limits.MaxTraces, func(s float64) {
 		p.tel.ProcessorOrphanVerdictLatency.Record(context.Background(), s, p.tel.ID)
 	})
@@ -286,7 +295,7 @@ func (p *orphanProcessor) untilNextDue() (time.Duration, bool) {
 
 // ConsumeTraces groups the batch's spans by trace (they stay in the batch, which the processor
 // now owns), holds each trace in its shard, and passes on the traces that are due now (all of
-// them when decision_wait is 0; the oldest when a limit is reached). No lock is held across the
+// them with decide_each_batch; the oldest when a limit is reached). No lock is held across the
 // batch: the spans are grouped with none (intake.go), each trace's shard is locked while its
 // spans join the trace, and the correlator's shared tables once for the batch's roots and keys.
 func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {

@@ -138,14 +138,14 @@ func (r *Replay) fire(ctx context.Context, now time.Time) error {
 // Drain lets the clock run on, as AdvanceTo does, until the processor holds no span and owes no
 // verdict: every held trace and root released, every deferred verdict carried (at the latest
 // max_request_duration after it was deferred), every open run closed (at the latest run_timeout
-// after its last attempt ended). It returns the moment reached. Time runs on at most
-// decision_wait + max_request_duration + run_timeout + clock_skew_tolerance (and two sweeps):
-// what is still kept then (runs left open for good by run_timeout 0) is closed by Shutdown,
-// carried as at a collector's shutdown. The processor stays usable: spans consumed after Drain
+// after its last attempt ended). It returns the moment reached. Time runs on at most the
+// longest wait (decision_wait, chain_wait, abandoned_root_hold) + max_request_duration +
+// run_timeout + clock_skew_tolerance (and two sweeps): what is still kept then (runs left open
+// for good by run_timeout 0) is closed by Shutdown, carried as at a collector's shutdown. The processor stays usable: spans consumed after Drain
 // meet what it remembers (root records, trace memos).
 func (r *Replay) Drain(ctx context.Context) (time.Time, error) {
 	c := r.p.cfg
-	limit := r.clk.now.Add(c.DecisionWait + c.MaxRequestDuration + c.RunTimeout + c.ClockSkewTolerance + 2*sweepInterval)
+	limit := r.clk.now.Add(c.LongestWait() + c.MaxRequestDuration + c.RunTimeout + c.ClockSkewTolerance + 2*sweepInterval)
 	err := r.advance(ctx, limit, true)
 	return r.clk.now, err
 }

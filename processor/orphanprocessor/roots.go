@@ -11,7 +11,7 @@ import (
 // Abandoned roots held after their trace was released (heldRoot).
 
 // heldRoot is an abandoned root (its request ended cancelled or deadline_exceeded) kept after
-// its trace was released, until decision_wait after it arrived, so that the orphans arriving
+// its trace was released, until abandoned_root_hold after it arrived, so that the orphans arriving
 // after it count in its orphaned depth and cancellation reach. Its verdict is written when it
 // leaves.
 type heldRoot struct {
@@ -23,10 +23,11 @@ type heldRoot struct {
 }
 
 // holdRoot keeps the abandoned root h.refs[i] after its trace's release (heldRoot), until
-// decision_wait after it arrived (about decision_wait_after_root before now).
+// abandoned_root_hold after it arrived (about decision_wait_after_root before now; at once
+// when the hold is shorter).
 func (p *orphanProcessor) holdRoot(ctx context.Context, h *heldTrace, i int, v *verdict.Verdict) {
 	h.refs[i].hold = true
-	due := p.clock.Now().Add(p.cfg.DecisionWait - p.afterRoot)
+	due := p.clock.Now().Add(max(p.rootHold-p.afterRoot, 0))
 	hr := &heldRoot{trace: h.id, ref: heldSpan{sp: h.refs[i].sp, src: h.refs[i].src}, due: due, v: *v}
 	p.rootsMu.Lock()
 	p.roots[h.id] = append(p.roots[h.id], hr)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -33,7 +34,7 @@ const scenarioDir = "../../testdata/scenarios"
 func scenarioConfig() *Config {
 	cfg := createDefaultConfig().(*Config)
 	cfg.DecisionWait = time.Hour // released by Shutdown: every span arrives within the wait
-	cfg.Prices = scenarios.Prices()
+	cfg.Prices = prices.Scenarios()
 	return cfg
 }
 

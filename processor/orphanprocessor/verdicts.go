@@ -41,7 +41,7 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	vbuf := verdictBufs.Get().(*[]verdict.Verdict)
 	var d verdict.Decision
 	if p.atOnce {
-		// Each batch is decided whole, as it arrives (the offline CLI): one decision, every run
+		// Each batch is decided whole, as it arrives (decide_each_batch): one decision, every run
 		// over, nothing deferred or kept but root records.
 		d.Verdicts, d.Stats = p.corr.DecideAt(*vbuf, spans, p.clock.Now().UnixNano())
 		d.Stats.Spans = len(spans)
@@ -94,12 +94,12 @@ func (p *orphanProcessor) decide(ctx context.Context, h *heldTrace) {
 	for i := range verdicts {
 		if verdicts[i].Provisional {
 			// Orphaned under the root known, but a span above it has not come: its verdict is
-			// carried when the chain is complete (or after decision_wait).
+			// carried when the chain is complete (or after chain_wait).
 			h.refs[i].sp.Attributes().PutBool(verdict.AttrDeferred, true)
 			provisional++
 			continue
 		}
-		if verdicts[i].HasReach && !h.last && !p.atOnce && h.refs[i].sp.ParentSpanID().IsEmpty() {
+		if !h.last && !p.atOnce && p.rootHold > 0 && verdict.HeldAbandonedRoot(&verdicts[i], h.refs[i].sp.ParentSpanID().IsEmpty()) {
 			p.holdRoot(ctx, h, i, &verdicts[i])
 			continue
 		}

@@ -15,7 +15,8 @@
 // Alertmanager groups for 1s. Everything else (expressions, thresholds, labels, annotations,
 // routes, receivers' paths) is as committed. Every process is stopped by its PID at the end.
 //
-// Run: go test ./test/monitoring/ -run TestMonitoringEndToEnd -v
+// Run: cd test/monitoring && go test -run TestMonitoringEndToEnd -v (a module of its own: the
+// simulator that drives it requires the aware library, which the collector's module does not)
 // Without prometheus and prometheus-alertmanager on PATH the test skips (fails under CI=true);
 // `bash .ci/monitoring.sh` installs them.
 package monitoring_test

@@ -8,6 +8,7 @@ require (
 	github.com/jaegertracing/jaeger-idl v0.14.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/pkg/translator/jaeger v0.165.1
 	github.com/orphanwatch/orphanwatch v0.0.0-00010101000000-000000000000
+	github.com/orphanwatch/orphanwatch/cmd/fanoutsim v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.1
 	github.com/stretchr/testify v1.12.1
@@ -283,3 +284,5 @@ require (
 )
 
 replace github.com/orphanwatch/orphanwatch/aware => ../../aware
+
+replace github.com/orphanwatch/orphanwatch/cmd/fanoutsim => ../../cmd/fanoutsim

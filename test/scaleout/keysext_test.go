@@ -33,11 +33,12 @@ import (
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
+	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // holdsBoth reports whether m's table holds both records of key h.
-func holdsBoth(m orphankeysextension.Keys, h uint64, r1, r2 verdict.RootRef) bool {
+func holdsBoth(m keyshare.Keys, h uint64, r1, r2 verdict.RootRef) bool {
 	g1, ok1 := m.Lookup(h, []verdict.TraceID{r1.Trace})
 	g2, ok2 := m.Lookup(h, []verdict.TraceID{r2.Trace})
 	return ok1 && ok2 && g1 == r1 && g2 == r2
@@ -63,7 +64,7 @@ func admin(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kadm.Client {
 
 // startKeys creates and starts an extension on c's brokers with cfg changed by edit; it is
 // shut down at the end of the test. The start error is returned.
-func startKeys(t *testing.T, c *kfake.Cluster, edit func(*orphankeysextension.Config)) (orphankeysextension.Keys, error) {
+func startKeys(t *testing.T, c *kfake.Cluster, edit func(*orphankeysextension.Config)) (keyshare.Keys, error) {
 	t.Helper()
 	f := orphankeysextension.NewFactory()
 	cfg := f.CreateDefaultConfig().(*orphankeysextension.Config)
@@ -78,7 +79,7 @@ func startKeys(t *testing.T, c *kfake.Cluster, edit func(*orphankeysextension.Co
 	require.NoError(t, err)
 	err = ext.Start(context.Background(), componenttest.NewNopHost())
 	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
-	return ext.(orphankeysextension.Keys), err
+	return ext.(keyshare.Keys), err
 }
 
 func topicConfig(t *testing.T, adm *kadm.Client, topic, key string) string {
@@ -164,7 +165,7 @@ func TestKeysRecordsCarryTraceAndRoot(t *testing.T) {
 	m2.Publish(h, r2)
 	m1.Publish(h, r1) // once per key, trace and gone time
 
-	for _, m := range []orphankeysextension.Keys{m1, m2} {
+	for _, m := range []keyshare.Keys{m1, m2} {
 		require.Eventually(t, func() bool { return holdsBoth(m, h, r1, r2) }, 10*time.Second, 10*time.Millisecond)
 		got, ok := m.Lookup(h, []verdict.TraceID{{9}, r1.Trace})
 		assert.True(t, ok)

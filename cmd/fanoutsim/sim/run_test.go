@@ -17,8 +17,10 @@ import (
 
 // testTolerance: the services share one clock; a small tolerance absorbs only the time a
 // cancellation takes to cross a loopback connection and be scheduled, under -race on a busy
-// machine.
-const testTolerance = 50 * time.Millisecond
+// machine: `go test ./...` runs other packages' tests at the same time, and on two cores an
+// aware server sometimes noticed its caller's cancellation 50-180 ms late (a run counted
+// delivered_to_nobody). The blind loops go on for seconds after their caller left, far beyond it.
+const testTolerance = 250 * time.Millisecond
 
 // shortOptions is a run of a few seconds: the default story ten times faster.
 func shortOptions(mode Mode, exp *tracetest.InMemoryExporter) Options {

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -29,7 +30,7 @@ func runPipeline(t *testing.T, batches ...ptrace.Traces) *orphanmetricsexporter.
 	f := orphanprocessor.NewFactory()
 	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
 	cfg.DecisionWait = 3600e9
-	cfg.Prices = scenarios.Prices()
+	cfg.Prices = prices.Scenarios()
 	sink := new(consumertest.TracesSink)
 	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
 	require.NoError(t, err)

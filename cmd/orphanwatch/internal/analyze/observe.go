@@ -50,11 +50,14 @@ func (a *annotator) index(td ptrace.Traces) {
 	})
 }
 
+// Resource: nothing.
+func (a *annotator) Resource(pcommon.Resource) any { return nil }
+
 // Keep: nothing, the span stays in the output.
-func (a *annotator) Keep(ptrace.Span) any { return nil }
+func (a *annotator) Keep(any, ptrace.Span) any { return nil }
 
 // Decided writes v on sp.
-func (a *annotator) Decided(sp ptrace.Span, _ *verdict.Span, v *verdict.Verdict) {
+func (a *annotator) Decided(_ any, sp ptrace.Span, _ *verdict.Span, v *verdict.Verdict) {
 	verdictattrs.Write(sp.Attributes(), v)
 }
 
@@ -123,11 +126,11 @@ func (c *replayClock) advance(o *observe.Observer, at time.Time) {
 
 // drain lets time run on, a second at a time (or to the next due moment), until the observer
 // owes nothing: every run closed, every trace decided. It is bounded by the longest the time
-// model keeps anything (decision_wait + max_request_duration + run_timeout + the clock-skew
-// tolerance, and two sweeps: the processor's replay's bound), after which Shutdown decides
-// what is left.
+// model keeps anything (the longest of decision_wait, chain_wait and abandoned_root_hold, plus
+// max_request_duration + run_timeout + the clock-skew tolerance, and two sweeps: the
+// processor's replay's bound), after which Shutdown decides what is left.
 func (c *replayClock) drain(o *observe.Observer, cfg *orphanprocessor.Config) {
-	limit := c.now.Add(cfg.DecisionWait + cfg.MaxRequestDuration + cfg.RunTimeout + cfg.ClockSkewTolerance + 2*observe.SweepInterval)
+	limit := c.now.Add(cfg.LongestWait() + cfg.MaxRequestDuration + cfg.RunTimeout + cfg.ClockSkewTolerance + 2*observe.SweepInterval)
 	for o.Owed() && c.now.Before(limit) {
 		next := c.now.Add(time.Second)
 		if d := o.NextDue(); !d.IsZero() && d.After(c.now) && d.Before(next) {

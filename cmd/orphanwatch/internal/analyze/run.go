@@ -60,9 +60,10 @@ type Output struct {
 // Run analyses the inputs together, as one collector receiving all their spans, so that traces
 // that refer to each other (an idempotency key, a span link, a trace split over two files)
 // find each other. cfg is the processor configuration (nil: DefaultConfig), used as it is:
-// limits and waits as on the collector (with decision_wait 0, which decides each batch whole,
-// the input is one batch and the limits are raised to hold it). Every span is handed over at its end time (a span
-// without one with the latest span of its trace); when all are in, time runs on until nothing
+// limits and waits as on the collector (with decide_each_batch, or its deprecated spelling
+// decision_wait: 0, the input is one batch, decided at once with no wait, and the limits are
+// raised to hold it). Every span is handed over at its end time (a span without one with the
+// latest span of its trace); when all are in, time runs on until nothing
 // is held or owed, so every verdict is final. The inputs' traces are consumed.
 func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Output, error) {
 	if cfg == nil {
@@ -84,14 +85,17 @@ func Run(ctx context.Context, cfg *orphanprocessor.Config, inputs []Input) (*Out
 		files[i].Traces = len(seen)
 	}
 	orderArrivals(arrivals)
-	if cfg.DecisionWait == 0 && len(arrivals) > 0 {
-		// decision_wait 0 decides each batch whole as it arrives, which is sound where a batch
-		// holds whole traces (behind groupbytrace): the input is handed over as one batch.
+	if cfg.DecidesEachBatch() && len(arrivals) > 0 {
+		// decide_each_batch decides each batch whole as it arrives, which is sound where a batch
+		// holds whole traces (behind groupbytrace): the input is handed over as one batch, and
+		// nothing waits (no root, chain or abandoned root wait), as the processor decides then.
 		last := arrivals[len(arrivals)-1].at
 		for i := range arrivals {
 			arrivals[i].at = last
 		}
 		c := *cfg
+		var none time.Duration
+		c.DecisionWait, c.ChainWait, c.AbandonedRootHold = 0, &none, &none
 		n, most := traceSizes(arrivals)
 		c.Limits.MaxTraces = max(c.Limits.MaxTraces, n+1)
 		c.Limits.MaxSpansPerTrace = max(c.Limits.MaxSpansPerTrace, most+1)

@@ -89,7 +89,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 		ConnectorOrphanmetricsFlushes: b.Int64Counter("otelcol_connector_orphanmetrics_flushes", "{flushes}",
 			"Flushes of the accumulated metrics to the metrics pipeline, by result; a failed flush is retried by the next one, the sums being cumulative. [Alpha]"),
 		ConnectorOrphanmetricsHeldRoots: b.Int64ObservableGauge("otelcol_connector_orphanmetrics_held_roots", "{spans}",
-			"Observe mode: verdicts of abandoned roots held until decision_wait after they arrived, so that later orphans deepen their reach. [Alpha]"),
+			"Observe mode: verdicts of abandoned roots held until abandoned_root_hold (unset: decision_wait) after they arrived, so that later orphans deepen their reach. [Alpha]"),
 		ConnectorOrphanmetricsLabelValues: b.Int64ObservableGauge("otelcol_connector_orphanmetrics_label_values", "{values}",
 			"Distinct values admitted for a label taken from span data; at label_limits, later new values are exported as other. [Alpha]"),
 		ConnectorOrphanmetricsOpenRuns: b.Int64ObservableGauge("otelcol_connector_orphanmetrics_open_runs", "{runs}",

@@ -93,7 +93,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 		ExporterOrphanmetricsEvictions: b.Int64ObservableCounter("otelcol_exporter_orphanmetrics_evictions", "{items}",
 			"Observe mode: state evicted to stay within the configured limits, by state. [Alpha]"),
 		ExporterOrphanmetricsHeldRoots: b.Int64ObservableGauge("otelcol_exporter_orphanmetrics_held_roots", "{spans}",
-			"Observe mode: verdicts of abandoned roots held until decision_wait after they arrived, so that later orphans deepen their reach. [Alpha]"),
+			"Observe mode: verdicts of abandoned roots held until abandoned_root_hold (unset: decision_wait) after they arrived, so that later orphans deepen their reach. [Alpha]"),
 		ExporterOrphanmetricsKeyLookups: b.Int64Counter("otelcol_exporter_orphanmetrics_key_lookups", "{keys}",
 			"Observe mode with keys: idempotency keys of decided traces, by where they bound: local, remote (another member's record), missed (none within the orphan_keys extension's wait); late: a record that came after its key was missed. [Alpha]"),
 		ExporterOrphanmetricsKeyTracesWaiting: b.Int64ObservableGauge("otelcol_exporter_orphanmetrics_key_traces_waiting", "{traces}",
