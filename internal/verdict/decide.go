@@ -92,7 +92,7 @@ func grown[T any](b []T, n int) []T {
 // Decide computes the verdict of every span of one trace, in the order given. spans should be
 // all the spans of the trace that are held (a late span may come alone: it is judged against
 // the retained root record). Decide changes nothing of spans but what they cache of their records
-// (Span.recorded, written by the first rule that asks): two goroutines may not decide one slice
+// (Span's classified records, written by the first rule that asks): two goroutines may not decide one slice
 // of spans at once. Call Observe for the spans first.
 func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 	return c.DecideInto(nil, spans)
@@ -270,7 +270,7 @@ func validity(s *Span, maxDur int64) Invalid {
 		return InvalidTimes
 	case s.End < s.Start:
 		return InvalidEndBeforeStart
-	case s.future:
+	case s.Future():
 		return InvalidEndInFuture
 	case maxDur > 0 && s.End-s.Start > maxDur:
 		return InvalidTooLong
@@ -280,14 +280,14 @@ func validity(s *Span, maxDur int64) Invalid {
 
 // saneTimes reports whether s's times make it usable (validity's time rules alone).
 func (c *Correlator) saneTimes(s *Span) bool {
-	return s.Start > 0 && s.End >= s.Start && !s.future && s.End-s.Start <= c.maxDuration()
+	return s.Start > 0 && s.End >= s.Start && !s.Future() && s.End-s.Start <= c.maxDuration()
 }
 
 // maxDuration is the longest a span may last, in nanoseconds: MaxRequestDuration.
 func (c *Correlator) maxDuration() int64 { return int64(c.cfg.MaxRequestDuration) }
 
 // markFuture notes, on the spans that come with a clock at now (unix ns; 0: none), those
-// that end beyond it plus FutureTolerance (Span.future). Once marked, a span stays so.
+// that end beyond it plus FutureTolerance (Span.Future). Once marked, a span stays so.
 func (c *Correlator) markFuture(spans []Span, now int64) {
 	if now <= 0 {
 		return
@@ -295,14 +295,14 @@ func (c *Correlator) markFuture(spans []Span, now int64) {
 	limit := now + int64(c.cfg.FutureTolerance)
 	for i := range spans {
 		if spans[i].End > limit {
-			spans[i].future = true
+			spans[i].MarkFuture()
 		}
 	}
 }
 
 // DecideAt is DecideInto for spans that come at now (unix ns, the caller's clock): a span
 // ending beyond now plus FutureTolerance is malformed (InvalidEndInFuture). It marks such
-// spans (Span.future) in spans.
+// spans (Span.Future) in spans.
 func (c *Correlator) DecideAt(dst []Verdict, spans []Span, now int64) ([]Verdict, Stats) {
 	c.markFuture(spans, now)
 	v, st, _ := c.decide(dst, spans, nil, decisionOut{})

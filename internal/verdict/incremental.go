@@ -379,7 +379,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 		}
 		ix.waiting[s.ParentID] = i
 	}
-	if valid && !s.ParentID.IsZero() && c.rules.isAttempt(s) {
+	if valid && !s.ParentID.IsZero() && c.rules.IsAttempt(s) {
 		key := runKey{parent: s.ParentID, op: opKey(s)}
 		g := int32(-1)
 		if ix.byGroup != nil {
@@ -665,10 +665,10 @@ func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t Tr
 }
 
 // keepCached copies back to the memo's records what the decision of the subset sub (all: its
-// records, copied) cached of them (Span.recorded), as a decision in place leaves it.
+// records, copied) cached of them (Span.KeepClassified), as a decision in place leaves it.
 func keepCached(m *traceMemo, all []Span, sub []int32) {
 	for p, i := range sub {
-		m.spans[i].recorded = all[p].recorded
+		m.spans[i].KeepClassified(&all[p])
 	}
 }
 

@@ -1,5 +1,7 @@
 package verdict
 
+import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
+
 // The rules of detached work and of liveness (DESIGN.md "Words": detached work, liveness of a
 // span; docs/verdicts.md "Detached work", "Liveness").
 
@@ -100,7 +102,7 @@ func (c *Correlator) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanCo
 	if notAfter(s.Start, p.End, c.skewBetween(s.Service, p.Service)) {
 		return false // not late
 	}
-	return ctx.hasRoot && ctx.rec.reason == EndReasonCompleted && !failed(p) && !c.rules.gaveUpWithoutResponse(p)
+	return ctx.hasRoot && ctx.rec.reason == EndReasonCompleted && !record.Failed(p) && !c.rules.GaveUpWithoutResponse(p)
 }
 
 // callerGaveUp reports whether the caller of SERVER span s, its parent p, gave up on it, and
@@ -120,7 +122,7 @@ func (c *Correlator) callerGaveUp(s, p *Span) (int64, bool) {
 	if notAfter(s.End, p.End, c.skewBetween(s.Service, p.Service)) {
 		return 0, false // the server ended first, as far as two clocks can tell
 	}
-	if !c.rules.gaveUpWithoutResponse(p) {
+	if !c.rules.GaveUpWithoutResponse(p) {
 		return 0, false
 	}
 	return p.End, true
@@ -181,5 +183,5 @@ func (c *Correlator) skewBetween(a, b string) int64 {
 // and unwinding took a moment (a cancelled client call that returns a few milliseconds after
 // its handler answered 499). It is not orphaned work (DESIGN.md "liveness of a span").
 func (c *Correlator) noticed(s *Span, gone int64) bool {
-	return c.rules.noticeSignal(s) && s.End <= gone+int64(c.cfg.CancellationGrace)
+	return c.rules.NoticeSignal(s) && s.End <= gone+int64(c.cfg.CancellationGrace)
 }

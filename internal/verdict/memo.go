@@ -503,7 +503,7 @@ func carryEarlier(d *Decision, m *traceMemo, i int, v *Verdict) {
 func (d *Decision) addCarriedStats(rootMissing bool) {
 	for i := range d.Carried {
 		if cv := &d.Carried[i]; cv.Part == PartAll {
-			d.Stats.add(statsOf([]Span{{Start: cv.Span.Start, End: cv.Span.End}}, []Verdict{cv.Verdict}, rootMissing)) // statsOf reads a span's times only
+			d.Stats.Add(statsOf([]Span{{Start: cv.Span.Start, End: cv.Span.End}}, []Verdict{cv.Verdict}, rootMissing)) // statsOf reads a span's times only
 		}
 	}
 }
@@ -652,7 +652,7 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 		}
 		if !m.emitted[i] {
 			c.swept = append(c.swept, Carried{Span: carriedOf(&m.spans[i]), Verdict: verdicts[p]})
-			c.sweptStats.add(statsOf(m.spans[i:i+1], verdicts[p:p+1], st.RootMissing))
+			c.sweptStats.Add(statsOf(m.spans[i:i+1], verdicts[p:p+1], st.RootMissing))
 			m.emitted[i] = true
 			m.edged[i] = verdicts[p].CallerService != ""
 			if verdicts[p].EdgePending {
@@ -689,7 +689,7 @@ func (c *Correlator) giveUpLocked(ms lockedShard, t TraceID, now int64) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	c.swept = append(c.swept, d.Carried...)
-	c.sweptStats.add(d.Stats)
+	c.sweptStats.Add(d.Stats)
 }
 
 // Sweep gives up, at now (unix ns), the traces whose verdicts were deferred for longer than
@@ -807,20 +807,6 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 func withoutRoot(s *Span, v *Verdict) bool {
 	return v.Invalid == Valid && !v.Provisional && !v.Detached && !v.Ambiguous && v.EndReason == EndReasonNone &&
 		s.End != s.Start && v.Liveness == LivenessUnknown
-}
-
-// add adds o's counts to s.
-func (s *Stats) add(o Stats) {
-	for i := range s.Invalid {
-		s.Invalid[i] += o.Invalid[i]
-	}
-	s.UnknownRootRuns += o.UnknownRootRuns
-	s.AmbiguousRoot += o.AmbiguousRoot
-	s.NoDuration += o.NoDuration
-	s.RootMissingSpans += o.RootMissingSpans
-	s.RootMissing = s.RootMissing || o.RootMissing
-	s.RootUnusable = s.RootUnusable || o.RootUnusable
-	s.Spans += o.Spans
 }
 
 // WithoutRoot reports whether a span's verdict is "unknown" for want of a root (withoutRoot),

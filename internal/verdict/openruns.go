@@ -1,5 +1,7 @@
 package verdict
 
+import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
+
 // Open runs (memo.go's package comment): a run that is not over by the release's time stays
 // open instead of taking an outcome (runOverAt, runOver); later attempts, released later or in
 // another trace with the same idempotency key, continue it. Open runs are kept by runID within MaxOpenRuns, the oldest
@@ -41,11 +43,11 @@ type continuation struct {
 // runIDOf is the open run of attempt s of trace t: by parent and operation within one trace;
 // across traces for a keyed run or a delivery, by operation, service, name and kind.
 func runIDOf(t TraceID, s *Span) runID {
-	if s.KeyHash == 0 && !isDelivery(s) {
+	if s.KeyHash == 0 && !record.IsDelivery(s) {
 		return runID{t: t, parent: s.ParentID, op: opKey(s)}
 	}
 	// FNV-1a (TargetHash) over service, 0xff, name, 0xff and the kind.
-	h := NewTargetHash().Add(s.Service).addByte(0xff).Add(s.Name).addByte(0xff).addByte(byte(s.Kind))
+	h := NewTargetHash().Add(s.Service).AddByte(0xff).Add(s.Name).AddByte(0xff).AddByte(byte(s.Kind))
 	return runID{op: opKey(s), kind: uint64(h)}
 }
 

@@ -105,7 +105,7 @@ func (c *Correlator) decideReach(spans []Span, nodes []node, out []Verdict, root
 		if !rv.HasReach {
 			continue
 		}
-		if out[i].Outcome == OutcomeCancelled || c.rules.noticeSignal(&spans[i]) && c.nearGone(n, spans[i].End) {
+		if out[i].Outcome == OutcomeCancelled || c.rules.NoticeSignal(&spans[i]) && c.nearGone(n, spans[i].End) {
 			rv.ReachHops = max(rv.ReachHops, int(n.hop))
 		}
 		if out[i].Liveness == LivenessOrphaned {

@@ -1,5 +1,7 @@
 package verdict
 
+import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
+
 // rootRecord is what is kept of a root request after its spans have left: enough to judge
 // spans and traces that arrive later.
 // Its fields are ordered so that it takes 32 bytes (limits.max_root_records of them are kept).
@@ -34,11 +36,11 @@ func (c *Correlator) rootRecordOf(s *Span) rootRecord {
 		rec.gone = s.Deadline
 	}
 	switch {
-	case c.rules.cancelSignal(s) && !cutByOwnDeadline(s):
+	case c.rules.CancelSignal(s) && !cutByOwnDeadline(s):
 		rec.reason = EndReasonCancelled
-	case c.rules.deadlineSignal(s) || deadlineBeforeEnd(s):
+	case c.rules.DeadlineSignal(s) || deadlineBeforeEnd(s):
 		rec.reason = EndReasonDeadlineExceeded
-	case s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > grpcOK || s.ErrorType != "":
+	case s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > record.GRPCStatusOK || s.ErrorType != "":
 		rec.reason = EndReasonError
 	default:
 		rec.reason = EndReasonCompleted
@@ -67,12 +69,5 @@ func deadlineBeforeEnd(s *Span) bool { return s.Deadline > 0 && s.Deadline <= s.
 // status, no response status code, no error.type): when its deadline had passed by its end,
 // what cancelled it was that deadline, so the root ended deadline_exceeded, not cancelled.
 func cutByOwnDeadline(s *Span) bool {
-	return silentlyCancelledCall(s) && deadlineBeforeEnd(s)
-}
-
-// silentlyCancelledCall reports whether s is an HTTP CLIENT span with unset status, no response
-// status code and no error.type: recent HTTP conventions leave a deliberately cancelled client
-// call that way (DESIGN.md "Words": end reason).
-func silentlyCancelledCall(s *Span) bool {
-	return s.Kind == KindClient && s.IsHTTP && s.HTTPStatus == 0 && s.Status == StatusUnset && s.ErrorType == ""
+	return record.SilentlyCancelledCall(s) && deadlineBeforeEnd(s)
 }

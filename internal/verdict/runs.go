@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"cmp"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"math"
 	"slices"
 )
@@ -22,10 +23,10 @@ func opKey(s *Span) uint64 {
 		return s.MessageHash
 	}
 	// FNV-1a (TargetHash) over name, {0, kind, 0} and the target's hash, without allocating.
-	h := NewTargetHash().Add(s.Name).addByte(0).addByte(byte(s.Kind)).addByte(0)
+	h := NewTargetHash().Add(s.Name).AddByte(0).AddByte(byte(s.Kind)).AddByte(0)
 	if t := uint64(s.Target); t != 0 {
 		for range 8 {
-			h = h.addByte(byte(t))
+			h = h.AddByte(byte(t))
 			t >>= 8
 		}
 	}
@@ -44,7 +45,7 @@ func explicitRetry(s *Span) bool { return s.ResendCount >= 1 || s.Attempt >= 2 }
 // goesOnAcrossTraces: a run whose attempts carry an idempotency key, or deliveries of one
 // message, may go on in another trace (a client re-sending because it never got the answer, a
 // queue redelivering): neither a success nor its loop's end ends it (DESIGN.md "Run outcomes").
-func goesOnAcrossTraces(s *Span) bool { return s.KeyHash != 0 || isDelivery(s) }
+func goesOnAcrossTraces(s *Span) bool { return s.KeyHash != 0 || record.IsDelivery(s) }
 
 // runSoFar is what the rules of a run's end read of a run as its attempts are gathered in
 // start order (decideRuns), and of a run left open (openRun).
@@ -68,7 +69,7 @@ func (c *Correlator) add(r *runSoFar, spans []Span, i int32) {
 	s := &spans[i]
 	r.attempts++
 	r.end = max(r.end, s.End)
-	r.ok = r.ok || c.rules.attemptResult(s) == resultOK
+	r.ok = r.ok || c.rules.AttemptResult(s) == record.ResultOK
 	r.members = append(r.members, i)
 }
 
@@ -80,7 +81,7 @@ func (c *Correlator) attemptsOf(sc *scratch, spans []Span, nodes []node, out []V
 	refs := sc.attempts[:0]
 	for i := range spans {
 		s := &spans[i]
-		if !nodes[i].valid || nodes[i].isRoot && !isDelivery(s) || !c.rules.isAttempt(s) {
+		if !nodes[i].valid || nodes[i].isRoot && !record.IsDelivery(s) || !c.rules.IsAttempt(s) {
 			continue // roots are never attempts, but for a delivery that begins a trace
 		}
 		if in != nil && in.context != nil && in.context[i] {
@@ -255,7 +256,7 @@ func (c *Correlator) hedged(spans []Span, r *runSoFar, cur *Span) bool {
 // attempt). Without that cancellation, overlapping siblings are genuinely parallel work.
 func (c *Correlator) hedgedPair(a, b *Span) bool {
 	won := func(w, l *Span) bool {
-		return c.rules.attemptResult(w) == resultOK && c.rules.cancelSignal(l) && l.End-w.End <= int64(c.cfg.CancellationGrace)
+		return c.rules.AttemptResult(w) == record.ResultOK && c.rules.CancelSignal(l) && l.End-w.End <= int64(c.cfg.CancellationGrace)
 	}
 	return won(a, b) || won(b, a)
 }
@@ -268,7 +269,7 @@ func (c *Correlator) finalAttempt(spans []Span, run []int32) int32 {
 	winner, latest := int32(-1), run[0]
 	for _, i := range run {
 		s := &spans[i]
-		if c.rules.attemptResult(s) == resultOK && (winner < 0 || s.End < spans[winner].End) {
+		if c.rules.AttemptResult(s) == record.ResultOK && (winner < 0 || s.End < spans[winner].End) {
 			winner = i
 		}
 		if s.End >= spans[latest].End {
@@ -289,7 +290,7 @@ func (c *Correlator) priorStaysFinal(prior *openRun, spans []Span, cand int32) b
 	if prior.ok {
 		return true
 	}
-	return c.rules.attemptResult(&spans[cand]) != resultOK && prior.last.End > spans[cand].End
+	return c.rules.AttemptResult(&spans[cand]) != record.ResultOK && prior.last.End > spans[cand].End
 }
 
 // closeRun numbers the attempts of one run and, when the run is over, writes its outcome on the
@@ -331,7 +332,7 @@ func (c *Correlator) closeRun(sc *scratch, runs lockedRuns, spans []Span, nodes 
 	}
 	at := c.runOverAt(in, &spans[last], total, r)
 	outcome := c.runOutcome(spans, nodes, out, last, r.end)
-	ok := c.rules.attemptResult(&spans[last]) == resultOK
+	ok := c.rules.AttemptResult(&spans[last]) == record.ResultOK
 	if !runOver(in, at) {
 		// Until when it stays open while its attempts and the spans above them stay as they are:
 		// the moment runOverAt gives, which the incremental path reads (openedRun.until).
@@ -458,7 +459,7 @@ func (c *Correlator) loopSettled(loopEnd int64) int64 {
 // the run ended. One named step per rule, in the order of docs/verdicts.md.
 func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last int32, runEnd int64) Outcome {
 	s, n, v := &spans[last], &nodes[last], &out[last]
-	res := c.rules.attemptResult(s)
+	res := c.rules.AttemptResult(s)
 	switch {
 	case rootUnknown(n, v): // 1.
 		return OutcomeUnknownRoot
@@ -475,11 +476,11 @@ func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last 
 // resultOutcome: rule 5, the outcome the final attempt's own result gives a run whose root was
 // live when it ended: success, a retryable failure (a cancellation or timeout far from the gone
 // time is the attempt's own timeout), else a hard failure.
-func resultOutcome(res result) Outcome {
+func resultOutcome(res record.Result) Outcome {
 	switch res {
-	case resultOK:
+	case record.ResultOK:
 		return OutcomeSuccess
-	case resultRetryable, resultCancelled:
+	case record.ResultRetryable, record.ResultCancelled:
 		return OutcomeRetryableFailure
 	}
 	return OutcomeHardFailure
@@ -499,7 +500,7 @@ func finalAttemptOrphaned(v *Verdict) bool { return v.Liveness == LivenessOrphan
 // finalAttemptNoticed: rule 2, the final attempt itself recorded the cancellation or a passed
 // deadline at about the gone time (within cancellation.grace of it).
 func (c *Correlator) finalAttemptNoticed(s *Span, n *node) bool {
-	return c.rules.noticeSignal(s) && c.nearGone(n, s.End)
+	return c.rules.NoticeSignal(s) && c.nearGone(n, s.End)
 }
 
 // loopNoticed: rule 3, the loop around the attempts (the final attempt's parent span) recorded
@@ -507,12 +508,12 @@ func (c *Correlator) finalAttemptNoticed(s *Span, n *node) bool {
 // succeed and ended no later than cancellation.grace after the gone time. A loop whose parent
 // recorded the cancellation while its attempts went on long after (an LLM gateway's upstream
 // retries, a Python retry decorator around a cancelled coroutine) did not notice: rule 4.
-func (c *Correlator) loopNoticed(spans []Span, n *node, res result, lastEnd int64) bool {
-	if res == resultOK || n.parent < 0 {
+func (c *Correlator) loopNoticed(spans []Span, n *node, res record.Result, lastEnd int64) bool {
+	if res == record.ResultOK || n.parent < 0 {
 		return false
 	}
 	p := &spans[n.parent]
-	if !c.rules.noticeSignal(p) || !c.nearGone(n, p.End) {
+	if !c.rules.NoticeSignal(p) || !c.nearGone(n, p.End) {
 		return false
 	}
 	return c.nothingWentOn(n, lastEnd)

@@ -14,7 +14,7 @@ func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []
 	sc.isCall = grown(sc.isCall, len(spans))
 	isCall := sc.isCall
 	for i := range spans {
-		if nodes[i].valid && c.rules.isModelCall(&spans[i]) {
+		if nodes[i].valid && c.rules.IsModelCall(&spans[i]) {
 			isCall[i] = true
 		}
 	}

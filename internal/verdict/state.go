@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"sync"
 
 	"github.com/orphanwatch/orphanwatch/internal/bounded"
@@ -13,7 +14,7 @@ import (
 // idempotency-key hashes to the traces that carried them. It is safe for concurrent use.
 type Correlator struct {
 	cfg   Config
-	rules rules
+	rules record.Rules
 
 	prefixPriced prefixPricedSet // models told to cfg.PrefixPriced (spend.go)
 
@@ -96,7 +97,7 @@ func New(cfg Config) (*Correlator, error) {
 	}
 	c := &Correlator{
 		cfg:      cfg,
-		rules:    compileRules(cfg),
+		rules:    record.CompileRules(cfg),
 		roots:    bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
 		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
 		keys:     newKeyIndex(cfg.MaxKeys),

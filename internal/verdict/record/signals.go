@@ -1,19 +1,19 @@
-package verdict
+package record
 
 import "strings"
 
 // result is how one attempt ended.
-type result uint8
+type Result uint8
 
 const (
-	resultOK result = iota
-	resultRetryable
-	resultHard
-	resultCancelled
+	ResultOK Result = iota
+	ResultRetryable
+	ResultHard
+	ResultCancelled
 )
 
 // rules are the Config's lists compiled for lookups.
-type rules struct {
+type Rules struct {
 	cancel, deadline, retryable typeSet
 	retryHTTP                   map[int]struct{}
 	retryGRPC                   map[int]struct{}
@@ -48,7 +48,7 @@ func compileTypes(vs []string) typeSet {
 	return t
 }
 
-func compileRules(c Config) rules {
+func CompileRules(c Config) Rules {
 	set := func(vs []string) map[string]struct{} {
 		m := make(map[string]struct{}, len(vs))
 		for _, v := range vs {
@@ -63,7 +63,7 @@ func compileRules(c Config) rules {
 		}
 		return m
 	}
-	return rules{
+	return Rules{
 		cancel:    compileTypes(c.CancelErrorTypes),
 		deadline:  compileTypes(c.DeadlineErrorTypes),
 		retryable: compileTypes(c.RetryableErrorTypes),
@@ -140,7 +140,7 @@ const (
 // segment or a pattern) wins over a subclass match, so kotlinx.coroutines'
 // TimeoutCancellationException, listed among the deadline types, is a deadline although its
 // name ends in CancellationException.
-func (r *rules) classify(v string) typeClass {
+func (r *Rules) classify(v string) typeClass {
 	switch {
 	case v == "":
 		return typeOther
@@ -164,7 +164,7 @@ func (r *rules) classify(v string) typeClass {
 //
 // The span's records are classified once, by the first rule that asks (several rules ask of
 // every attempt), and the classes found kept on the span (Span.recorded).
-func (r *rules) recordsType(s *Span, class typeClass) bool {
+func (r *Rules) recordsType(s *Span, class typeClass) bool {
 	if s.recorded&recordedKnown == 0 {
 		s.recorded = recordedKnown | r.recordedClasses(s)
 	}
@@ -193,7 +193,7 @@ func recordedClass(class typeClass) recordedTypes {
 }
 
 // recordedClasses classifies each of the span's error.type, exception types and messages.
-func (r *rules) recordedClasses(s *Span) recordedTypes {
+func (r *Rules) recordedClasses(s *Span) recordedTypes {
 	got := recordedClass(r.classify(s.ErrorType))
 	for _, t := range s.ExceptionTypes {
 		got |= recordedClass(r.classify(t))
@@ -206,7 +206,7 @@ func (r *rules) recordedClasses(s *Span) recordedTypes {
 
 // gRPC status codes (grpc/doc/statuscodes.md).
 const (
-	grpcOK               = 0
+	GRPCStatusOK         = 0
 	grpcCancelled        = 1
 	grpcDeadlineExceeded = 4
 )
@@ -216,11 +216,18 @@ const (
 // common languages: Go, Python, Java and Kotlin, C#, JavaScript, Swift, Rust), or an HTTP
 // CLIENT span with unset status and no response status code (HTTP semantic conventions leave a
 // deliberately cancelled client call that way).
-func (r *rules) cancelSignal(s *Span) bool {
+func (r *Rules) CancelSignal(s *Span) bool {
 	if s.HTTPStatus == 499 || s.GRPCStatus == grpcCancelled || r.recordsType(s, typeCancel) {
 		return true
 	}
-	return silentlyCancelledCall(s) || proxySawClientLeave(s)
+	return SilentlyCancelledCall(s) || proxySawClientLeave(s)
+}
+
+// silentlyCancelledCall reports whether s is an HTTP CLIENT span with unset status, no response
+// status code and no error.type: recent HTTP conventions leave a deliberately cancelled client
+// call that way (DESIGN.md "Words": end reason).
+func SilentlyCancelledCall(s *Span) bool {
+	return s.Kind == KindClient && s.IsHTTP && s.HTTPStatus == 0 && s.Status == StatusUnset && s.ErrorType == ""
 }
 
 // proxySawClientLeave reports whether a proxy recorded that its client disconnected (DESIGN.md
@@ -253,12 +260,12 @@ func hasFlag(flags, flag string) bool {
 
 // deadlineSignal reports whether the span recorded a passed deadline: gRPC DEADLINE_EXCEEDED
 // or a deadline error.type or exception.
-func (r *rules) deadlineSignal(s *Span) bool {
+func (r *Rules) DeadlineSignal(s *Span) bool {
 	return s.GRPCStatus == grpcDeadlineExceeded || r.recordsType(s, typeDeadline)
 }
 
 // noticeSignal reports whether the span recorded the cancellation or a passed deadline.
-func (r *rules) noticeSignal(s *Span) bool { return r.cancelSignal(s) || r.deadlineSignal(s) }
+func (r *Rules) NoticeSignal(s *Span) bool { return r.CancelSignal(s) || r.DeadlineSignal(s) }
 
 // gaveUpWithoutResponse reports whether a CLIENT span ended without a response (DESIGN.md
 // "Words": a caller that gave up): it recorded a cancellation or a passed deadline
@@ -267,8 +274,8 @@ func (r *rules) noticeSignal(s *Span) bool { return r.cancelSignal(s) || r.deadl
 // (timeoutError), or a gateway timeout, HTTP 504 or 408. Any other response is one: a caller
 // that got it did not give up. A protocol that records no code (a span that is not HTTP) gives
 // up only by an error.
-func (r *rules) gaveUpWithoutResponse(s *Span) bool {
-	return s.HTTPStatus == 504 || s.HTTPStatus == 408 || r.noticeSignal(s) || timeoutError(s)
+func (r *Rules) GaveUpWithoutResponse(s *Span) bool {
+	return s.HTTPStatus == 504 || s.HTTPStatus == 408 || r.NoticeSignal(s) || timeoutError(s)
 }
 
 // timeoutError reports whether the span's error.type or one of its exception types names a
@@ -297,44 +304,44 @@ func namesTimeout(v string) bool {
 }
 
 // failed reports whether the span records an error of any kind.
-func failed(s *Span) bool {
-	return s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > grpcOK || s.ErrorType != "" || s.ErrorTag
+func Failed(s *Span) bool {
+	return s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > GRPCStatusOK || s.ErrorType != "" || s.ErrorTag
 }
 
 // attemptResult classifies how one attempt ended.
-func (r *rules) attemptResult(s *Span) result {
-	if r.noticeSignal(s) {
-		return resultCancelled
+func (r *Rules) AttemptResult(s *Span) Result {
+	if r.NoticeSignal(s) {
+		return ResultCancelled
 	}
-	if !failed(s) {
-		return resultOK
+	if !Failed(s) {
+		return ResultOK
 	}
 	if s.HTTPStatus >= 400 {
 		if _, ok := r.retryHTTP[s.HTTPStatus]; ok {
-			return resultRetryable
+			return ResultRetryable
 		}
-		return resultHard
+		return ResultHard
 	}
-	if s.GRPCStatus > grpcOK {
+	if s.GRPCStatus > GRPCStatusOK {
 		if _, ok := r.retryGRPC[s.GRPCStatus]; ok {
-			return resultRetryable
+			return ResultRetryable
 		}
-		return resultHard
+		return ResultHard
 	}
 	if r.retryable.matchExact(s.ErrorType) {
-		return resultRetryable
+		return ResultRetryable
 	}
 	for _, t := range s.ExceptionTypes { // litellm.RateLimitError recorded as an exception
 		if r.retryable.matchExact(t) {
-			return resultRetryable
+			return ResultRetryable
 		}
 	}
-	return resultHard
+	return ResultHard
 }
 
 // isModelCall reports whether the span itself is a model call candidate: it names a model and
 // carries token usage or a model operation name.
-func (r *rules) isModelCall(s *Span) bool {
+func (r *Rules) IsModelCall(s *Span) bool {
 	if s.Model == "" {
 		return false
 	}
@@ -351,21 +358,21 @@ func (r *rules) isModelCall(s *Span) bool {
 // is work like any call), and spans that carry an attempt number. A SERVER span is never an
 // attempt, whatever it carries (gen_ai.tool.name on a tool server's span included): it is the
 // callee's side of one (DESIGN.md "Words": attempt).
-func (r *rules) isAttempt(s *Span) bool {
+func (r *Rules) IsAttempt(s *Span) bool {
 	switch s.Kind {
 	case KindServer:
 		return false
 	case KindClient, KindProducer:
 		return true
 	case KindConsumer:
-		return isDelivery(s)
+		return IsDelivery(s)
 	}
-	return s.Operation != "" || s.ToolCall || s.ResendCount >= 0 || s.Attempt > 0 || r.isModelCall(s)
+	return s.Operation != "" || s.ToolCall || s.ResendCount >= 0 || s.Attempt > 0 || r.IsModelCall(s)
 }
 
 // isDelivery reports whether s delivers a known message to a CONSUMER: its message identity
 // (MessageHash) or a configured idempotency key names it, so that a redelivery of the same
 // message (its ack or commit lost) is another attempt of the same run (DESIGN.md "Words": run).
-func isDelivery(s *Span) bool {
+func IsDelivery(s *Span) bool {
 	return s.Kind == KindConsumer && (s.MessageHash != 0 || s.KeyHash != 0)
 }
