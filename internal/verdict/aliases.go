@@ -37,6 +37,12 @@ type (
 	Verdict = record.Verdict
 	// Stats is the correlator's counts: [record.Stats].
 	Stats = record.Stats
+	// Carried is a final verdict of a span that already left: [record.Carried].
+	Carried = record.Carried
+	// CarriedSpan is what a carried verdict keeps of its span: [record.CarriedSpan].
+	CarriedSpan = record.CarriedSpan
+	// Part says which part of a span's verdict is carried: [record.Part].
+	Part = record.Part
 )
 
 // Attribute and event names the verdicts are written with (record's attributes.go).
@@ -68,6 +74,13 @@ const (
 	AttrEventStart       = record.AttrEventStart
 	CarrierSpanName      = record.CarrierSpanName
 	AttrCarrier          = record.AttrCarrier
+)
+
+// Parts of a verdict carried (record's Part values).
+const (
+	PartAll  = record.PartAll
+	PartRun  = record.PartRun
+	PartEdge = record.PartEdge
 )
 
 // Span kinds (record's Kind values).

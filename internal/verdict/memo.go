@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"sync"
 
 	"github.com/orphanwatch/orphanwatch/internal/shard"
@@ -32,48 +33,6 @@ import (
 //
 // Carried verdicts leave on another span of their trace (the processor puts them on the root
 // when it can) or on a span made to carry them.
-
-// Carried is a final verdict of a span that already left: written as an EventVerdict event by
-// the processor. Part says which part of the span's verdict it is.
-type Carried struct {
-	Span    CarriedSpan
-	Verdict Verdict
-	Part    Part
-}
-
-// CarriedSpan is what a carried verdict keeps of its span: what names it in the event (trace
-// and span ID, name, kind, start, service), its end (the event's time), and the reader's Extra.
-// 96 bytes where the span's whole record is 328: a carried verdict is made for most spans of a
-// trace released in many parts.
-type CarriedSpan struct {
-	TraceID    TraceID
-	SpanID     SpanID
-	Service    string
-	Name       string
-	Start, End int64 // unix ns
-	Kind       Kind
-	Extra      any
-}
-
-// carriedOf is what a carried verdict keeps of s.
-func carriedOf(s *Span) CarriedSpan {
-	return CarriedSpan{TraceID: s.TraceID, SpanID: s.SpanID, Service: s.Service, Name: s.Name, Start: s.Start, End: s.End, Kind: s.Kind, Extra: s.Extra}
-}
-
-// Part is the part of a span's verdict a Carried holds.
-type Part uint8
-
-// Parts of a verdict carried.
-const (
-	// PartAll: the whole verdict of a span that left deferred.
-	PartAll Part = iota
-	// PartRun: only the outcome of a run whose final attempt, Span, left with the run open
-	// (Outcome, RunAttempts, RunOK); the rest of Span's verdict was written on it.
-	PartRun
-	// PartEdge: only the edge (CallerService) of an orphaned span that entered its service
-	// from a caller whose span arrived after it left.
-	PartEdge
-)
 
 // Decision is what [Correlator.Release] decided of the spans given.
 type Decision struct {
@@ -491,9 +450,9 @@ func (m *traceMemo) released(nOld int, vs []Verdict, extra func(i int) any) {
 func carryEarlier(d *Decision, m *traceMemo, i int, v *Verdict) {
 	switch {
 	case !m.emitted[i] && !v.Provisional:
-		d.Carried = append(d.Carried, Carried{Span: carriedOf(&m.spans[i]), Verdict: *v})
+		d.Carried = append(d.Carried, Carried{Span: record.CarriedOf(&m.spans[i]), Verdict: *v})
 	case m.emitted[i] && v.CallerService != "" && !m.edged[i]:
-		d.Carried = append(d.Carried, Carried{Span: carriedOf(&m.spans[i]), Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
+		d.Carried = append(d.Carried, Carried{Span: record.CarriedOf(&m.spans[i]), Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
 		m.edged[i] = true
 	}
 }
@@ -606,7 +565,7 @@ func (c *Correlator) nameEdgesLocked(ms lockedShard, t TraceID, m *traceMemo, no
 	defer c.relMu.Unlock()
 	for i := range verdicts {
 		if v := &verdicts[i]; v.CallerService != "" && !m.edged[i] {
-			c.swept = append(c.swept, Carried{Span: carriedOf(&m.spans[i]), Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
+			c.swept = append(c.swept, Carried{Span: record.CarriedOf(&m.spans[i]), Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
 			m.edged[i] = true
 		}
 	}
@@ -651,7 +610,7 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 			i = int(sub[p])
 		}
 		if !m.emitted[i] {
-			c.swept = append(c.swept, Carried{Span: carriedOf(&m.spans[i]), Verdict: verdicts[p]})
+			c.swept = append(c.swept, Carried{Span: record.CarriedOf(&m.spans[i]), Verdict: verdicts[p]})
 			c.sweptStats.Add(statsOf(m.spans[i:i+1], verdicts[p:p+1], st.RootMissing))
 			m.emitted[i] = true
 			m.edged[i] = verdicts[p].CallerService != ""

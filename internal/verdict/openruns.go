@@ -138,7 +138,7 @@ func priorClosed(out *decisionOut, prior *openRun) {
 // carryRun carries the outcome of a run over whose final attempt s left before (PartRun), in
 // the decision's return out.
 func carryRun(out *decisionOut, s *Span, outcome Outcome, attempts int, ok bool) {
-	out.carried = append(out.carried, Carried{Span: carriedOf(s), Part: PartRun,
+	out.carried = append(out.carried, Carried{Span: record.CarriedOf(s), Part: PartRun,
 		Verdict: Verdict{Outcome: outcome, RunAttempts: attempts, RunOK: ok}})
 	if outcome == OutcomeUnknownRoot {
 		out.unknown++
@@ -188,7 +188,7 @@ func runClosed(in *decisionIn, runs lockedRuns, dout *decisionOut, spans []Span,
 		v := &out[last]
 		// The open run's record of the attempt keeps the reader's Extra (the memo's keeps it
 		// only for spans that left without a verdict).
-		dout.carried = append(dout.carried, Carried{Span: carriedOf(&prior.last), Part: PartRun,
+		dout.carried = append(dout.carried, Carried{Span: record.CarriedOf(&prior.last), Part: PartRun,
 			Verdict: Verdict{Outcome: v.Outcome, RunAttempts: v.RunAttempts, RunOK: v.RunOK}})
 	}
 }
@@ -205,7 +205,7 @@ func inDecision(in *decisionIn, spans []Span, prior *openRun) bool {
 
 // sweptRun carries the outcome of an open run closed outside a release.
 func (c *Correlator) sweptRun(r *openRun) {
-	c.swept = append(c.swept, Carried{Span: carriedOf(&r.last), Part: PartRun,
+	c.swept = append(c.swept, Carried{Span: record.CarriedOf(&r.last), Part: PartRun,
 		Verdict: Verdict{Outcome: r.outcome, RunAttempts: r.attempts, RunOK: r.ok}})
 	if r.outcome == OutcomeUnknownRoot {
 		c.sweptStats.UnknownRootRuns++
