@@ -101,7 +101,7 @@ func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
 // DecideInto is Decide writing the verdicts into dst's memory when it is large enough (then the
 // result shares it; pass dst[:0] of a buffer reused across calls to save an allocation).
 func (c *Correlator) DecideInto(dst []Verdict, spans []Span) ([]Verdict, Stats) {
-	v, st, _ := c.decide(dst, spans, nil, decisionOut{})
+	v, st, _ := c.rules.decide(dst, spans, nil, decisionOut{}, c)
 	return v, st
 }
 
@@ -114,7 +114,7 @@ func (c *Correlator) DecideInto(dst []Verdict, spans []Span) ([]Verdict, Stats) 
 // when the trace has several) is booked after the rules (indexRoots).
 //
 // The steps, in order, are those of docs/verdicts.md; each is a method of its own.
-func (c *Correlator) decide(dst []Verdict, spans []Span, in *decisionIn, buf decisionOut) ([]Verdict, Stats, decisionOut) {
+func (c *Rules) decide(dst []Verdict, spans []Span, in *decisionIn, buf decisionOut, state decisionState) ([]Verdict, Stats, decisionOut) {
 	out := grown(dst, len(spans))
 	var st Stats
 	if len(spans) == 0 {
@@ -137,7 +137,7 @@ func (c *Correlator) decide(dst []Verdict, spans []Span, in *decisionIn, buf dec
 	breakCycles(sc, spans, out)
 	groupChildren(sc, spans, out)
 	// 4. Roots, what is known of the trace, key bindings.
-	known, bindings := c.findRoots(sc, c, spans)
+	known, bindings := c.findRoots(sc, state, spans)
 	st.RootMissing = known.n == 0
 	st.RootUnusable = st.RootMissing && known.unusable
 	// 5. Context inherited top-down: detachment, root, deadline, hop.
@@ -149,13 +149,13 @@ func (c *Correlator) decide(dst []Verdict, spans []Span, in *decisionIn, buf dec
 	markProvisional(sc, sc.nodes, out)
 	// 8. Spend, 9. runs, then 10. how far the cancellation reached (reach.go).
 	c.decideSpend(sc, spans, sc.nodes, out, &st)
-	c.runStep(sc, spans, out, &st)
+	c.runStep(sc, state, spans, out, &st)
 	decideNested(sc, spans, sc.nodes, out)
 	c.decideReach(spans, sc.nodes, out, sc.roots)
 	// 11. What later decisions of this trace need: which root each span had, when the trace
 	// has several (booked in the state, under its lock).
 	if known.n >= 2 {
-		c.indexRoots(spans, sc.nodes, sc.roots, sc.recs)
+		state.indexRoots(spans, sc.nodes, sc.roots, sc.recs)
 	}
 	return out, st, sc.out
 }
@@ -279,16 +279,16 @@ func validity(s *Span, maxDur int64) Invalid {
 }
 
 // saneTimes reports whether s's times make it usable (validity's time rules alone).
-func (c *Correlator) saneTimes(s *Span) bool {
+func (c *Rules) saneTimes(s *Span) bool {
 	return s.Start > 0 && s.End >= s.Start && !s.Future() && s.End-s.Start <= c.maxDuration()
 }
 
 // maxDuration is the longest a span may last, in nanoseconds: MaxRequestDuration.
-func (c *Correlator) maxDuration() int64 { return int64(c.cfg.MaxRequestDuration) }
+func (c *Rules) maxDuration() int64 { return int64(c.cfg.MaxRequestDuration) }
 
 // markFuture notes, on the spans that come with a clock at now (unix ns; 0: none), those
 // that end beyond it plus FutureTolerance (Span.Future). Once marked, a span stays so.
-func (c *Correlator) markFuture(spans []Span, now int64) {
+func (c *Rules) markFuture(spans []Span, now int64) {
 	if now <= 0 {
 		return
 	}
@@ -304,8 +304,8 @@ func (c *Correlator) markFuture(spans []Span, now int64) {
 // ending beyond now plus FutureTolerance is malformed (InvalidEndInFuture). It marks such
 // spans (Span.Future) in spans.
 func (c *Correlator) DecideAt(dst []Verdict, spans []Span, now int64) ([]Verdict, Stats) {
-	c.markFuture(spans, now)
-	v, st, _ := c.decide(dst, spans, nil, decisionOut{})
+	c.rules.markFuture(spans, now)
+	v, st, _ := c.rules.decide(dst, spans, nil, decisionOut{}, c)
 	return v, st
 }
 
@@ -412,7 +412,7 @@ func groupChildren(sc *scratch, spans []Span, out []Verdict) {
 // from the view of other traces (crossTrace), what is known of the trace from earlier
 // decisions (the root above each span whose parent is absent: rootOfAbsentParentLocked) and the
 // roots that idempotency keys bind to, once per key.
-func (c *Correlator) findRoots(sc *scratch, view crossTrace, spans []Span) (knownRoots, map[uint64]rootRecord) {
+func (c *Rules) findRoots(sc *scratch, view crossTrace, spans []Span) (knownRoots, map[uint64]rootRecord) {
 	nodes := sc.nodes
 	roots := sc.roots[:0]
 	for i := range spans {
@@ -434,7 +434,7 @@ func (c *Correlator) findRoots(sc *scratch, view crossTrace, spans []Span) (know
 // inheritContext is step 5: context, top-down from every root and every span whose parent is
 // absent: detached or not, the root it is judged against, the earliest deadline above it, its
 // service hop.
-func (c *Correlator) inheritContext(sc *scratch, spans []Span, out []Verdict, bindings map[uint64]rootRecord, st *Stats) {
+func (c *Rules) inheritContext(sc *scratch, spans []Span, out []Verdict, bindings map[uint64]rootRecord, st *Stats) {
 	nodes, kids := sc.nodes, sc.kids
 	var visit func(i int32, ctx spanContext)
 	visit = func(i int32, ctx spanContext) {
@@ -492,7 +492,7 @@ func (c *Correlator) inheritContext(sc *scratch, spans []Span, out []Verdict, bi
 }
 
 // judgeSpans is step 6: the liveness of every span (liveness.go).
-func (c *Correlator) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *Stats) {
+func (c *Rules) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *Stats) {
 	for i := range spans {
 		s, n, v := &spans[i], &sc.nodes[i], &out[i]
 		if detachedRoot(n) {
@@ -553,7 +553,7 @@ func isEntry(s, p *Span) bool {
 // earlier, it never makes one where there is none: without a root or a deadline a span stays
 // unknown (S9), unless it is work handed over to a queue by a request that completed
 // (handedOver), which only deadlines and its own callers judge.
-func (c *Correlator) goneOf(n *node) (int64, bool) {
+func (c *Rules) goneOf(n *node) (int64, bool) {
 	gone, ok := int64(0), false
 	if n.hasRoot {
 		gone, ok = n.rec.gone, true
@@ -572,7 +572,7 @@ func (c *Correlator) goneOf(n *node) (int64, bool) {
 // when the root's gone time or a deadline below it judges (as before deadlines were compared
 // across clocks), the caller's when a caller that gave up judges; a deadline alone is written
 // by some other clock, and always gets the tolerance.
-func (c *Correlator) skewOf(s *Span, n *node) int64 {
+func (c *Rules) skewOf(s *Span, n *node) int64 {
 	clock, known := "", false
 	if n.hasRoot {
 		clock, known = n.rec.service, true
@@ -588,7 +588,7 @@ func (c *Correlator) skewOf(s *Span, n *node) int64 {
 
 // callerJudges reports whether the end of a caller that gave up is the span's gone time:
 // earlier than its root's gone time and every deadline above it.
-func (c *Correlator) callerJudges(n *node) bool {
+func (c *Rules) callerJudges(n *node) bool {
 	gone, ok := c.goneOf(n)
 	return ok && n.gaveUp > 0 && gone == n.gaveUp && (!n.hasRoot || n.gaveUp < n.rec.gone) &&
 		(n.deadline == 0 || n.gaveUp < n.deadline)

@@ -354,7 +354,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 			}
 		}
 	}
-	valid := validity(s, c.maxDuration()) == Valid
+	valid := validity(s, c.rules.maxDuration()) == Valid
 	switch p, ok := ix.lookup(s.ParentID); {
 	case s.ParentID.IsZero():
 		if valid {
@@ -379,7 +379,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 		}
 		ix.waiting[s.ParentID] = i
 	}
-	if valid && !s.ParentID.IsZero() && c.rules.IsAttempt(s) {
+	if valid && !s.ParentID.IsZero() && c.rules.signals.IsAttempt(s) {
 		key := runKey{parent: s.ParentID, op: opKey(s)}
 		g := int32(-1)
 		if ix.byGroup != nil {
@@ -611,7 +611,7 @@ func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t Tr
 	all = append(all, spans...)
 	b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
 	in := decisionIn{t: t, mode: modeRelease, now: now, extra: extra, nOld: len(old), emitted: emitted, context: b.ctxPos}
-	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]})
+	verdicts, st, out := c.rules.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]}, c)
 	b.spansDecided += uint64(len(all))
 	keepCached(m, all, sub)
 	defer func() {

@@ -47,7 +47,7 @@ func detachedRoot(n *node) bool { return n.valid && n.isRoot && n.detached }
 // startsDetachedWork reports whether span i begins work meant to outlive the request, given
 // what it inherits (ctx): it is a messaging CONSUMER span that its producing request does not
 // wait for (see requestAwaits), or it is a follow-up (see isFollowUp).
-func (c *Correlator) startsDetachedWork(spans []Span, nodes []node, i int32, ctx *spanContext) bool {
+func (c *Rules) startsDetachedWork(spans []Span, nodes []node, i int32, ctx *spanContext) bool {
 	s := &spans[i]
 	if c.cfg.DetachConsumers && s.Kind == KindConsumer {
 		return !c.requestAwaits(spans, nodes, i)
@@ -64,7 +64,7 @@ func (c *Correlator) startsDetachedWork(spans []Span, nodes []node, i int32, ctx
 // and a durable workflow's activities are the common case; fire-and-forget work (the request
 // finished first) stays detached. Only a producer in the consumer's own trace (its parent) is
 // looked at: work reached through a span link is detached as before.
-func (c *Correlator) requestAwaits(spans []Span, nodes []node, i int32) bool {
+func (c *Rules) requestAwaits(spans []Span, nodes []node, i int32) bool {
 	pi := nodes[i].parent
 	if pi < 0 {
 		return false
@@ -93,7 +93,7 @@ func (c *Correlator) requestAwaits(spans []Span, nodes []node, i int32) bool {
 // up late: a workflow engine's activity that starts after its scheduling span ended, a server
 // that takes a request after its client timed out. It is judged like any span, and is
 // dispatched for nobody if it starts after the gone time.
-func (c *Correlator) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanContext) bool {
+func (c *Rules) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanContext) bool {
 	s, n := &spans[i], &nodes[i]
 	if s.Kind != KindServer || n.parent < 0 || !nodes[n.parent].timed {
 		return false
@@ -102,7 +102,7 @@ func (c *Correlator) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanCo
 	if notAfter(s.Start, p.End, c.skewBetween(s.Service, p.Service)) {
 		return false // not late
 	}
-	return ctx.hasRoot && ctx.rec.reason == EndReasonCompleted && !record.Failed(p) && !c.rules.GaveUpWithoutResponse(p)
+	return ctx.hasRoot && ctx.rec.reason == EndReasonCompleted && !record.Failed(p) && !c.signals.GaveUpWithoutResponse(p)
 }
 
 // callerGaveUp reports whether the caller of SERVER span s, its parent p, gave up on it, and
@@ -115,14 +115,14 @@ func (c *Correlator) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanCo
 // against p's end (goneOf), runs there that end later are delivered to nobody, and s, when
 // orphaned, is the edge the news did not cross (decideEdges). A caller that got a normal
 // response did not give up, whenever it ended.
-func (c *Correlator) callerGaveUp(s, p *Span) (int64, bool) {
+func (c *Rules) callerGaveUp(s, p *Span) (int64, bool) {
 	if s.Kind != KindServer || p.Kind != KindClient || p.Service == s.Service || p.Service == "" {
 		return 0, false
 	}
 	if notAfter(s.End, p.End, c.skewBetween(s.Service, p.Service)) {
 		return 0, false // the server ended first, as far as two clocks can tell
 	}
-	if !c.rules.GaveUpWithoutResponse(p) {
+	if !c.signals.GaveUpWithoutResponse(p) {
 		return 0, false
 	}
 	return p.End, true
@@ -132,7 +132,7 @@ func (c *Correlator) callerGaveUp(s, p *Span) (int64, bool) {
 // live if it ended by its gone time (goneOf; plus the clock-skew tolerance across services:
 // skewOf), orphaned after it, unless it noticed (see noticed). A span with no gone time is
 // unknown, but work handed over by a request that completed (bindDetached), which is live.
-func (c *Correlator) judgeLiveness(s *Span, n *node, v *Verdict) {
+func (c *Rules) judgeLiveness(s *Span, n *node, v *Verdict) {
 	gone, ok := c.goneOf(n)
 	if !ok && n.handedOver {
 		// Handed over by a request that completed, no deadline: nobody gave it up.
@@ -171,7 +171,7 @@ func notAfter(t, ref, tol int64) bool { return t <= ref+tol }
 // skewBetween is the clock-skew tolerance between moments read on the clocks of services a and
 // b: none on one service's clock, clock_skew_tolerance across services (docs/verdicts.md
 // "Choices where DESIGN.md was silent": Clock skew).
-func (c *Correlator) skewBetween(a, b string) int64 {
+func (c *Rules) skewBetween(a, b string) int64 {
 	if a == b {
 		return 0
 	}
@@ -182,6 +182,6 @@ func (c *Correlator) skewBetween(a, b string) int64 {
 // the passed deadline) itself and ended within cancellation.grace of the gone time: it noticed,
 // and unwinding took a moment (a cancelled client call that returns a few milliseconds after
 // its handler answered 499). It is not orphaned work (DESIGN.md "liveness of a span").
-func (c *Correlator) noticed(s *Span, gone int64) bool {
-	return c.rules.NoticeSignal(s) && s.End <= gone+int64(c.cfg.CancellationGrace)
+func (c *Rules) noticed(s *Span, gone int64) bool {
+	return c.signals.NoticeSignal(s) && s.End <= gone+int64(c.cfg.CancellationGrace)
 }

@@ -184,7 +184,7 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	if len(spans) == 0 {
 		return Decision{}
 	}
-	c.markFuture(spans, now)
+	c.rules.markFuture(spans, now)
 	t := spans[0].TraceID
 	ms := c.memoShardOf(t).lock()
 	if !c.Knows(t) {
@@ -207,7 +207,7 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64, extra f
 	if len(spans) == 0 {
 		return Decision{}
 	}
-	c.markFuture(spans, now)
+	c.rules.markFuture(spans, now)
 	ms := c.memoShardOf(spans[0].TraceID).lock()
 	defer ms.unlock()
 	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, extra)
@@ -286,7 +286,7 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 		}
 	}
 	in := decisionIn{t: t, mode: mode, now: now, extra: extra, nOld: nOld, emitted: emitted}
-	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: ms.inc.opened[:0]})
+	verdicts, st, out := c.rules.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: ms.inc.opened[:0]}, c)
 	ms.inc.spansDecided += uint64(len(all))
 	ms.inc.opened = out.opened[:0]
 	d := gatherDecision(dst, m, all, verdicts, in.nOld, nil, st, &out, nil)
@@ -560,7 +560,7 @@ func (c *Correlator) evictMemoLocked(ms lockedShard, q int, t TraceID, now int64
 // by the next Sweep.
 func (c *Correlator) nameEdgesLocked(ms lockedShard, t TraceID, m *traceMemo, now int64) {
 	in := decisionIn{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
-	verdicts, _, out := c.decide(ms.verdictBuf[:0], m.spans, &in, decisionOut{})
+	verdicts, _, out := c.rules.decide(ms.verdictBuf[:0], m.spans, &in, decisionOut{}, c)
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	for i := range verdicts {
@@ -596,7 +596,7 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 	if sub != nil {
 		in.context = b.ctxPos
 	}
-	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]})
+	verdicts, st, out := c.rules.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]}, c)
 	b.spansDecided += uint64(len(all))
 	if sub != nil {
 		keepCached(m, all, sub)

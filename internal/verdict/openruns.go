@@ -1,6 +1,11 @@
 package verdict
 
-import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
+import (
+	"sync"
+
+	"github.com/orphanwatch/orphanwatch/internal/bounded"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
+)
 
 // Open runs (memo.go's package comment): a run that is not over by the release's time stays
 // open instead of taking an outcome (runOverAt, runOver); later attempts, released later or in
@@ -56,13 +61,13 @@ func runIDOf(t TraceID, s *Span) runID {
 // several): the open-run table is locked (lockRuns) for the whole step, so that releases of two
 // traces in different memo shards continue a run in turn; the run rules get it as a parameter
 // and take no lock.
-func (c *Correlator) runStep(sc *scratch, spans []Span, out []Verdict, st *Stats) {
+func (c *Rules) runStep(sc *scratch, state decisionState, spans []Span, out []Verdict, st *Stats) {
 	refs := c.attemptsOf(sc, spans, sc.nodes, out)
 	if !sc.hasIn || len(refs) == 0 {
 		c.decideRuns(sc, spans, sc.nodes, out, refs, lockedRuns{}, st)
 		return
 	}
-	runs := c.lockRuns()
+	runs := state.lockRuns()
 	defer runs.unlock()
 	c.decideRuns(sc, spans, sc.nodes, out, refs, runs, st)
 }
@@ -71,29 +76,32 @@ func (c *Correlator) runStep(sc *scratch, spans []Span, out []Verdict, st *Stats
 // run rules reach it (continuedRun, runStaysOpen, runClosed take one), so that the lock is taken
 // by the time model around the run step (runStep), never by a rule. Got from lockRuns, given
 // back with unlock; the zero value, in a decision of its own, is never used.
-type lockedRuns struct{ c *Correlator }
+type lockedRuns struct {
+	open *bounded.Table[runID, *openRun]
+	mu   *sync.Mutex
+}
 
 // lockRuns locks the open-run table (relMu) for a decision's run step.
 func (c *Correlator) lockRuns() lockedRuns {
 	c.relMu.Lock()
-	return lockedRuns{c}
+	return lockedRuns{open: c.open, mu: &c.relMu}
 }
 
 // unlock gives the open-run table back.
-func (l lockedRuns) unlock() { l.c.relMu.Unlock() }
+func (l lockedRuns) unlock() { l.mu.Unlock() }
 
 // get is the open run id, nil when none.
 func (l lockedRuns) get(id runID) *openRun {
-	r, _ := l.c.open.Get(id)
+	r, _ := l.open.Get(id)
 	return r
 }
 
 // drop forgets the open run id: it is continued, or closed, by the decision.
-func (l lockedRuns) drop(id runID) { l.c.open.Delete(id) }
+func (l lockedRuns) drop(id runID) { l.open.Delete(id) }
 
 // keep makes o the open run id: the oldest open run is closed (carried) when MaxOpenRuns are
 // kept (New).
-func (l lockedRuns) keep(id runID, o *openRun) { l.c.open.Put(id, o) }
+func (l lockedRuns) keep(id runID, o *openRun) { l.open.Put(id, o) }
 
 // continuedRun finds the open run the attempt group refs continues (nil in: none).
 func continuedRun(in *decisionIn, runs lockedRuns, spans []Span, refs []attemptRef) continuation {

@@ -15,7 +15,7 @@ package verdict
 // is there: an orphaned caller above, which ends later and so often arrives later, would make
 // it no edge of its own. Until then the span's edge is pending (EdgePending): a later release
 // with the chain complete carries it (PartEdge).
-func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []Verdict) {
+func (c *Rules) decideEdges(sc *scratch, spans []Span, nodes []node, out []Verdict) {
 	whole := sc.input().chainsWhole()
 	for _, i := range sc.order { // parents before children
 		s, n := &spans[i], &nodes[i]
@@ -85,7 +85,7 @@ func HeldAbandonedRoot(v *Verdict, parentless bool) bool { return v.HasReach && 
 //
 // Hops are counted along the spans present in the decision; spans whose parent is absent are
 // not counted for any root.
-func (c *Correlator) decideReach(spans []Span, nodes []node, out []Verdict, roots []int32) {
+func (c *Rules) decideReach(spans []Span, nodes []node, out []Verdict, roots []int32) {
 	abandoned := false
 	for _, r := range roots {
 		if abandonedRoot(&nodes[r]) {
@@ -105,7 +105,7 @@ func (c *Correlator) decideReach(spans []Span, nodes []node, out []Verdict, root
 		if !rv.HasReach {
 			continue
 		}
-		if out[i].Outcome == OutcomeCancelled || c.rules.NoticeSignal(&spans[i]) && c.nearGone(n, spans[i].End) {
+		if out[i].Outcome == OutcomeCancelled || c.signals.NoticeSignal(&spans[i]) && c.nearGone(n, spans[i].End) {
 			rv.ReachHops = max(rv.ReachHops, int(n.hop))
 		}
 		if out[i].Liveness == LivenessOrphaned {

@@ -30,15 +30,15 @@ func preferredRoot(a, b rootRecord) bool {
 // rootRecordOf decides a root span's end reason and gone time (DESIGN.md "Words": gone time,
 // end reason). A cancellation signal wins; then a deadline signal or a deadline at or before
 // the end; then any error; otherwise the request completed.
-func (c *Correlator) rootRecordOf(s *Span) rootRecord {
+func (c *Rules) rootRecordOf(s *Span) rootRecord {
 	rec := rootRecord{gone: s.End, service: s.Service}
 	if s.Deadline > 0 && s.Deadline < rec.gone {
 		rec.gone = s.Deadline
 	}
 	switch {
-	case c.rules.CancelSignal(s) && !cutByOwnDeadline(s):
+	case c.signals.CancelSignal(s) && !cutByOwnDeadline(s):
 		rec.reason = EndReasonCancelled
-	case c.rules.DeadlineSignal(s) || deadlineBeforeEnd(s):
+	case c.signals.DeadlineSignal(s) || deadlineBeforeEnd(s):
 		rec.reason = EndReasonDeadlineExceeded
 	case s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > record.GRPCStatusOK || s.ErrorType != "":
 		rec.reason = EndReasonError
@@ -55,7 +55,7 @@ func (c *Correlator) rootRecordOf(s *Span) rootRecord {
 
 // rootIsDetached: a trace whose root is a messaging CONSUMER span, or whose root was reached
 // only through a span link, is detached work (DESIGN.md "Words": detached work).
-func (c *Correlator) rootIsDetached(s *Span) bool {
+func (c *Rules) rootIsDetached(s *Span) bool {
 	return (c.cfg.DetachConsumers && s.Kind == KindConsumer) || (c.cfg.DetachLinkedRoots && len(s.Links) > 0)
 }
 

@@ -65,23 +65,23 @@ type runSoFar struct {
 }
 
 // add counts attempt i in the run.
-func (c *Correlator) add(r *runSoFar, spans []Span, i int32) {
+func (c *Rules) add(r *runSoFar, spans []Span, i int32) {
 	s := &spans[i]
 	r.attempts++
 	r.end = max(r.end, s.End)
-	r.ok = r.ok || c.rules.AttemptResult(s) == record.ResultOK
+	r.ok = r.ok || c.signals.AttemptResult(s) == record.ResultOK
 	r.members = append(r.members, i)
 }
 
 // attemptsOf lists the attempt spans of the decision with their run keys (sc.attempts). A span
 // there only for its context (an incremental decision's ancestor) is marked an attempt, its run
 // decided before, and not listed.
-func (c *Correlator) attemptsOf(sc *scratch, spans []Span, nodes []node, out []Verdict) []attemptRef {
+func (c *Rules) attemptsOf(sc *scratch, spans []Span, nodes []node, out []Verdict) []attemptRef {
 	in := sc.input()
 	refs := sc.attempts[:0]
 	for i := range spans {
 		s := &spans[i]
-		if !nodes[i].valid || nodes[i].isRoot && !record.IsDelivery(s) || !c.rules.IsAttempt(s) {
+		if !nodes[i].valid || nodes[i].isRoot && !record.IsDelivery(s) || !c.signals.IsAttempt(s) {
 			continue // roots are never attempts, but for a delivery that begins a trace
 		}
 		if in != nil && in.context != nil && in.context[i] {
@@ -99,7 +99,7 @@ func (c *Correlator) attemptsOf(sc *scratch, spans []Span, nodes []node, out []V
 // decideRuns groups the attempts refs into runs and decides each run's outcome (DESIGN.md "Run
 // outcomes"; docs/verdicts.md "How attempts group into runs"). runs is the open-run table,
 // locked by the caller (runStep), within the time model; unused in a decision of its own.
-func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []Verdict, refs []attemptRef, runs lockedRuns, st *Stats) {
+func (c *Rules) decideRuns(sc *scratch, spans []Span, nodes []node, out []Verdict, refs []attemptRef, runs lockedRuns, st *Stats) {
 	in := sc.input()
 	// Group the attempts by run key, each group in start order (startOrder). Groups share no
 	// span, so the order in which they are taken does not matter.
@@ -193,7 +193,7 @@ func loopEndOf(spans []Span, nodes []node, i int32) int64 {
 //
 // Otherwise cur joins: an error, retryable or not, and a recorded cancellation do not end a
 // run that another try follows; a keyed re-send and a redelivery join after a success.
-func (c *Correlator) startsNewRun(spans []Span, r *runSoFar, cur *Span) bool {
+func (c *Rules) startsNewRun(spans []Span, r *runSoFar, cur *Span) bool {
 	switch {
 	case c.attemptsExhausted(r.attempts): // 1.
 		return true
@@ -211,7 +211,7 @@ func (c *Correlator) startsNewRun(spans []Span, r *runSoFar, cur *Span) bool {
 
 // noAttemptWithin: rule 2, cur started more than run_timeout (0: never) after the run's
 // attempts ended.
-func (c *Correlator) noAttemptWithin(r *runSoFar, cur *Span) bool {
+func (c *Rules) noAttemptWithin(r *runSoFar, cur *Span) bool {
 	return c.cfg.RunTimeout > 0 && cur.Start-r.end > int64(c.cfg.RunTimeout)
 }
 
@@ -234,7 +234,7 @@ func loopEndedAfter(r *runSoFar) bool {
 // grpc-previous-rpc-attempts, Envoy's x-envoy-attempt-count), it carries the run's idempotency
 // key or is a redelivery of its message, or it raced an attempt of the run as a hedge
 // (hedgedPair). Other overlapping same-name siblings are parallel work.
-func (c *Correlator) hedged(spans []Span, r *runSoFar, cur *Span) bool {
+func (c *Rules) hedged(spans []Span, r *runSoFar, cur *Span) bool {
 	if explicitRetry(cur) || goesOnAcrossTraces(cur) {
 		return true
 	}
@@ -254,9 +254,9 @@ func (c *Correlator) hedged(spans []Span, r *runSoFar, cur *Span) bool {
 // target, or key) raced as hedges: one succeeded and its own client cancelled the other, before
 // that success or within cancellation.grace after it, whichever ended first (DESIGN.md "Words":
 // attempt). Without that cancellation, overlapping siblings are genuinely parallel work.
-func (c *Correlator) hedgedPair(a, b *Span) bool {
+func (c *Rules) hedgedPair(a, b *Span) bool {
 	won := func(w, l *Span) bool {
-		return c.rules.AttemptResult(w) == record.ResultOK && c.rules.CancelSignal(l) && l.End-w.End <= int64(c.cfg.CancellationGrace)
+		return c.signals.AttemptResult(w) == record.ResultOK && c.signals.CancelSignal(l) && l.End-w.End <= int64(c.cfg.CancellationGrace)
 	}
 	return won(a, b) || won(b, a)
 }
@@ -265,11 +265,11 @@ func (c *Correlator) hedgedPair(a, b *Span) bool {
 // outcomes": decided from the run's final attempt): the first that succeeded (the earliest to
 // end among those that succeeded), else the last to end (of two that ended together, the later
 // to start). Hedged tries that lost, and keyed re-sends after a success, are never final.
-func (c *Correlator) finalAttempt(spans []Span, run []int32) int32 {
+func (c *Rules) finalAttempt(spans []Span, run []int32) int32 {
 	winner, latest := int32(-1), run[0]
 	for _, i := range run {
 		s := &spans[i]
-		if c.rules.AttemptResult(s) == record.ResultOK && (winner < 0 || s.End < spans[winner].End) {
+		if c.signals.AttemptResult(s) == record.ResultOK && (winner < 0 || s.End < spans[winner].End) {
 			winner = i
 		}
 		if s.End >= spans[latest].End {
@@ -286,11 +286,11 @@ func (c *Correlator) finalAttempt(spans []Span, run []int32) int32 {
 // trace or an earlier release whose memo is gone) stays the run's final attempt against cand,
 // the final attempt among the attempts of this decision: it succeeded, or neither did and it
 // ended later.
-func (c *Correlator) priorStaysFinal(prior *openRun, spans []Span, cand int32) bool {
+func (c *Rules) priorStaysFinal(prior *openRun, spans []Span, cand int32) bool {
 	if prior.ok {
 		return true
 	}
-	return c.rules.AttemptResult(&spans[cand]) != record.ResultOK && prior.last.End > spans[cand].End
+	return c.signals.AttemptResult(&spans[cand]) != record.ResultOK && prior.last.End > spans[cand].End
 }
 
 // closeRun numbers the attempts of one run and, when the run is over, writes its outcome on the
@@ -300,7 +300,7 @@ func (c *Correlator) priorStaysFinal(prior *openRun, spans []Span, cand int32) b
 // continued from an earlier decision (cont) goes on from that decision's count. What the time
 // model needs (runs left open, outcomes carried) goes to the decision's return (sc.out) and to
 // the open-run table runs (locked by runStep).
-func (c *Correlator) closeRun(sc *scratch, runs lockedRuns, spans []Span, nodes []node, out []Verdict, run []int32, split bool, cont continuation, r *runSoFar, st *Stats) {
+func (c *Rules) closeRun(sc *scratch, runs lockedRuns, spans []Span, nodes []node, out []Verdict, run []int32, split bool, cont continuation, r *runSoFar, st *Stats) {
 	in := sc.input()
 	for pos, i := range run {
 		s := &spans[i]
@@ -332,7 +332,7 @@ func (c *Correlator) closeRun(sc *scratch, runs lockedRuns, spans []Span, nodes 
 	}
 	at := c.runOverAt(in, &spans[last], total, r)
 	outcome := c.runOutcome(spans, nodes, out, last, r.end)
-	ok := c.rules.AttemptResult(&spans[last]) == record.ResultOK
+	ok := c.signals.AttemptResult(&spans[last]) == record.ResultOK
 	if !runOver(in, at) {
 		// Until when it stays open while its attempts and the spans above them stay as they are:
 		// the moment runOverAt gives, which the incremental path reads (openedRun.until).
@@ -388,7 +388,7 @@ func runOver(in *decisionIn, at int64) bool {
 // (settled: decision_wait, the longest the processor holds a span, and the clock-skew
 // tolerance, the attempts' ends being on their own service's clock). A loop that outlives its
 // parent (an attempt ended after the loop's span) waits for step 8.
-func (c *Correlator) runOverAt(in *decisionIn, s *Span, total int, r *runSoFar) int64 {
+func (c *Rules) runOverAt(in *decisionIn, s *Span, total int, r *runSoFar) int64 {
 	switch {
 	case in == nil: // 1.
 		return overNow
@@ -428,20 +428,20 @@ func decidedBefore(in *decisionIn, run []int32, cont continuation) bool {
 }
 
 // attemptsExhausted: a run of total attempts has reached max_attempts (0: no limit).
-func (c *Correlator) attemptsExhausted(total int) bool {
+func (c *Rules) attemptsExhausted(total int) bool {
 	return c.cfg.MaxAttempts > 0 && total >= c.cfg.MaxAttempts
 }
 
 // settled is when every span that ended by t (on its service's clock) has been released: t plus
 // decision_wait (ReleaseWait: the longest a component holds a span after it arrived) and the
 // clock-skew tolerance.
-func (c *Correlator) settled(t int64) int64 {
+func (c *Rules) settled(t int64) int64 {
 	return t + int64(c.cfg.ReleaseWait+c.cfg.ClockSkew)
 }
 
 // noAttemptAfter: step 8, when no further attempt can come any more: run_timeout (0: never)
 // after the run's attempts ended at end, settled.
-func (c *Correlator) noAttemptAfter(end int64) int64 {
+func (c *Rules) noAttemptAfter(end int64) int64 {
 	if c.cfg.RunTimeout <= 0 {
 		return overNever
 	}
@@ -450,16 +450,16 @@ func (c *Correlator) noAttemptAfter(end int64) int64 {
 
 // loopSettled: step 7, when a try that started before the loop's span ended (at loopEnd) and
 // ended soon after it has come: loopEnd, settled.
-func (c *Correlator) loopSettled(loopEnd int64) int64 {
+func (c *Rules) loopSettled(loopEnd int64) int64 {
 	return c.settled(loopEnd)
 }
 
 // runOutcome is where a run's outcome is decided (DESIGN.md "Run outcomes"; docs/verdicts.md
 // "How a run's outcome is decided"), from its final attempt and the liveness of the root when
 // the run ended. One named step per rule, in the order of docs/verdicts.md.
-func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last int32, runEnd int64) Outcome {
+func (c *Rules) runOutcome(spans []Span, nodes []node, out []Verdict, last int32, runEnd int64) Outcome {
 	s, n, v := &spans[last], &nodes[last], &out[last]
-	res := c.rules.AttemptResult(s)
+	res := c.signals.AttemptResult(s)
 	switch {
 	case rootUnknown(n, v): // 1.
 		return OutcomeUnknownRoot
@@ -499,8 +499,8 @@ func finalAttemptOrphaned(v *Verdict) bool { return v.Liveness == LivenessOrphan
 
 // finalAttemptNoticed: rule 2, the final attempt itself recorded the cancellation or a passed
 // deadline at about the gone time (within cancellation.grace of it).
-func (c *Correlator) finalAttemptNoticed(s *Span, n *node) bool {
-	return c.rules.NoticeSignal(s) && c.nearGone(n, s.End)
+func (c *Rules) finalAttemptNoticed(s *Span, n *node) bool {
+	return c.signals.NoticeSignal(s) && c.nearGone(n, s.End)
 }
 
 // loopNoticed: rule 3, the loop around the attempts (the final attempt's parent span) recorded
@@ -508,12 +508,12 @@ func (c *Correlator) finalAttemptNoticed(s *Span, n *node) bool {
 // succeed and ended no later than cancellation.grace after the gone time. A loop whose parent
 // recorded the cancellation while its attempts went on long after (an LLM gateway's upstream
 // retries, a Python retry decorator around a cancelled coroutine) did not notice: rule 4.
-func (c *Correlator) loopNoticed(spans []Span, n *node, res record.Result, lastEnd int64) bool {
+func (c *Rules) loopNoticed(spans []Span, n *node, res record.Result, lastEnd int64) bool {
 	if res == record.ResultOK || n.parent < 0 {
 		return false
 	}
 	p := &spans[n.parent]
-	if !c.rules.NoticeSignal(p) || !c.nearGone(n, p.End) {
+	if !c.signals.NoticeSignal(p) || !c.nearGone(n, p.End) {
 		return false
 	}
 	return c.nothingWentOn(n, lastEnd)
@@ -522,14 +522,14 @@ func (c *Correlator) loopNoticed(spans []Span, n *node, res record.Result, lastE
 // nothingWentOn: no attempt of the run ended later than cancellation.grace after the gone time
 // (runEnd: the latest end among its attempts): a run whose attempts went on past the grace is
 // delivered_to_nobody, whoever recorded the cancellation (DESIGN.md "Run outcomes": cancelled).
-func (c *Correlator) nothingWentOn(n *node, runEnd int64) bool {
+func (c *Rules) nothingWentOn(n *node, runEnd int64) bool {
 	gone, known := c.goneOf(n)
 	return !known || runEnd <= gone+int64(c.cfg.CancellationGrace)
 }
 
 // nearGone reports whether t is within cancellation.grace of the span's gone time ("at about
 // the gone time"); true when no gone time is known.
-func (c *Correlator) nearGone(n *node, t int64) bool {
+func (c *Rules) nearGone(n *node, t int64) bool {
 	gone, known := c.goneOf(n)
 	if !known {
 		return true

@@ -10,11 +10,11 @@ import (
 // token usage or a model operation (gen_ai.operation.name chat, ...) none of whose descendants
 // is a model call: spans that repeat their children's usage (an agent or workflow span, the
 // Vercel AI SDK's ai.generateText around ai.generateText.doGenerate) are not counted twice.
-func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []Verdict, st *Stats) {
+func (c *Rules) decideSpend(sc *scratch, spans []Span, nodes []node, out []Verdict, st *Stats) {
 	sc.isCall = grown(sc.isCall, len(spans))
 	isCall := sc.isCall
 	for i := range spans {
-		if nodes[i].valid && c.rules.IsModelCall(&spans[i]) {
+		if nodes[i].valid && c.signals.IsModelCall(&spans[i]) {
 			isCall[i] = true
 		}
 	}
@@ -55,7 +55,7 @@ func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []
 // priceOf looks a model up in the price table: exactly, else by the longest configured name
 // that prefixes it ("gpt-4o-2024-08-06" uses "gpt-4o"; "gpt-4o-mini-2024-07-18" uses
 // "gpt-4o-mini"). A model priced by a prefix is told to Config.PrefixPriced once.
-func (c *Correlator) priceOf(model string) (Price, bool) {
+func (c *Rules) priceOf(model string) (Price, bool) {
 	if p, ok := c.cfg.Prices[model]; ok {
 		return p, true
 	}

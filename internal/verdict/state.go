@@ -1,7 +1,6 @@
 package verdict
 
 import (
-	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"sync"
 
 	"github.com/orphanwatch/orphanwatch/internal/bounded"
@@ -14,9 +13,7 @@ import (
 // idempotency-key hashes to the traces that carried them. It is safe for concurrent use.
 type Correlator struct {
 	cfg   Config
-	rules record.Rules
-
-	prefixPriced prefixPricedSet // models told to cfg.PrefixPriced (spend.go)
+	rules *Rules // the verdict rules (rules.go), for cfg
 
 	mu sync.Mutex
 	// roots are the root records, within MaxRootRecords (the oldest evicted first).
@@ -97,7 +94,7 @@ func New(cfg Config) (*Correlator, error) {
 	}
 	c := &Correlator{
 		cfg:      cfg,
-		rules:    record.CompileRules(cfg),
+		rules:    newRules(cfg),
 		roots:    bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
 		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
 		keys:     newKeyIndex(cfg.MaxKeys),
@@ -136,7 +133,7 @@ func (c *Correlator) Observe(spans []Span) { c.ObserveAt(spans, 0) }
 // at once, judged without a root (liveness unknown, runs unknown_root), rather than waiting
 // MaxRequestDuration for a root that has come already. It marks future spans in spans.
 func (c *Correlator) ObserveAt(spans []Span, now int64) {
-	c.markFuture(spans, now)
+	c.rules.markFuture(spans, now)
 	c.observeRootsLocked(spans)
 	for i := range spans {
 		if s := &spans[i]; s.KeyHash != 0 && !s.TraceID.IsZero() && !s.SpanID.IsZero() {
@@ -155,13 +152,13 @@ func (c *Correlator) observeRootsLocked(spans []Span) {
 		if s.TraceID.IsZero() || s.SpanID.IsZero() {
 			continue
 		}
-		if s.ParentID.IsZero() && !c.saneTimes(s) {
+		if s.ParentID.IsZero() && !c.rules.saneTimes(s) {
 			if _, ok := c.roots.Get(s.TraceID); !ok {
 				c.badRoots.Put(s.TraceID, struct{}{})
 			}
 		} else if s.ParentID.IsZero() {
 			c.badRoots.Delete(s.TraceID)
-			rec := c.rootRecordOf(s)
+			rec := c.rules.rootRecordOf(s)
 			if old, ok := c.roots.Get(s.TraceID); ok {
 				// Two roots (or the same root twice): count the second, keep the preferred.
 				n := old.nroots

@@ -8,7 +8,7 @@ import (
 
 // Rules of issue 10: the cancellation and deadline names of more languages, classified.
 func TestClassifyCancellationTypesOfMoreLanguages(t *testing.T) {
-	r := CompileRules(DefaultConfig())
+	r := CompileSignals(DefaultConfig())
 	for _, c := range []struct {
 		typ  string
 		want typeClass

@@ -178,7 +178,7 @@ func (h TargetHash) Add(part string) TargetHash {
 	return h
 }
 
-// addByte returns h extended by b: one FNV-1a step.
+// AddByte returns h extended by b: one FNV-1a step.
 func (h TargetHash) AddByte(b byte) TargetHash { return (h ^ TargetHash(b)) * fnvPrime64 }
 
 // AddInt returns h extended by the decimal digits of n, as strconv.FormatInt(n, 10) would

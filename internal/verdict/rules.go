@@ -1,0 +1,33 @@
+package verdict
+
+import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
+
+// Rules are the verdict rules of docs/verdicts.md for one Config: a decision (decide) and each
+// of its steps, functions of the spans, the time and what the decision is given. They take no
+// lock and keep nothing between decisions but the model names told to Config.PrefixPriced;
+// what they read of other traces, and the open runs, comes in through decisionState.
+type Rules struct {
+	cfg          Config
+	signals      record.Signals
+	prefixPriced prefixPricedSet // models told to cfg.PrefixPriced (spend.go)
+}
+
+// newRules returns the rules for cfg, a valid Config.
+func newRules(cfg Config) *Rules {
+	return &Rules{cfg: cfg, signals: record.CompileSignals(cfg)}
+}
+
+// decisionState is what a decision reaches beyond the spans it decides, implemented by the
+// Correlator's state and time model: other traces (crossTrace, read-only, under the state's
+// lock), the open-run table (lockRuns: locked by the time model for the run step, given to
+// the run rules as a parameter), and what the decision books for later decisions of its trace
+// (indexRoots, step 11). It is called a few times per decision, never per span.
+type decisionState interface {
+	crossTrace
+	// lockRuns locks the open-run table for a decision's run step (runStep), which unlocks it.
+	lockRuns() lockedRuns
+	// indexRoots books which root each span had, in a trace with several.
+	indexRoots(spans []Span, nodes []node, roots []int32, recs []rootRecord)
+}
+
+var _ decisionState = (*Correlator)(nil)
