@@ -2,21 +2,22 @@ package verdict
 
 import (
 	"cmp"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"slices"
 	"sync"
 )
 
 // node is the working state of one span during Decide.
-type node struct {
-	parent int32 // index of the parent span in the batch, -1 if none or not present
+type Node struct {
+	Parent int32 // index of the parent span in the batch, -1 if none or not present
 	// The children of the span are scratch.kids[kidsFrom:kidsEnd], in index order.
 	kidsFrom, kidsEnd int32
-	valid             bool
+	Valid             bool
 	timed             bool // usable start and end times: the span can shape its subtree even without a verdict
 	// context inherited top-down
 	detached bool
 	bound    bool       // detached work bound to a root by a key or a deadline
-	rec      rootRecord // the root this span is judged against, when hasRoot
+	rec      RootRecord // the root this span is judged against, when hasRoot
 	hasRoot  bool
 	deadline int64 // earliest deadline on the span or its ancestors, 0 if none
 	// gaveUp is the earliest end of a caller that gave up on the span or a span above it
@@ -27,11 +28,11 @@ type node struct {
 	// (bindDetached): judged only against the deadlines it carries, else live.
 	handedOver bool
 	done       bool
-	modelDesc  bool   // a descendant is a model call
-	isRoot     bool   // a valid span without a parent
-	root       int32  // index of the span's root among the decision's roots, -1 if not one
-	rootID     SpanID // the span ID of the span's root, when known
-	hop        int32  // service hops from the root (isEntry), counted along present parents
+	modelDesc  bool          // a descendant is a model call
+	IsRoot     bool          // a valid span without a parent
+	root       int32         // index of the span's root among the decision's roots, -1 if not one
+	RootID     record.SpanID // the span ID of the span's root, when known
+	hop        int32         // service hops from the root (isEntry), counted along present parents
 	// orphanedEntryAbove: an orphaned span entering a service stands above this one (the
 	// edge was already named there).
 	orphanedEntryAbove bool
@@ -49,7 +50,7 @@ type idChain struct{ head, tail int32 }
 // scratch is Decide's working memory, reused across calls (through scratchPool) so that deciding
 // a trace allocates little beyond its verdicts.
 type scratch struct {
-	nodes  []node
+	nodes  []Node
 	canon  []int32
 	next   []int32
 	kids   []int32
@@ -60,49 +61,33 @@ type scratch struct {
 	attempts []attemptRef
 	run      []int32
 	members  []int32 // decideRuns: the attempts of the run being gathered (runSoFar.members)
-	byID     map[SpanID]idChain
+	byID     map[record.SpanID]idChain
 	roots    []int32      // the decision's roots
-	recs     []rootRecord // their records, by position in roots
-	above    []absentParentRoot
+	recs     []RootRecord // their records, by position in roots
+	above    []AbsentParentRoot
 	order    []int32 // spans in visiting order: every parent before its children
 	// in is what the time model gave the decision (memo.go), when hasIn; a decision of its own
 	// has none (input: nil). out is what the decision returns to it (decide).
-	in    decisionIn
+	in    DecisionIn
 	hasIn bool
-	out   decisionOut
+	out   DecisionOut
 }
 
 // input is the time model's input of the decision (memo.go), nil for a decision of its own.
-func (sc *scratch) input() *decisionIn {
+func (sc *scratch) input() *DecisionIn {
 	if !sc.hasIn {
 		return nil
 	}
 	return &sc.in
 }
 
-var scratchPool = sync.Pool{New: func() any { return &scratch{byID: map[SpanID]idChain{}} }}
+var scratchPool = sync.Pool{New: func() any { return &scratch{byID: map[record.SpanID]idChain{}} }}
 
 // grown returns b resized to n zeroed elements, reusing its memory when it can.
-func grown[T any](b []T, n int) []T {
+func Grown[T any](b []T, n int) []T {
 	b = slices.Grow(b[:0], n)[:n]
 	clear(b)
 	return b
-}
-
-// Decide computes the verdict of every span of one trace, in the order given. spans should be
-// all the spans of the trace that are held (a late span may come alone: it is judged against
-// the retained root record). Decide changes nothing of spans but what they cache of their records
-// (Span's classified records, written by the first rule that asks): two goroutines may not decide one slice
-// of spans at once. Call Observe for the spans first.
-func (c *Correlator) Decide(spans []Span) ([]Verdict, Stats) {
-	return c.DecideInto(nil, spans)
-}
-
-// DecideInto is Decide writing the verdicts into dst's memory when it is large enough (then the
-// result shares it; pass dst[:0] of a buffer reused across calls to save an allocation).
-func (c *Correlator) DecideInto(dst []Verdict, spans []Span) ([]Verdict, Stats) {
-	v, st, _ := c.rules.decide(dst, spans, nil, decisionOut{}, c)
-	return v, st
 }
 
 // decide is Decide within the time model (memo.go) when in is set: runs may stay open,
@@ -114,9 +99,9 @@ func (c *Correlator) DecideInto(dst []Verdict, spans []Span) ([]Verdict, Stats) 
 // when the trace has several) is booked after the rules (indexRoots).
 //
 // The steps, in order, are those of docs/verdicts.md; each is a method of its own.
-func (c *Rules) decide(dst []Verdict, spans []Span, in *decisionIn, buf decisionOut, state decisionState) ([]Verdict, Stats, decisionOut) {
-	out := grown(dst, len(spans))
-	var st Stats
+func (c *Rules) Decide(dst []record.Verdict, spans []record.Span, in *DecisionIn, buf DecisionOut, state State) ([]record.Verdict, record.Stats, DecisionOut) {
+	out := Grown(dst, len(spans))
+	var st record.Stats
 	if len(spans) == 0 {
 		return out, st, buf
 	}
@@ -126,11 +111,11 @@ func (c *Rules) decide(dst []Verdict, spans []Span, in *decisionIn, buf decision
 	}
 	sc.out = buf
 	defer sc.put()
-	sc.nodes = grown(sc.nodes, len(spans))
+	sc.nodes = Grown(sc.nodes, len(spans))
 
 	// 1. Validity and the span-ID index.
-	if !indexSpans(sc, spans, out, false, c.maxDuration()) {
-		indexSpans(sc, spans, out, true, c.maxDuration())
+	if !indexSpans(sc, spans, out, false, c.MaxDuration()) {
+		indexSpans(sc, spans, out, true, c.MaxDuration())
 	}
 	// 2. Parent links. 3. Cycles broken, children grouped.
 	linkParents(sc, spans, out)
@@ -138,8 +123,8 @@ func (c *Rules) decide(dst []Verdict, spans []Span, in *decisionIn, buf decision
 	groupChildren(sc, spans, out)
 	// 4. Roots, what is known of the trace, key bindings.
 	known, bindings := c.findRoots(sc, state, spans)
-	st.RootMissing = known.n == 0
-	st.RootUnusable = st.RootMissing && known.unusable
+	st.RootMissing = known.N == 0
+	st.RootUnusable = st.RootMissing && known.Unusable
 	// 5. Context inherited top-down: detachment, root, deadline, hop.
 	c.inheritContext(sc, spans, out, bindings, &st)
 	// 6. Liveness of every span (liveness.go).
@@ -154,18 +139,18 @@ func (c *Rules) decide(dst []Verdict, spans []Span, in *decisionIn, buf decision
 	c.decideReach(spans, sc.nodes, out, sc.roots)
 	// 11. What later decisions of this trace need: which root each span had, when the trace
 	// has several (booked in the state, under its lock).
-	if known.n >= 2 {
-		state.indexRoots(spans, sc.nodes, sc.roots, sc.recs)
+	if known.N >= 2 {
+		state.IndexRoots(spans, sc.nodes, sc.roots, sc.recs)
 	}
 	return out, st, sc.out
 }
 
 // put returns the scratch to the pool, dropping what it points into (span strings, records).
 func (sc *scratch) put() {
-	sc.in, sc.hasIn, sc.out = decisionIn{}, false, decisionOut{}
+	sc.in, sc.hasIn, sc.out = DecisionIn{}, false, DecisionOut{}
 	clear(sc.nodes)
 	if len(sc.byID) > 1<<14 {
-		sc.byID = map[SpanID]idChain{} // do not keep a huge trace's table
+		sc.byID = map[record.SpanID]idChain{} // do not keep a huge trace's table
 	} else {
 		clear(sc.byID)
 	}
@@ -181,8 +166,8 @@ func (sc *scratch) put() {
 // is kept must not depend on arrival order, so indexSpans stops, reporting false, and the
 // caller indexes again with canonical set: in a canonical order (span ID, kind, start, end,
 // name).
-func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool, maxDur int64) bool {
-	sc.canon = grown(sc.canon, len(spans))
+func indexSpans(sc *scratch, spans []record.Span, out []record.Verdict, canonical bool, maxDur int64) bool {
+	sc.canon = Grown(sc.canon, len(spans))
 	canon := sc.canon
 	for i := range canon {
 		canon[i] = int32(i)
@@ -190,7 +175,7 @@ func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool, maxDur
 	byID := sc.byID
 	clear(byID)
 	for j := range out {
-		out[j].Invalid = Valid
+		out[j].Invalid = record.Valid
 	}
 	if canonical {
 		// slices.SortFunc runs the same pdqsort as sort.Slice did: equal spans keep their order.
@@ -211,7 +196,7 @@ func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool, maxDur
 			return cmp.Compare(sa.Name, sb.Name)
 		})
 	}
-	sc.next = grown(sc.next, len(spans))
+	sc.next = Grown(sc.next, len(spans))
 	next := sc.next
 	nodes := sc.nodes
 	for _, ci := range canon {
@@ -221,8 +206,8 @@ func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool, maxDur
 		if _, repeated := byID[s.SpanID]; repeated && !canonical && !s.SpanID.IsZero() {
 			return false
 		}
-		n.parent = -1
-		out[i].Invalid = validity(s, maxDur)
+		n.Parent = -1
+		out[i].Invalid = Validity(s, maxDur)
 		if s.SpanID.IsZero() {
 			continue
 		}
@@ -234,13 +219,13 @@ func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool, maxDur
 				// An exact copy (an upstream exporter that retried) leaves the first copy its
 				// verdict; two different spans with one ID leave neither trustworthy.
 				if o.Start != s.Start || o.End != s.End || o.Name != s.Name || o.ParentID != s.ParentID {
-					out[j].Invalid = InvalidDuplicate
+					out[j].Invalid = record.InvalidDuplicate
 				}
 			}
 		}
 		if dup {
-			if out[i].Invalid == Valid {
-				out[i].Invalid = InvalidDuplicate
+			if out[i].Invalid == record.Valid {
+				out[i].Invalid = record.InvalidDuplicate
 			}
 			continue
 		}
@@ -260,35 +245,35 @@ func indexSpans(sc *scratch, spans []Span, out []Verdict, canonical bool, maxDur
 // an end before its start, an end beyond the clock it came with (markFuture), or a duration
 // longer than maxDur (MaxRequestDuration; 0: none). Such a span counts no time: no liveness
 // but unknown, no spend, no attempt, and it is not a root.
-func validity(s *Span, maxDur int64) Invalid {
+func Validity(s *record.Span, maxDur int64) record.Invalid {
 	switch {
 	case s.TraceID.IsZero():
-		return InvalidTraceID
+		return record.InvalidTraceID
 	case s.SpanID.IsZero():
-		return InvalidSpanID
+		return record.InvalidSpanID
 	case s.Start <= 0 || s.End <= 0:
-		return InvalidTimes
+		return record.InvalidTimes
 	case s.End < s.Start:
-		return InvalidEndBeforeStart
+		return record.InvalidEndBeforeStart
 	case s.Future():
-		return InvalidEndInFuture
+		return record.InvalidEndInFuture
 	case maxDur > 0 && s.End-s.Start > maxDur:
-		return InvalidTooLong
+		return record.InvalidTooLong
 	}
-	return Valid
+	return record.Valid
 }
 
 // saneTimes reports whether s's times make it usable (validity's time rules alone).
-func (c *Rules) saneTimes(s *Span) bool {
-	return s.Start > 0 && s.End >= s.Start && !s.Future() && s.End-s.Start <= c.maxDuration()
+func (c *Rules) SaneTimes(s *record.Span) bool {
+	return s.Start > 0 && s.End >= s.Start && !s.Future() && s.End-s.Start <= c.MaxDuration()
 }
 
 // maxDuration is the longest a span may last, in nanoseconds: MaxRequestDuration.
-func (c *Rules) maxDuration() int64 { return int64(c.cfg.MaxRequestDuration) }
+func (c *Rules) MaxDuration() int64 { return int64(c.cfg.MaxRequestDuration) }
 
 // markFuture notes, on the spans that come with a clock at now (unix ns; 0: none), those
 // that end beyond it plus FutureTolerance (Span.Future). Once marked, a span stays so.
-func (c *Rules) markFuture(spans []Span, now int64) {
+func (c *Rules) MarkFuture(spans []record.Span, now int64) {
 	if now <= 0 {
 		return
 	}
@@ -300,19 +285,10 @@ func (c *Rules) markFuture(spans []Span, now int64) {
 	}
 }
 
-// DecideAt is DecideInto for spans that come at now (unix ns, the caller's clock): a span
-// ending beyond now plus FutureTolerance is malformed (InvalidEndInFuture). It marks such
-// spans (Span.Future) in spans.
-func (c *Correlator) DecideAt(dst []Verdict, spans []Span, now int64) ([]Verdict, Stats) {
-	c.rules.markFuture(spans, now)
-	v, st, _ := c.rules.decide(dst, spans, nil, decisionOut{}, c)
-	return v, st
-}
-
 // linkParents is step 2: each span's parent among the spans present. Among spans sharing the
 // parent's ID, prefer the one in the child's own service (the server half that made the child),
 // else a CLIENT/PRODUCER half.
-func linkParents(sc *scratch, spans []Span, out []Verdict) {
+func linkParents(sc *scratch, spans []record.Span, out []record.Verdict) {
 	byID, next, nodes := sc.byID, sc.next, sc.nodes
 	for i := range spans {
 		s := &spans[i]
@@ -321,8 +297,8 @@ func linkParents(sc *scratch, spans []Span, out []Verdict) {
 		}
 		if s.ParentID == s.SpanID {
 			// Its own parent: the shortest cycle.
-			if out[i].Invalid == Valid {
-				out[i].Invalid = InvalidParentCycle
+			if out[i].Invalid == record.Valid {
+				out[i].Invalid = record.InvalidParentCycle
 			}
 			continue
 		}
@@ -336,15 +312,15 @@ func linkParents(sc *scratch, spans []Span, out []Verdict) {
 				best = j
 			}
 		}
-		nodes[i].parent = best
+		nodes[i].Parent = best
 	}
 }
 
 // breakCycles is step 3: a parent chain that comes back to a span it passed. Every span on the
 // cycle is malformed; spans hanging below a cycle are judged as if their parent were missing.
-func breakCycles(sc *scratch, spans []Span, out []Verdict) {
+func breakCycles(sc *scratch, spans []record.Span, out []record.Verdict) {
 	nodes := sc.nodes
-	sc.state = grown(sc.state, len(spans)) // 0 new, 1 on stack, 2 done
+	sc.state = Grown(sc.state, len(spans)) // 0 new, 1 on stack, 2 done
 	state := sc.state
 	stack := sc.stack[:0]
 	for i := range spans {
@@ -356,7 +332,7 @@ func breakCycles(sc *scratch, spans []Span, out []Verdict) {
 		for j >= 0 && state[j] == 0 {
 			state[j] = 1
 			stack = append(stack, j)
-			j = nodes[j].parent
+			j = nodes[j].Parent
 		}
 		if j >= 0 && state[j] == 1 {
 			// j is on the current path: everything from j onwards loops.
@@ -366,10 +342,10 @@ func breakCycles(sc *scratch, spans []Span, out []Verdict) {
 					onCycle = true
 				}
 				if onCycle {
-					if out[k].Invalid == Valid {
-						out[k].Invalid = InvalidParentCycle
+					if out[k].Invalid == record.Valid {
+						out[k].Invalid = record.InvalidParentCycle
 					}
-					nodes[k].parent = -1
+					nodes[k].Parent = -1
 				}
 			}
 		}
@@ -382,10 +358,10 @@ func breakCycles(sc *scratch, spans []Span, out []Verdict) {
 
 // groupChildren lists each span's children, grouped by parent in index order (count, place each
 // group, fill), and notes which spans are valid and which have usable times.
-func groupChildren(sc *scratch, spans []Span, out []Verdict) {
+func groupChildren(sc *scratch, spans []record.Span, out []record.Verdict) {
 	nodes := sc.nodes
 	for i := range spans {
-		if p := nodes[i].parent; p >= 0 {
+		if p := nodes[i].Parent; p >= 0 {
 			nodes[p].kidsEnd++
 		}
 	}
@@ -395,15 +371,15 @@ func groupChildren(sc *scratch, spans []Span, out []Verdict) {
 		n.kidsFrom, from = from, from+n.kidsEnd
 		n.kidsEnd = n.kidsFrom
 	}
-	sc.kids = grown(sc.kids, int(from))
+	sc.kids = Grown(sc.kids, int(from))
 	kids := sc.kids
 	for i := range spans {
-		if p := nodes[i].parent; p >= 0 {
+		if p := nodes[i].Parent; p >= 0 {
 			kids[nodes[p].kidsEnd] = int32(i)
 			nodes[p].kidsEnd++
 		}
-		nodes[i].valid = out[i].Invalid == Valid
-		nodes[i].timed = out[i].Invalid == Valid || out[i].Invalid == InvalidDuplicate || out[i].Invalid == InvalidParentCycle
+		nodes[i].Valid = out[i].Invalid == record.Valid
+		nodes[i].timed = out[i].Invalid == record.Valid || out[i].Invalid == record.InvalidDuplicate || out[i].Invalid == record.InvalidParentCycle
 	}
 }
 
@@ -412,29 +388,29 @@ func groupChildren(sc *scratch, spans []Span, out []Verdict) {
 // from the view of other traces (crossTrace), what is known of the trace from earlier
 // decisions (the root above each span whose parent is absent: rootOfAbsentParentLocked) and the
 // roots that idempotency keys bind to, once per key.
-func (c *Rules) findRoots(sc *scratch, view crossTrace, spans []Span) (knownRoots, map[uint64]rootRecord) {
+func (c *Rules) findRoots(sc *scratch, view CrossTrace, spans []record.Span) (KnownRoots, map[uint64]RootRecord) {
 	nodes := sc.nodes
 	roots := sc.roots[:0]
 	for i := range spans {
-		if nodes[i].valid && spans[i].ParentID.IsZero() {
-			nodes[i].isRoot = true
+		if nodes[i].Valid && spans[i].ParentID.IsZero() {
+			nodes[i].IsRoot = true
 			roots = append(roots, int32(i))
 		}
 	}
 	sc.roots = roots
-	sc.recs = grown(sc.recs, len(roots))
+	sc.recs = Grown(sc.recs, len(roots))
 	recs := sc.recs
 	for k, r := range roots {
-		recs[k] = c.rootRecordOf(&spans[r])
+		recs[k] = c.RootRecordOf(&spans[r])
 	}
-	sc.above = grown(sc.above, len(spans))
-	return view.knownOf(spans, nodes, roots, recs, sc.above)
+	sc.above = Grown(sc.above, len(spans))
+	return view.KnownOf(spans, nodes, roots, recs, sc.above)
 }
 
 // inheritContext is step 5: context, top-down from every root and every span whose parent is
 // absent: detached or not, the root it is judged against, the earliest deadline above it, its
 // service hop.
-func (c *Rules) inheritContext(sc *scratch, spans []Span, out []Verdict, bindings map[uint64]rootRecord, st *Stats) {
+func (c *Rules) inheritContext(sc *scratch, spans []record.Span, out []record.Verdict, bindings map[uint64]RootRecord, st *record.Stats) {
 	nodes, kids := sc.nodes, sc.kids
 	var visit func(i int32, ctx spanContext)
 	visit = func(i int32, ctx spanContext) {
@@ -445,15 +421,15 @@ func (c *Rules) inheritContext(sc *scratch, spans []Span, out []Verdict, binding
 		}
 		n.done = true
 		sc.order = append(sc.order, i)
-		if n.parent >= 0 && isEntry(s, &spans[n.parent]) {
+		if n.Parent >= 0 && isEntry(s, &spans[n.Parent]) {
 			ctx.hop++
 		}
 		if s.Deadline > 0 && (ctx.deadline == 0 || s.Deadline < ctx.deadline) {
 			ctx.deadline = s.Deadline
 		}
-		if n.parent >= 0 && n.timed && nodes[n.parent].timed {
-			if at, ok := c.callerGaveUp(s, &spans[n.parent]); ok && (ctx.gaveUp == 0 || at < ctx.gaveUp) {
-				ctx.gaveUp, ctx.gaveUpSvc = at, spans[n.parent].Service
+		if n.Parent >= 0 && n.timed && nodes[n.Parent].timed {
+			if at, ok := c.callerGaveUp(s, &spans[n.Parent]); ok && (ctx.gaveUp == 0 || at < ctx.gaveUp) {
+				ctx.gaveUp, ctx.gaveUpSvc = at, spans[n.Parent].Service
 			}
 		}
 		if !ctx.detached && n.timed && c.startsDetachedWork(spans, nodes, i, &ctx) {
@@ -467,50 +443,50 @@ func (c *Rules) inheritContext(sc *scratch, spans []Span, out []Verdict, binding
 		n.detached, n.bound, n.rec, n.hasRoot, n.deadline = ctx.detached, ctx.bound, ctx.rec, ctx.hasRoot, ctx.deadline
 		n.gaveUp, n.gaveUpSvc, n.handedOver = ctx.gaveUp, ctx.gaveUpSvc, ctx.handedOver
 		if ctx.detached && sc.hasIn {
-			sc.out.detached = true // the incremental path does not apply (incremental.go)
+			sc.out.Detached = true // the incremental path does not apply (incremental.go)
 		}
-		n.root, n.rootID, n.hop = ctx.root, ctx.rootID, ctx.hop
+		n.root, n.RootID, n.hop = ctx.root, ctx.rootID, ctx.hop
 		for _, ch := range kids[n.kidsFrom:n.kidsEnd] {
 			visit(ch, ctx)
 		}
 	}
 	sc.order = sc.order[:0]
 	for k, r := range sc.roots {
-		det := sc.recs[k].detached
+		det := sc.recs[k].Detached
 		visit(r, spanContext{detached: det, rec: sc.recs[k], hasRoot: !det, root: int32(k), rootID: spans[r].SpanID})
 	}
 	for i := range spans {
-		if nodes[i].parent < 0 && !nodes[i].done {
+		if nodes[i].Parent < 0 && !nodes[i].done {
 			a := &sc.above[i]
-			if a.ambiguous {
+			if a.Ambiguous {
 				st.AmbiguousRoot++
 				out[i].Ambiguous = true
 			}
-			visit(int32(i), spanContext{detached: a.detached, rec: a.rec, hasRoot: a.ok && !a.detached, root: -1, rootID: a.id})
+			visit(int32(i), spanContext{detached: a.Detached, rec: a.Rec, hasRoot: a.OK && !a.Detached, root: -1, rootID: a.ID})
 		}
 	}
 }
 
 // judgeSpans is step 6: the liveness of every span (liveness.go).
-func (c *Rules) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *Stats) {
+func (c *Rules) judgeSpans(sc *scratch, spans []record.Span, out []record.Verdict, st *record.Stats) {
 	for i := range spans {
 		s, n, v := &spans[i], &sc.nodes[i], &out[i]
 		if detachedRoot(n) {
-			v.EndReason = EndReasonDetached
+			v.EndReason = record.EndReasonDetached
 		}
 		switch {
-		case !n.valid:
+		case !n.Valid:
 			// Seen but not judged: liveness unknown (never live or orphaned), so that nothing
 			// downstream mistakes the span for one the processor never saw.
-			v.Liveness = LivenessUnknown
+			v.Liveness = record.LivenessUnknown
 			st.Invalid[v.Invalid]++
-		case n.isRoot && !n.detached:
-			v.EndReason = n.rec.reason
-			v.Liveness = LivenessLive
+		case n.IsRoot && !n.detached:
+			v.EndReason = n.rec.Reason
+			v.Liveness = record.LivenessLive
 		case n.detached && !n.bound:
 			v.Detached = true
-		case unknownEnd(s):
-			v.Liveness = LivenessUnknown
+		case UnknownEnd(s):
+			v.Liveness = record.LivenessUnknown
 			st.NoDuration++
 		default:
 			c.judgeLiveness(s, n, v)
@@ -522,17 +498,17 @@ func (c *Rules) judgeSpans(sc *scratch, spans []Span, out []Verdict, st *Stats) 
 // recorded without one (a redirect) and spans whose end was never recorded. When it ended is not
 // known: its liveness is unknown, but it keeps its place in the tree (docs/verdicts.md "Choices
 // where DESIGN.md was silent": Unknown end).
-func unknownEnd(s *Span) bool { return s.End == s.Start }
+func UnknownEnd(s *record.Span) bool { return s.End == s.Start }
 
 // spanContext is what a span inherits from the spans above it (step 5 of Decide).
 type spanContext struct {
 	detached, bound bool
-	rec             rootRecord // the root the span is judged against, when hasRoot
+	rec             RootRecord // the root the span is judged against, when hasRoot
 	hasRoot         bool
-	root            int32  // index of that root among the decision's roots; -1 when not one of them
-	rootID          SpanID // that root's span ID, when known
-	deadline        int64  // earliest deadline on the span or above it, 0 if none
-	hop             int32  // service hops from the root (isEntry)
+	root            int32         // index of that root among the decision's roots; -1 when not one of them
+	rootID          record.SpanID // that root's span ID, when known
+	deadline        int64         // earliest deadline on the span or above it, 0 if none
+	hop             int32         // service hops from the root (isEntry)
 	// gaveUp is the earliest end of a caller that gave up on the span or above it, 0 if none;
 	// gaveUpSvc that caller's service.
 	gaveUp    int64
@@ -543,8 +519,8 @@ type spanContext struct {
 
 // isEntry reports whether s enters another service from its parent p: a SERVER or CONSUMER span
 // whose parent is in another service (a "hop" of the cancellation reach).
-func isEntry(s, p *Span) bool {
-	return (s.Kind == KindServer || s.Kind == KindConsumer) && p.Service != s.Service && p.Service != ""
+func isEntry(s, p *record.Span) bool {
+	return (s.Kind == record.KindServer || s.Kind == record.KindConsumer) && p.Service != s.Service && p.Service != ""
 }
 
 // goneOf returns the gone time a span is judged against (DESIGN.md "Words": gone time): the
@@ -553,10 +529,10 @@ func isEntry(s, p *Span) bool {
 // earlier, it never makes one where there is none: without a root or a deadline a span stays
 // unknown (S9), unless it is work handed over to a queue by a request that completed
 // (handedOver), which only deadlines and its own callers judge.
-func (c *Rules) goneOf(n *node) (int64, bool) {
+func (c *Rules) goneOf(n *Node) (int64, bool) {
 	gone, ok := int64(0), false
 	if n.hasRoot {
-		gone, ok = n.rec.gone, true
+		gone, ok = n.rec.Gone, true
 	}
 	if n.deadline > 0 && (!ok || n.deadline < gone) {
 		gone, ok = n.deadline, true
@@ -572,10 +548,10 @@ func (c *Rules) goneOf(n *node) (int64, bool) {
 // when the root's gone time or a deadline below it judges (as before deadlines were compared
 // across clocks), the caller's when a caller that gave up judges; a deadline alone is written
 // by some other clock, and always gets the tolerance.
-func (c *Rules) skewOf(s *Span, n *node) int64 {
+func (c *Rules) skewOf(s *record.Span, n *Node) int64 {
 	clock, known := "", false
 	if n.hasRoot {
-		clock, known = n.rec.service, true
+		clock, known = n.rec.Service, true
 	}
 	if c.callerJudges(n) {
 		clock, known = n.gaveUpSvc, true
@@ -588,15 +564,15 @@ func (c *Rules) skewOf(s *Span, n *node) int64 {
 
 // callerJudges reports whether the end of a caller that gave up is the span's gone time:
 // earlier than its root's gone time and every deadline above it.
-func (c *Rules) callerJudges(n *node) bool {
+func (c *Rules) callerJudges(n *Node) bool {
 	gone, ok := c.goneOf(n)
-	return ok && n.gaveUp > 0 && gone == n.gaveUp && (!n.hasRoot || n.gaveUp < n.rec.gone) &&
+	return ok && n.gaveUp > 0 && gone == n.gaveUp && (!n.hasRoot || n.gaveUp < n.rec.Gone) &&
 		(n.deadline == 0 || n.gaveUp < n.deadline)
 }
 
 // startOrder orders spans by start time, then span ID and kind, so that the order of a run's
 // attempts does not depend on arrival order.
-func startOrder(spans []Span, a, b int32) int {
+func startOrder(spans []record.Span, a, b int32) int {
 	sa, sb := &spans[a], &spans[b]
 	if sa.Start != sb.Start {
 		return cmp.Compare(sa.Start, sb.Start)
@@ -608,15 +584,24 @@ func startOrder(spans []Span, a, b int32) int {
 }
 
 // linkedTraces lists the other traces the spans link to, each once (nil when none).
-func linkedTraces(spans []Span) []TraceID {
-	var out []TraceID
+func LinkedTraces(spans []record.Span) []record.TraceID {
+	var out []record.TraceID
 	for i := range spans {
 		for _, l := range spans[i].Links {
-			if l.TraceID.IsZero() || l.TraceID == spans[i].TraceID || containsTrace(out, l.TraceID) {
+			if l.TraceID.IsZero() || l.TraceID == spans[i].TraceID || ContainsTrace(out, l.TraceID) {
 				continue
 			}
 			out = append(out, l.TraceID)
 		}
 	}
 	return out
+}
+
+func ContainsTrace(ts []record.TraceID, t record.TraceID) bool {
+	for _, u := range ts {
+		if u == t {
+			return true
+		}
+	}
+	return false
 }

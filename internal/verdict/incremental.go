@@ -93,7 +93,7 @@ type memoIndex struct {
 	byID    map[SpanID]int32
 	waiting map[SpanID]int32
 	groups  []memoGroup
-	byGroup map[runKey]int32 // made with byID
+	byGroup map[RunKey]int32 // made with byID
 	root    int32            // the trace's root in the memo, -1 when none
 	// reach, depth: the root's cancellation reach and orphaned depth as the trace's
 	// decisions saw them (Decision.Reach); a span outside the subset still counts in them.
@@ -121,7 +121,7 @@ type ixNode struct {
 
 // memoGroup is one run group of a memo: attempts with the same parent span and operation key.
 type memoGroup struct {
-	key   runKey
+	key   RunKey
 	first int32 // first member; members are chained by memoIndex.gnext
 	last  int32
 	keyed bool // its attempts carry an idempotency key: an open run of another trace may continue
@@ -130,9 +130,9 @@ type memoGroup struct {
 	// is while nothing above the group changes (runOver's rules of time).
 	open   bool
 	nOpen  int
-	openID runID
+	openID RunID
 	until  int64
-	ids    []runID // keyed: the open-run IDs of its attempts (per service, kind and name)
+	ids    []RunID // keyed: the open-run IDs of its attempts (per service, kind and name)
 }
 
 // incrShard is one memo shard's counts of its decision paths and the incremental path's
@@ -147,21 +147,14 @@ type incrShard struct {
 	emit         []bool               // the subset's emitted marks
 	all          []Span               // the subset's records, copied for decide
 	subset       []int32              // the subset, memo indexes in memo order
-	opened       []openedRun          // release.opened
+	opened       []OpenedRun          // release.opened
 	settled      []int32              // settleChainsLocked: positions settled
-}
-
-// openedRun is a run a decision left open: its final attempt (decision index) and the release
-// time up to which it stays open while nothing of it changes.
-type openedRun struct {
-	pos   int32
-	until int64
 }
 
 // runsLeftOpen records which run groups of the memo the decision (out, its return; of the spans
 // sub, or of every span when sub is nil) left a run of open, and until when. ms, the memo's
 // shard, is locked.
-func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, sub []int32) {
+func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *DecisionOut, sub []int32) {
 	ix := m.ix
 	for g := range ix.groups {
 		if sub == nil || ms.inc.gmark[g] {
@@ -169,15 +162,15 @@ func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *
 			gr.open, gr.nOpen, gr.until = false, 0, math.MaxInt64
 		}
 	}
-	for _, o := range out.opened {
-		i := o.pos
+	for _, o := range out.Opened {
+		i := o.Pos
 		if sub != nil {
-			i = sub[o.pos]
+			i = sub[o.Pos]
 		}
 		if g := ix.n[i].grp; g >= 0 {
 			gr := &ix.groups[g]
-			gr.open, gr.nOpen, gr.until = true, gr.nOpen+1, min(gr.until, o.until)
-			gr.openID = runIDOf(t, &m.spans[i])
+			gr.open, gr.nOpen, gr.until = true, gr.nOpen+1, min(gr.until, o.Until)
+			gr.openID = RunIDOf(t, &m.spans[i])
 		}
 	}
 }
@@ -196,7 +189,7 @@ func (c *Correlator) openStays(ix *memoIndex, gr *memoGroup, t TraceID, nOld int
 		}
 	}
 	r, ok := c.open.Get(gr.openID)
-	return ok && r.trace == t
+	return ok && r.Trace == t
 }
 
 // keepIndexed adds the memo's spans from from on to its index, when it has one.
@@ -294,7 +287,7 @@ func (ix *memoIndex) complete(i int32) bool {
 func (ix *memoIndex) mapped() {
 	ix.byID = make(map[SpanID]int32, 2*len(ix.n))
 	ix.waiting = map[SpanID]int32{}
-	ix.byGroup = make(map[runKey]int32, len(ix.groups))
+	ix.byGroup = make(map[RunKey]int32, len(ix.groups))
 	for g := range ix.groups {
 		ix.byGroup[ix.groups[g].key] = int32(g)
 	}
@@ -354,7 +347,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 			}
 		}
 	}
-	valid := validity(s, c.rules.maxDuration()) == Valid
+	valid := Validity(s, c.rules.MaxDuration()) == Valid
 	switch p, ok := ix.lookup(s.ParentID); {
 	case s.ParentID.IsZero():
 		if valid {
@@ -379,8 +372,8 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 		}
 		ix.waiting[s.ParentID] = i
 	}
-	if valid && !s.ParentID.IsZero() && c.rules.signals.IsAttempt(s) {
-		key := runKey{parent: s.ParentID, op: opKey(s)}
+	if valid && !s.ParentID.IsZero() && c.rules.Signals.IsAttempt(s) {
+		key := RunKey{Parent: s.ParentID, Op: OpKey(s)}
 		g := int32(-1)
 		if ix.byGroup != nil {
 			if q, ok := ix.byGroup[key]; ok {
@@ -405,7 +398,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 			ix.groups[g].last = i
 		}
 		ix.n[i].grp = g
-		if id := runIDOf(s.TraceID, s); s.KeyHash != 0 && !slices.Contains(ix.groups[g].ids, id) {
+		if id := RunIDOf(s.TraceID, s); s.KeyHash != 0 && !slices.Contains(ix.groups[g].ids, id) {
 			ix.groups[g].ids = append(ix.groups[g].ids, id)
 		}
 	}
@@ -435,7 +428,7 @@ func (c *Correlator) incrementalReason(t TraceID, m *traceMemo) wholeReason {
 	rec, ok := c.roots.Get(t)
 	_, multi := c.multi.Get(t)
 	c.mu.Unlock()
-	if multi || ok && (rec.nroots >= 2 || rec.detached) {
+	if multi || ok && (rec.NRoots >= 2 || rec.Detached) {
 		return wholeRoots
 	}
 	return wholeNone
@@ -450,9 +443,9 @@ func (c *Correlator) subset(ms lockedShard, m *traceMemo, t TraceID, nOld int, n
 	ix := m.ix
 	n := len(ix.n)
 	b := &ms.inc
-	mark := grown(b.mark, n)
-	ctx := grown(b.ctx, n)
-	gmark := grown(b.gmark, len(ix.groups))
+	mark := Grown(b.mark, n)
+	ctx := Grown(b.ctx, n)
+	gmark := Grown(b.gmark, len(ix.groups))
 	list := b.subset[:0]
 	add := func(i int32) {
 		if !mark[i] {
@@ -562,9 +555,9 @@ func (c *Correlator) DecisionPaths() (incremental uint64, whole [wholeReasons]ui
 // memo index) tells the incremental path: the runs left open, the edges pending (of every span,
 // or of the spans listed in only), the root's reach, whether detached work was seen. ms, the
 // memo's shard, and relMu are locked.
-func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, every bool, only []int32) {
+func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, out *DecisionOut, verdicts []Verdict, every bool, only []int32) {
 	ix := m.ix
-	if out.detached && ix.whole == wholeNone {
+	if out.Detached && ix.whole == wholeNone {
 		ix.whole = wholeDetached
 	}
 	if ix.whole != wholeNone {
@@ -610,13 +603,13 @@ func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t Tr
 	}
 	all = append(all, spans...)
 	b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
-	in := decisionIn{t: t, mode: modeRelease, now: now, extra: extra, nOld: len(old), emitted: emitted, context: b.ctxPos}
-	verdicts, st, out := c.rules.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]}, c)
+	in := DecisionIn{Trace: t, Mode: ModeRelease, Now: now, Extra: extra, NOld: len(old), Emitted: emitted, Context: b.ctxPos}
+	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, DecisionOut{Opened: b.opened[:0]}, c.ruleState())
 	b.spansDecided += uint64(len(all))
 	keepCached(m, all, sub)
 	defer func() {
 		clear(all) // the buffer's copies point into span strings
-		b.all, b.emit, b.opened = all[:0], emitted[:0], out.opened[:0]
+		b.all, b.emit, b.opened = all[:0], emitted[:0], out.Opened[:0]
 		clear(verdicts)
 		ms.verdictBuf = verdicts[:0]
 	}()
@@ -655,7 +648,7 @@ func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t Tr
 		}
 	}
 	c.runsLeftOpen(ms, m, t, &out, sub)
-	if out.detached {
+	if out.Detached {
 		ix.whole = wholeDetached
 	}
 	ix.openEvicted = c.open.Evicted()
@@ -676,7 +669,7 @@ func keepCached(m *traceMemo, all []Span, sub []int32) {
 // (verdicts by position in sub) tells the incremental path: the runs left open among those it
 // decided, the edges pending of the spans at the positions listed in only, the root's reach,
 // whether detached work was seen. ms, the memo's shard, and relMu are locked.
-func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, sub []int32, only []int32) {
+func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, out *DecisionOut, verdicts []Verdict, sub []int32, only []int32) {
 	ix := m.ix
 	c.runsLeftOpen(ms, m, t, out, sub)
 	for _, p := range only {
@@ -687,7 +680,7 @@ func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, 
 			ix.reach, ix.depth = max(ix.reach, verdicts[p].ReachHops), max(ix.depth, verdicts[p].OrphanedDepthHops)
 		}
 	}
-	if out.detached {
+	if out.Detached {
 		ix.whole = wholeDetached
 	}
 	ix.openEvicted = c.open.Evicted()

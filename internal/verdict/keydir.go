@@ -85,7 +85,7 @@ func (c *Correlator) KeyBinding(h uint64) Binding {
 	defer c.mu.Unlock()
 	if kt, ok := c.keys.get(h); ok {
 		for i := uint8(0); i < kt.n; i++ {
-			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
+			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
 				return BindingLocal
 			}
 		}
@@ -109,16 +109,16 @@ func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
 	defer c.mu.Unlock()
 	if kt, ok := c.keys.get(h); ok {
 		for i := uint8(0); i < kt.n; i++ {
-			if !containsTrace(linked, kt.traces[i]) {
+			if !ContainsTrace(linked, kt.traces[i]) {
 				continue
 			}
-			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
+			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
 				return BindingLocal
 			}
 		}
 	}
 	if c.dir != nil {
-		if ref, ok := c.dir.d.Lookup(h, linked); ok && containsTrace(linked, ref.Trace) {
+		if ref, ok := c.dir.d.Lookup(h, linked); ok && ContainsTrace(linked, ref.Trace) {
 			return BindingRemote
 		}
 	}
@@ -132,7 +132,7 @@ func (c *Correlator) keyDirLinksLocked(s *Span) {
 	}
 	var to []TraceID
 	for _, l := range s.Links {
-		if !l.TraceID.IsZero() && l.TraceID != s.TraceID && !containsTrace(to, l.TraceID) {
+		if !l.TraceID.IsZero() && l.TraceID != s.TraceID && !ContainsTrace(to, l.TraceID) {
 			to = append(to, l.TraceID)
 		}
 	}
@@ -141,8 +141,8 @@ func (c *Correlator) keyDirLinksLocked(s *Span) {
 	}
 }
 
-func refOf(t TraceID, rec rootRecord) RootRef {
-	return RootRef{Gone: rec.gone, Service: rec.service, Reason: rec.reason, Trace: t, Root: rec.id}
+func refOf(t TraceID, rec RootRecord) RootRef {
+	return RootRef{Gone: rec.Gone, Service: rec.Service, Reason: rec.Reason, Trace: t, Root: rec.ID}
 }
 
 // keyDirKeyLocked: span s carries a key. Published at once when its trace's root is known and
@@ -154,7 +154,7 @@ func (c *Correlator) keyDirKeyLocked(s *Span) {
 	}
 	kd.d.Carried(s.TraceID, s.KeyHash)
 	if rec, ok := c.roots.Get(s.TraceID); ok {
-		if !rec.detached {
+		if !rec.Detached {
 			kd.d.Publish(s.KeyHash, refOf(s.TraceID, rec))
 		}
 		return
@@ -182,7 +182,7 @@ func (c *Correlator) keyDirRootLocked(t TraceID) {
 		return
 	}
 	kd.pending.Delete(t)
-	if rec, ok := c.roots.Get(t); ok && !rec.detached {
+	if rec, ok := c.roots.Get(t); ok && !rec.Detached {
 		for _, k := range keys {
 			kd.d.Publish(k, refOf(t, rec))
 		}
@@ -191,13 +191,13 @@ func (c *Correlator) keyDirRootLocked(t TraceID) {
 
 // keyDirLookupLocked asks the directory for a key the local index does not bind; it returns the
 // record's root and trace.
-func (c *Correlator) keyDirLookupLocked(h uint64, linked []TraceID) (rootRecord, TraceID, bool) {
+func (c *Correlator) keyDirLookupLocked(h uint64, linked []TraceID) (RootRecord, TraceID, bool) {
 	if c.dir == nil {
-		return rootRecord{}, TraceID{}, false
+		return RootRecord{}, TraceID{}, false
 	}
 	ref, ok := c.dir.d.Lookup(h, linked)
 	if !ok {
-		return rootRecord{}, TraceID{}, false
+		return RootRecord{}, TraceID{}, false
 	}
-	return rootRecord{gone: ref.Gone, service: ref.Service, reason: ref.Reason, id: ref.Root}, ref.Trace, true
+	return RootRecord{Gone: ref.Gone, Service: ref.Service, Reason: ref.Reason, ID: ref.Root}, ref.Trace, true
 }

@@ -57,63 +57,6 @@ type RootReach struct {
 	ReachHops, OrphanedDepthHops int
 }
 
-// decisionIn is what the time model gives a decision of a trace within it (a release, a
-// settling, a memo forgotten, a trace given up), besides its spans: read by the rules, never
-// written. A decision of its own (Decide) has none.
-type decisionIn struct {
-	t       TraceID
-	mode    releaseMode
-	nOld    int    // spans[:nOld] of the decision come from the trace's memo
-	emitted []bool // of those: the verdict was written on the span when it left
-	now     int64  // unix ns
-	// extra gives the reader's Extra of the decision's new span i (spans[nOld+i]) whose record
-	// an open run keeps; nil: none.
-	extra func(i int) any
-	// context, when set, marks by decision index the spans there only for what the spans
-	// below them read: their runs are not decided (decideRuns; incremental.go).
-	context []bool
-}
-
-// decisionOut is what the time model needs from a decision besides its verdicts and stats: the
-// decision's return value (decide), written by the rules into the decision's working memory and
-// handed back, never kept by them.
-type decisionOut struct {
-	carried []Carried // run outcomes that became final, of attempts that left before
-	unknown int       // runs closed unknown_root among carried
-	// opened lists the runs the decision left open (incremental.go reads until when).
-	opened []openedRun
-	// detached tells that a span of the decision is detached work (the incremental path does
-	// not apply to the trace: incremental.go).
-	detached bool
-}
-
-// releaseMode is what a decision within the time model may leave for later.
-type releaseMode uint8
-
-const (
-	// modeRelease: a release of spans that leave now. Runs may stay open; spans whose chain to
-	// the root is incomplete are provisional, their edges pending.
-	modeRelease releaseMode = iota
-	// modeFinal: every run is over; the trace is given up (its root never came, or the
-	// processor shuts down) and its memo dropped.
-	modeFinal
-	// modeEdges: a settled memo is forgotten: the edges of orphaned entries whose chain is
-	// incomplete are named now (no more of its spans will be seen with them).
-	modeEdges
-	// modeChains: ChainWait passed: spans whose chain is incomplete are judged against the root
-	// the absent-parent rule gives them instead of waiting; their edges stay pending.
-	modeChains
-)
-
-// chainsWhole tells that an incomplete chain to the root will not be completed: edges are named
-// without it (a decision of its own, in nil).
-func (in *decisionIn) chainsWhole() bool {
-	return in == nil || in.mode == modeFinal || in.mode == modeEdges
-}
-
-// chainsWait tells that spans whose chain is incomplete wait (provisional) for it.
-func (in *decisionIn) chainsWait() bool { return in != nil && in.mode == modeRelease }
-
 // memoShard is the trace memos of the traces whose ID hashes to it (memoShardOf), with the
 // buffers of a release, under its own mutex.
 type memoShard struct {
@@ -184,7 +127,7 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	if len(spans) == 0 {
 		return Decision{}
 	}
-	c.rules.markFuture(spans, now)
+	c.rules.MarkFuture(spans, now)
 	t := spans[0].TraceID
 	ms := c.memoShardOf(t).lock()
 	if !c.Knows(t) {
@@ -193,7 +136,7 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 		c.evictOver(queuePending, now)
 		return Decision{Deferred: true}
 	}
-	d := c.decideMemoLocked(ms, dst, t, spans, modeRelease, now, extra)
+	d := c.decideMemoLocked(ms, dst, t, spans, ModeRelease, now, extra)
 	ms.unlock()
 	c.evictOver(queueSettled, now)
 	return d
@@ -207,10 +150,10 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64, extra f
 	if len(spans) == 0 {
 		return Decision{}
 	}
-	c.rules.markFuture(spans, now)
+	c.rules.MarkFuture(spans, now)
 	ms := c.memoShardOf(spans[0].TraceID).lock()
 	defer ms.unlock()
-	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, extra)
+	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, ModeFinal, now, extra)
 }
 
 // deferLocked keeps the spans in their trace's memo, owing their verdicts. ms, t's shard, is
@@ -261,8 +204,8 @@ const (
 // applies); the whole trace is decided; the carried verdicts and the stats are gathered
 // (gatherDecision); the memo is booked (decidedAgain, released, bookMemoLocked) and its index
 // built or brought up to date.
-func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
-	final := mode == modeFinal
+func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, spans []Span, mode ReleaseMode, now int64, extra func(i int) any) Decision {
+	final := mode == ModeFinal
 	m := ms.memos[t]
 	all := spans
 	// With a memo, the spans join it first and the decision reads the memo in place (the
@@ -278,18 +221,18 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 		emitted = m.emitted
 	}
 	build := false
-	if mode == modeRelease {
+	if mode == ModeRelease {
 		var incremental bool
 		incremental, build = c.choosePath(ms, t, m, nOld)
 		if incremental {
 			return c.decideIncrementalLocked(ms, dst, t, m, nOld, now, extra)
 		}
 	}
-	in := decisionIn{t: t, mode: mode, now: now, extra: extra, nOld: nOld, emitted: emitted}
-	verdicts, st, out := c.rules.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: ms.inc.opened[:0]}, c)
+	in := DecisionIn{Trace: t, Mode: mode, Now: now, Extra: extra, NOld: nOld, Emitted: emitted}
+	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, DecisionOut{Opened: ms.inc.opened[:0]}, c.ruleState())
 	ms.inc.spansDecided += uint64(len(all))
-	ms.inc.opened = out.opened[:0]
-	d := gatherDecision(dst, m, all, verdicts, in.nOld, nil, st, &out, nil)
+	ms.inc.opened = out.Opened[:0]
+	d := gatherDecision(dst, m, all, verdicts, in.NOld, nil, st, &out, nil)
 	defer func() {
 		clear(verdicts)
 		ms.verdictBuf = verdicts[:0]
@@ -307,8 +250,8 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 	c.relMu.Lock()
 	if final {
 		if inMemo { // the spans joined the memo for the decision only: not counted in memoSpans
-			clear(m.spans[in.nOld:])
-			m.spans = m.spans[:in.nOld]
+			clear(m.spans[in.NOld:])
+			m.spans = m.spans[:in.NOld]
 		}
 		c.dropMemo(ms, t, m)
 		c.relMu.Unlock()
@@ -326,7 +269,7 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 		c.growMemo(m, len(spans))
 		m.spans = append(m.spans, spans...)
 	}
-	m.released(in.nOld, d.Verdicts, extra)
+	m.released(in.NOld, d.Verdicts, extra)
 	for i := range m.emitted {
 		if !m.emitted[i] {
 			m.owing++
@@ -358,11 +301,11 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 // verdicts carried, and the reach of the abandoned roots decided. With root set (a decision of
 // a subset: the index's reach and depth of its root, memo index root.at), the root's reach and
 // depth are raised to what the spans outside the subset gave, and root learns the result.
-func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict, nOld int, memoPos []int32, st Stats, out *decisionOut, root *rootReachSoFar) Decision {
+func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict, nOld int, memoPos []int32, st Stats, out *DecisionOut, root *rootReachSoFar) Decision {
 	var d Decision
-	d.Verdicts = grown(dst, len(all)-nOld)
+	d.Verdicts = Grown(dst, len(all)-nOld)
 	copy(d.Verdicts, verdicts[nOld:])
-	d.Carried = out.carried
+	d.Carried = out.Carried
 	for p := range nOld {
 		i := p
 		if memoPos != nil {
@@ -373,7 +316,7 @@ func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict,
 	d.Stats = statsOf(all[nOld:], verdicts[nOld:], st.RootMissing)
 	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
 	d.addCarriedStats(st.RootMissing)
-	d.Stats.UnknownRootRuns += out.unknown
+	d.Stats.UnknownRootRuns += out.Unknown
 	for p := range verdicts {
 		if v := &verdicts[p]; v.HasReach {
 			rr := RootReach{SpanID: all[p].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops}
@@ -559,8 +502,8 @@ func (c *Correlator) evictMemoLocked(ms lockedShard, q int, t TraceID, now int64
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
 func (c *Correlator) nameEdgesLocked(ms lockedShard, t TraceID, m *traceMemo, now int64) {
-	in := decisionIn{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
-	verdicts, _, out := c.rules.decide(ms.verdictBuf[:0], m.spans, &in, decisionOut{}, c)
+	in := DecisionIn{Trace: t, Mode: ModeEdges, Now: now, NOld: len(m.spans), Emitted: m.emitted}
+	verdicts, _, out := c.rules.Decide(ms.verdictBuf[:0], m.spans, &in, DecisionOut{}, c.ruleState())
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	for i := range verdicts {
@@ -569,7 +512,7 @@ func (c *Correlator) nameEdgesLocked(ms lockedShard, t TraceID, m *traceMemo, no
 			m.edged[i] = true
 		}
 	}
-	c.swept = append(c.swept, out.carried...)
+	c.swept = append(c.swept, out.Carried...)
 	clear(verdicts)
 	ms.verdictBuf = verdicts[:0]
 }
@@ -592,11 +535,11 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 		}
 		b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
 	}
-	in := decisionIn{t: t, mode: modeChains, now: now, nOld: len(all), emitted: emitted}
+	in := DecisionIn{Trace: t, Mode: ModeChains, Now: now, NOld: len(all), Emitted: emitted}
 	if sub != nil {
-		in.context = b.ctxPos
+		in.Context = b.ctxPos
 	}
-	verdicts, st, out := c.rules.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]}, c)
+	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, DecisionOut{Opened: b.opened[:0]}, c.ruleState())
 	b.spansDecided += uint64(len(all))
 	if sub != nil {
 		keepCached(m, all, sub)
@@ -628,8 +571,8 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 		c.afterWholeLocked(ms, m, t, &out, verdicts, false, settled)
 	}
 	b.settled = settled[:0]
-	b.opened = out.opened[:0]
-	c.swept = append(c.swept, out.carried...)
+	b.opened = out.Opened[:0]
+	c.swept = append(c.swept, out.Carried...)
 	c.pendingSpans -= m.owing
 	m.owing, m.provisional = 0, false
 	delete(ms.owingMemos, t)
@@ -644,7 +587,7 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 // giveUpLocked judges a trace's deferred spans without their root and closes its runs; their
 // verdicts are carried by the next Sweep. ms, t's shard, is locked.
 func (c *Correlator) giveUpLocked(ms lockedShard, t TraceID, now int64) {
-	d := c.decideMemoLocked(ms, nil, t, nil, modeFinal, now, nil)
+	d := c.decideMemoLocked(ms, nil, t, nil, ModeFinal, now, nil)
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	c.swept = append(c.swept, d.Carried...)
@@ -674,8 +617,8 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	c.open.All(func(id runID, r *openRun) bool {
-		if r.overAt != overNever && now > r.overAt { // runOverAt: the rules of time
+	c.open.All(func(id RunID, r *OpenRun) bool {
+		if r.OverAt != OverNever && now > r.OverAt { // runOverAt: the rules of time
 			c.open.Delete(id)
 			c.sweptRun(r)
 		}
@@ -700,7 +643,7 @@ func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	c.open.All(func(id runID, r *openRun) bool {
+	c.open.All(func(id RunID, r *OpenRun) bool {
 		c.open.Delete(id)
 		c.sweptRun(r)
 		return true
@@ -740,7 +683,7 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 		if v.Ambiguous {
 			st.AmbiguousRoot++
 		}
-		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && unknownEnd(s) && v.Liveness == LivenessUnknown {
+		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && UnknownEnd(s) && v.Liveness == LivenessUnknown {
 			st.NoDuration++
 		}
 		if v.Outcome == OutcomeUnknownRoot {

@@ -7,14 +7,14 @@ import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
 // lock and keep nothing between decisions but the model names told to Config.PrefixPriced;
 // what they read of other traces, and the open runs, comes in through decisionState.
 type Rules struct {
-	cfg          Config
-	signals      record.Signals
+	cfg          record.Config
+	Signals      record.Signals
 	prefixPriced prefixPricedSet // models told to cfg.PrefixPriced (spend.go)
 }
 
-// newRules returns the rules for cfg, a valid Config.
-func newRules(cfg Config) *Rules {
-	return &Rules{cfg: cfg, signals: record.CompileSignals(cfg)}
+// NewRules returns the rules for cfg, a valid Config.
+func NewRules(cfg record.Config) *Rules {
+	return &Rules{cfg: cfg, Signals: record.CompileSignals(cfg)}
 }
 
 // decisionState is what a decision reaches beyond the spans it decides, implemented by the
@@ -22,12 +22,10 @@ func newRules(cfg Config) *Rules {
 // lock), the open-run table (lockRuns: locked by the time model for the run step, given to
 // the run rules as a parameter), and what the decision books for later decisions of its trace
 // (indexRoots, step 11). It is called a few times per decision, never per span.
-type decisionState interface {
-	crossTrace
+type State interface {
+	CrossTrace
 	// lockRuns locks the open-run table for a decision's run step (runStep), which unlocks it.
-	lockRuns() lockedRuns
+	LockRuns() LockedRuns
 	// indexRoots books which root each span had, in a trace with several.
-	indexRoots(spans []Span, nodes []node, roots []int32, recs []rootRecord)
+	IndexRoots(spans []record.Span, nodes []Node, roots []int32, recs []RootRecord)
 }
-
-var _ decisionState = (*Correlator)(nil)

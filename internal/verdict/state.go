@@ -17,7 +17,7 @@ type Correlator struct {
 
 	mu sync.Mutex
 	// roots are the root records, within MaxRootRecords (the oldest evicted first).
-	roots *bounded.Table[TraceID, rootRecord]
+	roots *bounded.Table[TraceID, RootRecord]
 	// badRoots are the traces whose only roots seen have times that are not sane (validity):
 	// their traces are known, so decided at once, judged without a root (unknown). Within
 	// MaxRootRecords; a trace leaves it when a usable root comes.
@@ -28,7 +28,7 @@ type Correlator struct {
 	// multi indexes, for traces with several roots, which root each decided span had, so that
 	// a span arriving later is judged against the root its siblings had. Bounded by
 	// MaxIndexedSpans entries in all (whole traces evicted, oldest first).
-	multi          *bounded.Table[TraceID, *multiRoot]
+	multi          *bounded.Table[TraceID, *MultiRoot]
 	indexed        int
 	evictedIndexed uint64
 
@@ -48,7 +48,7 @@ type Correlator struct {
 	memoFree                memoFree               // recycled memo slices (memobufs.go), under its own mutex
 	memoOrder               [2]fifo.Queue[TraceID] // settled, pending
 	memoSpans, pendingSpans int
-	open                    *bounded.Table[runID, *openRun] // within MaxOpenRuns (openruns.go)
+	open                    *bounded.Table[RunID, *OpenRun] // within MaxOpenRuns (openruns.go)
 	swept                   []Carried
 	sweptStats              Stats
 	// noIncremental decides every release of a trace whole: the feature gate
@@ -57,28 +57,6 @@ type Correlator struct {
 	noIncremental bool
 
 	evictedContext, evictedPending, evictedExpired uint64
-}
-
-// position returns the index of root id in m.roots, -1 if it is not there.
-func (m *multiRoot) position(id SpanID) int {
-	for q, e := range m.roots {
-		if e.id == id {
-			return q
-		}
-	}
-	return -1
-}
-
-// multiRoot is what is kept of a trace with several roots.
-type multiRoot struct {
-	roots    []rootEntry      // at most 255
-	spanRoot map[SpanID]uint8 // a decided span's root, by position in roots
-}
-
-// rootEntry is one root of a trace with several.
-type rootEntry struct {
-	id  SpanID
-	rec rootRecord
 }
 
 // keyTraces holds up to four distinct traces that carried one idempotency key, in arrival order.
@@ -94,11 +72,11 @@ func New(cfg Config) (*Correlator, error) {
 	}
 	c := &Correlator{
 		cfg:      cfg,
-		rules:    newRules(cfg),
-		roots:    bounded.New[TraceID, rootRecord](cfg.MaxRootRecords, nil),
+		rules:    NewRules(cfg),
+		roots:    bounded.New[TraceID, RootRecord](cfg.MaxRootRecords, nil),
 		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
 		keys:     newKeyIndex(cfg.MaxKeys),
-		multi:    bounded.New[TraceID, *multiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
+		multi:    bounded.New[TraceID, *MultiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
 		// The incremental path, unless its feature gate is off (gate.go).
 		noIncremental: !incrementalDecisions.IsEnabled(),
 	}
@@ -110,7 +88,7 @@ func New(cfg Config) (*Correlator, error) {
 	}
 	// An open run evicted to stay within MaxOpenRuns is closed: its outcome, as decided when it
 	// was left open, is carried by the next Sweep.
-	c.open = bounded.New(cfg.MaxOpenRuns, func(_ runID, r *openRun) { c.sweptRun(r) })
+	c.open = bounded.New(cfg.MaxOpenRuns, func(_ RunID, r *OpenRun) { c.sweptRun(r) })
 	return c, nil
 }
 
@@ -133,7 +111,7 @@ func (c *Correlator) Observe(spans []Span) { c.ObserveAt(spans, 0) }
 // at once, judged without a root (liveness unknown, runs unknown_root), rather than waiting
 // MaxRequestDuration for a root that has come already. It marks future spans in spans.
 func (c *Correlator) ObserveAt(spans []Span, now int64) {
-	c.rules.markFuture(spans, now)
+	c.rules.MarkFuture(spans, now)
 	c.observeRootsLocked(spans)
 	for i := range spans {
 		if s := &spans[i]; s.KeyHash != 0 && !s.TraceID.IsZero() && !s.SpanID.IsZero() {
@@ -152,23 +130,23 @@ func (c *Correlator) observeRootsLocked(spans []Span) {
 		if s.TraceID.IsZero() || s.SpanID.IsZero() {
 			continue
 		}
-		if s.ParentID.IsZero() && !c.rules.saneTimes(s) {
+		if s.ParentID.IsZero() && !c.rules.SaneTimes(s) {
 			if _, ok := c.roots.Get(s.TraceID); !ok {
 				c.badRoots.Put(s.TraceID, struct{}{})
 			}
 		} else if s.ParentID.IsZero() {
 			c.badRoots.Delete(s.TraceID)
-			rec := c.rules.rootRecordOf(s)
+			rec := c.rules.RootRecordOf(s)
 			if old, ok := c.roots.Get(s.TraceID); ok {
 				// Two roots (or the same root twice): count the second, keep the preferred.
-				n := old.nroots
-				if !rec.detached && (old.detached || old.id != rec.id) && n < 255 {
+				n := old.NRoots
+				if !rec.Detached && (old.Detached || old.ID != rec.ID) && n < 255 {
 					n++
 				}
-				if preferredRoot(rec, old) {
+				if PreferredRoot(rec, old) {
 					old = rec
 				}
-				old.nroots = n
+				old.NRoots = n
 				c.roots.Put(s.TraceID, old)
 			} else {
 				c.putRootLocked(s.TraceID, rec)
@@ -184,7 +162,7 @@ func (c *Correlator) observeRootsLocked(spans []Span) {
 	}
 }
 
-func (c *Correlator) putRootLocked(t TraceID, rec rootRecord) {
+func (c *Correlator) putRootLocked(t TraceID, rec RootRecord) {
 	c.roots.Put(t, rec) // a new record evicts the oldest when MaxRootRecords are kept
 }
 
@@ -193,23 +171,23 @@ func (c *Correlator) putRootLocked(t TraceID, rec rootRecord) {
 // to (linked: trace B's CONSUMER span links to the PRODUCER span of the request A that handed
 // the job over), here or in another member's record; else the first such trace here; else
 // another member's record.
-func (c *Correlator) lookupKeyLocked(h uint64, linked []TraceID) (rootRecord, bool) {
+func (c *Correlator) lookupKeyLocked(h uint64, linked []TraceID) (RootRecord, bool) {
 	kt, _ := c.keys.get(h) // a key not seen here has n == 0 and falls through to the directory
 	if len(linked) > 0 {
 		for i := uint8(0); i < kt.n; i++ {
-			if !containsTrace(linked, kt.traces[i]) {
+			if !ContainsTrace(linked, kt.traces[i]) {
 				continue
 			}
-			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
+			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
 				return rec, true
 			}
 		}
-		if rec, t, ok := c.keyDirLookupLocked(h, linked); ok && containsTrace(linked, t) {
+		if rec, t, ok := c.keyDirLookupLocked(h, linked); ok && ContainsTrace(linked, t) {
 			return rec, true
 		}
 	}
 	for i := uint8(0); i < kt.n; i++ {
-		if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
+		if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
 			return rec, true
 		}
 	}
@@ -217,53 +195,30 @@ func (c *Correlator) lookupKeyLocked(h uint64, linked []TraceID) (rootRecord, bo
 	return rec, ok
 }
 
-func containsTrace(ts []TraceID, t TraceID) bool {
-	for _, u := range ts {
-		if u == t {
-			return true
-		}
-	}
-	return false
-}
-
-// crossTrace is what the rules read of other traces: one small, read-only view, implemented by
-// the Correlator's state under its one lock (mu), so that no rule takes a lock or reaches the
-// tables. The open runs, which the run rules read and change, come in apart (lockedRuns,
-// openruns.go).
-type crossTrace interface {
-	// knownOf is what is known of the roots of the trace of spans (knownRoots), given the
-	// decision's roots (indexes in spans, their records recs): it fills above, for each span
-	// whose parent is absent (nodes[i].parent < 0, not a root), the root it is judged against,
-	// and returns the roots the spans' idempotency keys bind to, once per key (nil when none).
-	knownOf(spans []Span, nodes []node, roots []int32, recs []rootRecord, above []absentParentRoot) (knownRoots, map[uint64]rootRecord)
-}
-
-var _ crossTrace = (*Correlator)(nil)
-
 // knownOf implements crossTrace under the state's lock.
-func (c *Correlator) knownOf(spans []Span, nodes []node, roots []int32, recs []rootRecord, above []absentParentRoot) (knownRoots, map[uint64]rootRecord) {
+func (c *Correlator) knownOf(spans []Span, nodes []Node, roots []int32, recs []RootRecord, above []AbsentParentRoot) (KnownRoots, map[uint64]RootRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	known := c.knownRootsLocked(spans[0].TraceID, spans, roots, recs)
 	for i := range spans {
-		if nodes[i].parent < 0 && !nodes[i].isRoot {
+		if nodes[i].Parent < 0 && !nodes[i].IsRoot {
 			above[i] = c.rootOfAbsentParentLocked(&spans[i], &known)
 		}
 	}
 	// Key bindings, once per key, preferring the traces this one links to (two requests
 	// re-sending one key each bind their own work).
-	var bindings map[uint64]rootRecord // made when a key binds
+	var bindings map[uint64]RootRecord // made when a key binds
 	var linked []TraceID
 	linkedDone := false
 	for i := range spans {
 		if h := spans[i].KeyHash; h != 0 {
 			if _, done := bindings[h]; !done {
 				if !linkedDone {
-					linked, linkedDone = linkedTraces(spans), true
+					linked, linkedDone = LinkedTraces(spans), true
 				}
 				if rec, ok := c.lookupKeyLocked(h, linked); ok {
 					if bindings == nil {
-						bindings = map[uint64]rootRecord{}
+						bindings = map[uint64]RootRecord{}
 					}
 					bindings[h] = rec
 				}
@@ -273,125 +228,102 @@ func (c *Correlator) knownOf(spans []Span, nodes []node, roots []int32, recs []r
 	return known, bindings
 }
 
-// knownRoots is what a decision knows of its trace's roots: those among its spans, those kept
-// from earlier decisions.
-type knownRoots struct {
-	n        int        // distinct roots that are not detached work
-	single   rootRecord // the root, when n == 1
-	singleID SpanID     // its span ID, when known (zero for a record kept from an earlier decision)
-	detached bool       // no root but detached ones is known: work below is detached
-	detRec   rootRecord
-	multi    *multiRoot // the trace's index, if it has one
-	// unusable: the trace's only roots seen have times that are not sane (badRoots): its
-	// spans are judged without a root, and not counted as root_missing.
-	unusable bool
-}
-
 // knownRootsLocked gathers what is known of the roots of trace t, given the decision's roots.
-func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs []rootRecord) knownRoots {
-	var k knownRoots
-	k.multi, _ = c.multi.Get(t)
+func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs []RootRecord) KnownRoots {
+	var k KnownRoots
+	k.Multi, _ = c.multi.Get(t)
 	for j := range roots {
-		if recs[j].detached {
-			k.detached, k.detRec = true, recs[j]
+		if recs[j].Detached {
+			k.Detached, k.DetRec = true, recs[j]
 			continue
 		}
-		k.n++
-		k.single, k.singleID = recs[j], spans[roots[j]].SpanID
+		k.N++
+		k.Single, k.SingleID = recs[j], spans[roots[j]].SpanID
 	}
-	if k.multi != nil {
+	if k.Multi != nil {
 	next:
-		for _, e := range k.multi.roots {
+		for _, e := range k.Multi.Roots {
 			for _, r := range roots {
-				if spans[r].SpanID == e.id {
+				if spans[r].SpanID == e.ID {
 					continue next
 				}
 			}
-			if e.rec.detached {
-				k.detached, k.detRec = true, e.rec
+			if e.Rec.Detached {
+				k.Detached, k.DetRec = true, e.Rec
 				continue
 			}
-			k.n++
-			k.single, k.singleID = e.rec, e.id
+			k.N++
+			k.Single, k.SingleID = e.Rec, e.ID
 		}
 	}
 	if rec, ok := c.roots.Get(t); ok {
-		if rec.detached {
-			k.detached, k.detRec = true, rec
-		} else if int(rec.nroots) > k.n {
-			k.n, k.single, k.singleID = int(rec.nroots), rec, SpanID{}
-		} else if k.n == 0 {
-			k.n, k.single, k.singleID = 1, rec, SpanID{}
+		if rec.Detached {
+			k.Detached, k.DetRec = true, rec
+		} else if int(rec.NRoots) > k.N {
+			k.N, k.Single, k.SingleID = int(rec.NRoots), rec, SpanID{}
+		} else if k.N == 0 {
+			k.N, k.Single, k.SingleID = 1, rec, SpanID{}
 		}
 	}
-	if k.n > 0 {
-		k.detached = false
+	if k.N > 0 {
+		k.Detached = false
 	}
-	if k.n == 0 && !k.detached {
-		_, k.unusable = c.badRoots.Get(t)
+	if k.N == 0 && !k.Detached {
+		_, k.Unusable = c.badRoots.Get(t)
 	}
 	return k
-}
-
-// absentParentRoot is the root a span whose parent is absent is judged against.
-type absentParentRoot struct {
-	rec       rootRecord
-	id        SpanID // the root's span ID, when known
-	ok        bool   // a root was found
-	detached  bool   // the work is detached (the only roots known are detached work)
-	ambiguous bool   // several roots, and the trace's index does not know the parent
 }
 
 // rootOfAbsentParentLocked decides the root of a span whose parent is absent from the decision
 // (it came in an earlier one, or never came): the root the parent had, when the trace's index
 // knows it; else the trace's only root (not detached work); else, with several roots, none
 // (ambiguous: the span is unknown and counted); with only detached roots, detached.
-func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *knownRoots) absentParentRoot {
-	if k.multi != nil && !s.ParentID.IsZero() {
-		if j, ok := k.multi.spanRoot[s.ParentID]; ok {
-			e := k.multi.roots[j]
-			return absentParentRoot{rec: e.rec, id: e.id, ok: true, detached: e.rec.detached}
+func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *KnownRoots) AbsentParentRoot {
+	if k.Multi != nil && !s.ParentID.IsZero() {
+		if j, ok := k.Multi.SpanRoot[s.ParentID]; ok {
+			e := k.Multi.Roots[j]
+			return AbsentParentRoot{Rec: e.Rec, ID: e.ID, OK: true, Detached: e.Rec.Detached}
 		}
 	}
 	switch {
-	case k.n == 1:
-		return absentParentRoot{rec: k.single, id: k.singleID, ok: true}
-	case k.n >= 2:
-		return absentParentRoot{ambiguous: true}
-	case k.detached:
-		return absentParentRoot{rec: k.detRec, ok: true, detached: true}
+	case k.N == 1:
+		return AbsentParentRoot{Rec: k.Single, ID: k.SingleID, OK: true}
+	case k.N >= 2:
+		return AbsentParentRoot{Ambiguous: true}
+	case k.Detached:
+		return AbsentParentRoot{Rec: k.DetRec, OK: true, Detached: true}
 	}
-	return absentParentRoot{}
+	return AbsentParentRoot{}
 }
 
 // indexRoots records, for a trace with several roots, the decision's roots and which of them
 // each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted): what
 // a decision books in the state for the later decisions of its trace, under the state's lock.
-func (c *Correlator) indexRoots(spans []Span, nodes []node, roots []int32, recs []rootRecord) {
+func (c *Correlator) indexRoots(spans []Span, nodes []Node, roots []int32, recs []RootRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := spans[0].TraceID
 	m, _ := c.multi.Get(t)
 	if m == nil {
-		m = &multiRoot{spanRoot: map[SpanID]uint8{}}
+		m = &MultiRoot{SpanRoot: map[SpanID]uint8{}}
 		c.multi.Put(t, m)
 	}
 	for j, r := range roots {
-		if m.position(spans[r].SpanID) < 0 && len(m.roots) < 255 {
-			m.roots = append(m.roots, rootEntry{id: spans[r].SpanID, rec: recs[j]})
+		if m.Position(spans[r].SpanID) < 0 && len(m.Roots) < 255 {
+			m.Roots = append(m.Roots, RootEntry{ID: spans[r].SpanID, Rec: recs[j]})
 		}
 	}
 	for i := range spans {
 		n := &nodes[i]
-		if !n.valid || n.rootID.IsZero() {
+		if !n.Valid || n.RootID.IsZero() {
 			continue
 		}
-		q := m.position(n.rootID)
+		q := m.Position(n.RootID)
 		if q < 0 {
 			continue // more than 255 roots: not indexed
 		}
-		if _, dup := m.spanRoot[spans[i].SpanID]; !dup {
-			m.spanRoot[spans[i].SpanID] = uint8(q)
+		if _, dup := m.SpanRoot[spans[i].SpanID]; !dup {
+			m.SpanRoot[spans[i].SpanID] = uint8(q)
 			c.indexed++
 		}
 	}
@@ -400,8 +332,8 @@ func (c *Correlator) indexRoots(spans []Span, nodes []node, roots []int32, recs 
 		if !ok {
 			break
 		}
-		c.indexed -= len(om.spanRoot)
-		c.evictedIndexed += uint64(len(om.spanRoot))
+		c.indexed -= len(om.SpanRoot)
+		c.evictedIndexed += uint64(len(om.SpanRoot))
 	}
 }
 

@@ -1,0 +1,24 @@
+package verdict
+
+// ruleState is the Correlator as the rules see it (State): other traces under the state's lock
+// (knownOf), the open-run table under relMu (lockRuns), the roots a decision books (indexRoots).
+// The rules reach the state only through it; it is c itself, converted, so it costs nothing.
+type ruleState Correlator
+
+var _ State = (*ruleState)(nil)
+
+// ruleState is c as the rules see it.
+func (c *Correlator) ruleState() *ruleState { return (*ruleState)(c) }
+
+// KnownOf implements CrossTrace (knownOf).
+func (s *ruleState) KnownOf(spans []Span, nodes []Node, roots []int32, recs []RootRecord, above []AbsentParentRoot) (KnownRoots, map[uint64]RootRecord) {
+	return (*Correlator)(s).knownOf(spans, nodes, roots, recs, above)
+}
+
+// LockRuns implements State (lockRuns).
+func (s *ruleState) LockRuns() LockedRuns { return (*Correlator)(s).lockRuns() }
+
+// IndexRoots implements State (indexRoots).
+func (s *ruleState) IndexRoots(spans []Span, nodes []Node, roots []int32, recs []RootRecord) {
+	(*Correlator)(s).indexRoots(spans, nodes, roots, recs)
+}
