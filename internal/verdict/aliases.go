@@ -1,6 +1,9 @@
 package verdict
 
-import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
+import (
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
+)
 
 // The data the core reads and writes lives in package record (internal/verdict/record), below
 // the rules and the time model; these aliases keep it verdict's API, so that readers and
@@ -158,3 +161,13 @@ func NewTargetHash() TargetHash { return record.NewTargetHash() }
 // InvalidReasons lists every reason other than Valid, for telemetry set-up:
 // [record.InvalidReasons].
 func InvalidReasons() []Invalid { return record.InvalidReasons() }
+
+// HeldAbandonedRoot reports whether a span whose verdict is v is an abandoned root the
+// processor holds a while: [rules.HeldAbandonedRoot].
+func HeldAbandonedRoot(v *Verdict, parentless bool) bool {
+	return rules.HeldAbandonedRoot(v, parentless)
+}
+
+// MaxPrefixPricedReported bounds the model names told to Config.PrefixPriced:
+// [rules.MaxPrefixPricedReported].
+const MaxPrefixPricedReported = rules.MaxPrefixPricedReported

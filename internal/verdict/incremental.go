@@ -3,6 +3,8 @@ package verdict
 import (
 	"math"
 	"slices"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
 )
 
 // Incremental decisions (issue 18, item 3). A release of a trace whose memo holds spans released
@@ -37,7 +39,7 @@ import (
 //     (another trace's may be continued: continuedRun);
 //   - the ancestors of all of these up to the root (or to an absent parent), and the root:
 //     read for what their descendants inherit (context, liveness, being an attempt), their own
-//     runs not decided again (decisionIn.context): those are over, or in the subset above.
+//     runs not decided again (DecisionIn.context): those are over, or in the subset above.
 //
 // Within that subset every rule reads exactly what it reads in the decision of the whole trace,
 // so the verdicts, the carried verdicts and the open runs are those of the whole decision
@@ -93,8 +95,8 @@ type memoIndex struct {
 	byID    map[SpanID]int32
 	waiting map[SpanID]int32
 	groups  []memoGroup
-	byGroup map[RunKey]int32 // made with byID
-	root    int32            // the trace's root in the memo, -1 when none
+	byGroup map[rules.RunKey]int32 // made with byID
+	root    int32                  // the trace's root in the memo, -1 when none
 	// reach, depth: the root's cancellation reach and orphaned depth as the trace's
 	// decisions saw them (Decision.Reach); a span outside the subset still counts in them.
 	reach, depth int
@@ -113,7 +115,7 @@ type ixNode struct {
 	gnext   int32  // next member of the same run group
 	pend    bool   // left with its edge pending (Verdict.EdgePending)
 	prov    bool   // decided provisional (Verdict.Provisional): owes its verdict to its chain
-	// stale: settled by ChainWait (modeChains) since the trace's last release: pend is the
+	// stale: settled by ChainWait (ModeChains) since the trace's last release: pend is the
 	// settling's, not what a release sees (a release leaves the edge of every span whose chain
 	// is incomplete pending), so the next release decides it again (subset).
 	stale bool
@@ -121,7 +123,7 @@ type ixNode struct {
 
 // memoGroup is one run group of a memo: attempts with the same parent span and operation key.
 type memoGroup struct {
-	key   RunKey
+	key   rules.RunKey
 	first int32 // first member; members are chained by memoIndex.gnext
 	last  int32
 	keyed bool // its attempts carry an idempotency key: an open run of another trace may continue
@@ -130,9 +132,9 @@ type memoGroup struct {
 	// is while nothing above the group changes (runOver's rules of time).
 	open   bool
 	nOpen  int
-	openID RunID
+	openID rules.RunID
 	until  int64
-	ids    []RunID // keyed: the open-run IDs of its attempts (per service, kind and name)
+	ids    []rules.RunID // keyed: the open-run IDs of its attempts (per service, kind and name)
 }
 
 // incrShard is one memo shard's counts of its decision paths and the incremental path's
@@ -147,14 +149,14 @@ type incrShard struct {
 	emit         []bool               // the subset's emitted marks
 	all          []Span               // the subset's records, copied for decide
 	subset       []int32              // the subset, memo indexes in memo order
-	opened       []OpenedRun          // release.opened
+	opened       []rules.OpenedRun    // release.opened
 	settled      []int32              // settleChainsLocked: positions settled
 }
 
 // runsLeftOpen records which run groups of the memo the decision (out, its return; of the spans
 // sub, or of every span when sub is nil) left a run of open, and until when. ms, the memo's
 // shard, is locked.
-func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *DecisionOut, sub []int32) {
+func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *rules.DecisionOut, sub []int32) {
 	ix := m.ix
 	for g := range ix.groups {
 		if sub == nil || ms.inc.gmark[g] {
@@ -170,7 +172,7 @@ func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *
 		if g := ix.n[i].grp; g >= 0 {
 			gr := &ix.groups[g]
 			gr.open, gr.nOpen, gr.until = true, gr.nOpen+1, min(gr.until, o.Until)
-			gr.openID = RunIDOf(t, &m.spans[i])
+			gr.openID = rules.RunIDOf(t, &m.spans[i])
 		}
 	}
 }
@@ -287,7 +289,7 @@ func (ix *memoIndex) complete(i int32) bool {
 func (ix *memoIndex) mapped() {
 	ix.byID = make(map[SpanID]int32, 2*len(ix.n))
 	ix.waiting = map[SpanID]int32{}
-	ix.byGroup = make(map[RunKey]int32, len(ix.groups))
+	ix.byGroup = make(map[rules.RunKey]int32, len(ix.groups))
 	for g := range ix.groups {
 		ix.byGroup[ix.groups[g].key] = int32(g)
 	}
@@ -347,7 +349,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 			}
 		}
 	}
-	valid := Validity(s, c.rules.MaxDuration()) == Valid
+	valid := rules.Validity(s, c.rules.MaxDuration()) == Valid
 	switch p, ok := ix.lookup(s.ParentID); {
 	case s.ParentID.IsZero():
 		if valid {
@@ -373,7 +375,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 		ix.waiting[s.ParentID] = i
 	}
 	if valid && !s.ParentID.IsZero() && c.rules.Signals.IsAttempt(s) {
-		key := RunKey{Parent: s.ParentID, Op: OpKey(s)}
+		key := rules.RunKey{Parent: s.ParentID, Op: rules.OpKey(s)}
 		g := int32(-1)
 		if ix.byGroup != nil {
 			if q, ok := ix.byGroup[key]; ok {
@@ -398,7 +400,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 			ix.groups[g].last = i
 		}
 		ix.n[i].grp = g
-		if id := RunIDOf(s.TraceID, s); s.KeyHash != 0 && !slices.Contains(ix.groups[g].ids, id) {
+		if id := rules.RunIDOf(s.TraceID, s); s.KeyHash != 0 && !slices.Contains(ix.groups[g].ids, id) {
 			ix.groups[g].ids = append(ix.groups[g].ids, id)
 		}
 	}
@@ -443,9 +445,9 @@ func (c *Correlator) subset(ms lockedShard, m *traceMemo, t TraceID, nOld int, n
 	ix := m.ix
 	n := len(ix.n)
 	b := &ms.inc
-	mark := Grown(b.mark, n)
-	ctx := Grown(b.ctx, n)
-	gmark := Grown(b.gmark, len(ix.groups))
+	mark := rules.Grown(b.mark, n)
+	ctx := rules.Grown(b.ctx, n)
+	gmark := rules.Grown(b.gmark, len(ix.groups))
 	list := b.subset[:0]
 	add := func(i int32) {
 		if !mark[i] {
@@ -555,7 +557,7 @@ func (c *Correlator) DecisionPaths() (incremental uint64, whole [wholeReasons]ui
 // memo index) tells the incremental path: the runs left open, the edges pending (of every span,
 // or of the spans listed in only), the root's reach, whether detached work was seen. ms, the
 // memo's shard, and relMu are locked.
-func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, out *DecisionOut, verdicts []Verdict, every bool, only []int32) {
+func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, out *rules.DecisionOut, verdicts []Verdict, every bool, only []int32) {
 	ix := m.ix
 	if out.Detached && ix.whole == wholeNone {
 		ix.whole = wholeDetached
@@ -584,7 +586,7 @@ func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, o
 // and memo bookkeeping a decision of the whole trace gives. ms, t's shard, is locked.
 //
 // Its steps: the subset is chosen (subset) and its records gathered; the subset is decided,
-// its ancestors read for context only (decisionIn.context); the carried verdicts, stats and
+// its ancestors read for context only (DecisionIn.context); the carried verdicts, stats and
 // reach are gathered as for a whole decision (gatherDecision); the memo is booked as a whole
 // decision books it (decidedAgain, released, bookMemoLocked), the spans outside the subset
 // keeping their marks (emitted, or provisional still) and its counts adjusted for the subset
@@ -603,8 +605,8 @@ func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t Tr
 	}
 	all = append(all, spans...)
 	b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
-	in := DecisionIn{Trace: t, Mode: ModeRelease, Now: now, Extra: extra, NOld: len(old), Emitted: emitted, Context: b.ctxPos}
-	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, DecisionOut{Opened: b.opened[:0]}, c.ruleState())
+	in := rules.DecisionIn{Trace: t, Mode: rules.ModeRelease, Now: now, Extra: extra, NOld: len(old), Emitted: emitted, Context: b.ctxPos}
+	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, rules.DecisionOut{Opened: b.opened[:0]}, c.ruleState())
 	b.spansDecided += uint64(len(all))
 	keepCached(m, all, sub)
 	defer func() {
@@ -669,7 +671,7 @@ func keepCached(m *traceMemo, all []Span, sub []int32) {
 // (verdicts by position in sub) tells the incremental path: the runs left open among those it
 // decided, the edges pending of the spans at the positions listed in only, the root's reach,
 // whether detached work was seen. ms, the memo's shard, and relMu are locked.
-func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, out *DecisionOut, verdicts []Verdict, sub []int32, only []int32) {
+func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, out *rules.DecisionOut, verdicts []Verdict, sub []int32, only []int32) {
 	ix := m.ix
 	c.runsLeftOpen(ms, m, t, out, sub)
 	for _, p := range only {

@@ -1,6 +1,9 @@
 package verdict
 
-import "github.com/orphanwatch/orphanwatch/internal/bounded"
+import (
+	"github.com/orphanwatch/orphanwatch/internal/bounded"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
+)
 
 // Key sharing across a tier of collectors (README "Scale"; processor README "Key sharing across
 // a tier"). Routing by trace ID puts a trace that carries idempotency key K (a queue
@@ -109,7 +112,7 @@ func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
 	defer c.mu.Unlock()
 	if kt, ok := c.keys.get(h); ok {
 		for i := uint8(0); i < kt.n; i++ {
-			if !ContainsTrace(linked, kt.traces[i]) {
+			if !rules.ContainsTrace(linked, kt.traces[i]) {
 				continue
 			}
 			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
@@ -118,7 +121,7 @@ func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
 		}
 	}
 	if c.dir != nil {
-		if ref, ok := c.dir.d.Lookup(h, linked); ok && ContainsTrace(linked, ref.Trace) {
+		if ref, ok := c.dir.d.Lookup(h, linked); ok && rules.ContainsTrace(linked, ref.Trace) {
 			return BindingRemote
 		}
 	}
@@ -132,7 +135,7 @@ func (c *Correlator) keyDirLinksLocked(s *Span) {
 	}
 	var to []TraceID
 	for _, l := range s.Links {
-		if !l.TraceID.IsZero() && l.TraceID != s.TraceID && !ContainsTrace(to, l.TraceID) {
+		if !l.TraceID.IsZero() && l.TraceID != s.TraceID && !rules.ContainsTrace(to, l.TraceID) {
 			to = append(to, l.TraceID)
 		}
 	}
@@ -141,7 +144,7 @@ func (c *Correlator) keyDirLinksLocked(s *Span) {
 	}
 }
 
-func refOf(t TraceID, rec RootRecord) RootRef {
+func refOf(t TraceID, rec rules.RootRecord) RootRef {
 	return RootRef{Gone: rec.Gone, Service: rec.Service, Reason: rec.Reason, Trace: t, Root: rec.ID}
 }
 
@@ -191,13 +194,13 @@ func (c *Correlator) keyDirRootLocked(t TraceID) {
 
 // keyDirLookupLocked asks the directory for a key the local index does not bind; it returns the
 // record's root and trace.
-func (c *Correlator) keyDirLookupLocked(h uint64, linked []TraceID) (RootRecord, TraceID, bool) {
+func (c *Correlator) keyDirLookupLocked(h uint64, linked []TraceID) (rules.RootRecord, TraceID, bool) {
 	if c.dir == nil {
-		return RootRecord{}, TraceID{}, false
+		return rules.RootRecord{}, TraceID{}, false
 	}
 	ref, ok := c.dir.d.Lookup(h, linked)
 	if !ok {
-		return RootRecord{}, TraceID{}, false
+		return rules.RootRecord{}, TraceID{}, false
 	}
-	return RootRecord{Gone: ref.Gone, Service: ref.Service, Reason: ref.Reason, ID: ref.Root}, ref.Trace, true
+	return rules.RootRecord{Gone: ref.Gone, Service: ref.Service, Reason: ref.Reason, ID: ref.Root}, ref.Trace, true
 }

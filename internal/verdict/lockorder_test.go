@@ -4,9 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/stretchr/testify/require"
 )
 
 // TestLockOrder drives one correlator with tight limits through every scenario (each span its

@@ -1,10 +1,11 @@
 package verdict
 
 import (
-	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"sync"
 
 	"github.com/orphanwatch/orphanwatch/internal/shard"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
 )
 
 // The time model (DESIGN.md "When verdicts are decided"; docs/verdicts.md "When verdicts are
@@ -136,7 +137,7 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 		c.evictOver(queuePending, now)
 		return Decision{Deferred: true}
 	}
-	d := c.decideMemoLocked(ms, dst, t, spans, ModeRelease, now, extra)
+	d := c.decideMemoLocked(ms, dst, t, spans, rules.ModeRelease, now, extra)
 	ms.unlock()
 	c.evictOver(queueSettled, now)
 	return d
@@ -153,7 +154,7 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64, extra f
 	c.rules.MarkFuture(spans, now)
 	ms := c.memoShardOf(spans[0].TraceID).lock()
 	defer ms.unlock()
-	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, ModeFinal, now, extra)
+	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, rules.ModeFinal, now, extra)
 }
 
 // deferLocked keeps the spans in their trace's memo, owing their verdicts. ms, t's shard, is
@@ -195,7 +196,7 @@ const (
 	queuePending = 1
 )
 
-// decideMemoLocked decides spans with the trace's memo at now (unix ns); modeFinal closes every
+// decideMemoLocked decides spans with the trace's memo at now (unix ns); ModeFinal closes every
 // run and judges deferred spans with whatever is known, and drops the memo. ms, t's shard, is
 // locked; after a release the caller keeps MaxContextSpans (evictOver).
 //
@@ -204,8 +205,8 @@ const (
 // applies); the whole trace is decided; the carried verdicts and the stats are gathered
 // (gatherDecision); the memo is booked (decidedAgain, released, bookMemoLocked) and its index
 // built or brought up to date.
-func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, spans []Span, mode ReleaseMode, now int64, extra func(i int) any) Decision {
-	final := mode == ModeFinal
+func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, spans []Span, mode rules.ReleaseMode, now int64, extra func(i int) any) Decision {
+	final := mode == rules.ModeFinal
 	m := ms.memos[t]
 	all := spans
 	// With a memo, the spans join it first and the decision reads the memo in place (the
@@ -221,15 +222,15 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 		emitted = m.emitted
 	}
 	build := false
-	if mode == ModeRelease {
+	if mode == rules.ModeRelease {
 		var incremental bool
 		incremental, build = c.choosePath(ms, t, m, nOld)
 		if incremental {
 			return c.decideIncrementalLocked(ms, dst, t, m, nOld, now, extra)
 		}
 	}
-	in := DecisionIn{Trace: t, Mode: mode, Now: now, Extra: extra, NOld: nOld, Emitted: emitted}
-	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, DecisionOut{Opened: ms.inc.opened[:0]}, c.ruleState())
+	in := rules.DecisionIn{Trace: t, Mode: mode, Now: now, Extra: extra, NOld: nOld, Emitted: emitted}
+	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, rules.DecisionOut{Opened: ms.inc.opened[:0]}, c.ruleState())
 	ms.inc.spansDecided += uint64(len(all))
 	ms.inc.opened = out.Opened[:0]
 	d := gatherDecision(dst, m, all, verdicts, in.NOld, nil, st, &out, nil)
@@ -301,9 +302,9 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 // verdicts carried, and the reach of the abandoned roots decided. With root set (a decision of
 // a subset: the index's reach and depth of its root, memo index root.at), the root's reach and
 // depth are raised to what the spans outside the subset gave, and root learns the result.
-func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict, nOld int, memoPos []int32, st Stats, out *DecisionOut, root *rootReachSoFar) Decision {
+func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict, nOld int, memoPos []int32, st Stats, out *rules.DecisionOut, root *rootReachSoFar) Decision {
 	var d Decision
-	d.Verdicts = Grown(dst, len(all)-nOld)
+	d.Verdicts = rules.Grown(dst, len(all)-nOld)
 	copy(d.Verdicts, verdicts[nOld:])
 	d.Carried = out.Carried
 	for p := range nOld {
@@ -502,8 +503,8 @@ func (c *Correlator) evictMemoLocked(ms lockedShard, q int, t TraceID, now int64
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
 func (c *Correlator) nameEdgesLocked(ms lockedShard, t TraceID, m *traceMemo, now int64) {
-	in := DecisionIn{Trace: t, Mode: ModeEdges, Now: now, NOld: len(m.spans), Emitted: m.emitted}
-	verdicts, _, out := c.rules.Decide(ms.verdictBuf[:0], m.spans, &in, DecisionOut{}, c.ruleState())
+	in := rules.DecisionIn{Trace: t, Mode: rules.ModeEdges, Now: now, NOld: len(m.spans), Emitted: m.emitted}
+	verdicts, _, out := c.rules.Decide(ms.verdictBuf[:0], m.spans, &in, rules.DecisionOut{}, c.ruleState())
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	for i := range verdicts {
@@ -535,11 +536,11 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 		}
 		b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
 	}
-	in := DecisionIn{Trace: t, Mode: ModeChains, Now: now, NOld: len(all), Emitted: emitted}
+	in := rules.DecisionIn{Trace: t, Mode: rules.ModeChains, Now: now, NOld: len(all), Emitted: emitted}
 	if sub != nil {
 		in.Context = b.ctxPos
 	}
-	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, DecisionOut{Opened: b.opened[:0]}, c.ruleState())
+	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, rules.DecisionOut{Opened: b.opened[:0]}, c.ruleState())
 	b.spansDecided += uint64(len(all))
 	if sub != nil {
 		keepCached(m, all, sub)
@@ -587,7 +588,7 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 // giveUpLocked judges a trace's deferred spans without their root and closes its runs; their
 // verdicts are carried by the next Sweep. ms, t's shard, is locked.
 func (c *Correlator) giveUpLocked(ms lockedShard, t TraceID, now int64) {
-	d := c.decideMemoLocked(ms, nil, t, nil, ModeFinal, now, nil)
+	d := c.decideMemoLocked(ms, nil, t, nil, rules.ModeFinal, now, nil)
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	c.swept = append(c.swept, d.Carried...)
@@ -617,8 +618,8 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	c.open.All(func(id RunID, r *OpenRun) bool {
-		if r.OverAt != OverNever && now > r.OverAt { // runOverAt: the rules of time
+	c.open.All(func(id rules.RunID, r *rules.OpenRun) bool {
+		if r.OverAt != rules.OverNever && now > r.OverAt { // runOverAt: the rules of time
 			c.open.Delete(id)
 			c.sweptRun(r)
 		}
@@ -643,7 +644,7 @@ func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	c.open.All(func(id RunID, r *OpenRun) bool {
+	c.open.All(func(id rules.RunID, r *rules.OpenRun) bool {
 		c.open.Delete(id)
 		c.sweptRun(r)
 		return true
@@ -683,7 +684,7 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 		if v.Ambiguous {
 			st.AmbiguousRoot++
 		}
-		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && UnknownEnd(s) && v.Liveness == LivenessUnknown {
+		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && rules.UnknownEnd(s) && v.Liveness == LivenessUnknown {
 			st.NoDuration++
 		}
 		if v.Outcome == OutcomeUnknownRoot {

@@ -8,9 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/stretchr/testify/require"
 )
 
 // copyOf returns the spans as an independent copy k: every trace ID (of the spans and their

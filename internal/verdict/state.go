@@ -6,6 +6,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/bounded"
 	"github.com/orphanwatch/orphanwatch/internal/fifo"
 	"github.com/orphanwatch/orphanwatch/internal/shard"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
 )
 
 // Correlator decides verdicts and keeps the bounded cross-trace memory they need: root records
@@ -13,11 +14,11 @@ import (
 // idempotency-key hashes to the traces that carried them. It is safe for concurrent use.
 type Correlator struct {
 	cfg   Config
-	rules *Rules // the verdict rules (rules.go), for cfg
+	rules *rules.Rules // the verdict rules (rules.go), for cfg
 
 	mu sync.Mutex
 	// roots are the root records, within MaxRootRecords (the oldest evicted first).
-	roots *bounded.Table[TraceID, RootRecord]
+	roots *bounded.Table[TraceID, rules.RootRecord]
 	// badRoots are the traces whose only roots seen have times that are not sane (validity):
 	// their traces are known, so decided at once, judged without a root (unknown). Within
 	// MaxRootRecords; a trace leaves it when a usable root comes.
@@ -28,7 +29,7 @@ type Correlator struct {
 	// multi indexes, for traces with several roots, which root each decided span had, so that
 	// a span arriving later is judged against the root its siblings had. Bounded by
 	// MaxIndexedSpans entries in all (whole traces evicted, oldest first).
-	multi          *bounded.Table[TraceID, *MultiRoot]
+	multi          *bounded.Table[TraceID, *rules.MultiRoot]
 	indexed        int
 	evictedIndexed uint64
 
@@ -48,7 +49,7 @@ type Correlator struct {
 	memoFree                memoFree               // recycled memo slices (memobufs.go), under its own mutex
 	memoOrder               [2]fifo.Queue[TraceID] // settled, pending
 	memoSpans, pendingSpans int
-	open                    *bounded.Table[RunID, *OpenRun] // within MaxOpenRuns (openruns.go)
+	open                    *bounded.Table[rules.RunID, *rules.OpenRun] // within MaxOpenRuns (openruns.go)
 	swept                   []Carried
 	sweptStats              Stats
 	// noIncremental decides every release of a trace whole: the feature gate
@@ -72,11 +73,11 @@ func New(cfg Config) (*Correlator, error) {
 	}
 	c := &Correlator{
 		cfg:      cfg,
-		rules:    NewRules(cfg),
-		roots:    bounded.New[TraceID, RootRecord](cfg.MaxRootRecords, nil),
+		rules:    rules.New(cfg),
+		roots:    bounded.New[TraceID, rules.RootRecord](cfg.MaxRootRecords, nil),
 		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
 		keys:     newKeyIndex(cfg.MaxKeys),
-		multi:    bounded.New[TraceID, *MultiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
+		multi:    bounded.New[TraceID, *rules.MultiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
 		// The incremental path, unless its feature gate is off (gate.go).
 		noIncremental: !incrementalDecisions.IsEnabled(),
 	}
@@ -88,7 +89,7 @@ func New(cfg Config) (*Correlator, error) {
 	}
 	// An open run evicted to stay within MaxOpenRuns is closed: its outcome, as decided when it
 	// was left open, is carried by the next Sweep.
-	c.open = bounded.New(cfg.MaxOpenRuns, func(_ RunID, r *OpenRun) { c.sweptRun(r) })
+	c.open = bounded.New(cfg.MaxOpenRuns, func(_ rules.RunID, r *rules.OpenRun) { c.sweptRun(r) })
 	return c, nil
 }
 
@@ -143,7 +144,7 @@ func (c *Correlator) observeRootsLocked(spans []Span) {
 				if !rec.Detached && (old.Detached || old.ID != rec.ID) && n < 255 {
 					n++
 				}
-				if PreferredRoot(rec, old) {
+				if rules.PreferredRoot(rec, old) {
 					old = rec
 				}
 				old.NRoots = n
@@ -162,7 +163,7 @@ func (c *Correlator) observeRootsLocked(spans []Span) {
 	}
 }
 
-func (c *Correlator) putRootLocked(t TraceID, rec RootRecord) {
+func (c *Correlator) putRootLocked(t TraceID, rec rules.RootRecord) {
 	c.roots.Put(t, rec) // a new record evicts the oldest when MaxRootRecords are kept
 }
 
@@ -171,18 +172,18 @@ func (c *Correlator) putRootLocked(t TraceID, rec RootRecord) {
 // to (linked: trace B's CONSUMER span links to the PRODUCER span of the request A that handed
 // the job over), here or in another member's record; else the first such trace here; else
 // another member's record.
-func (c *Correlator) lookupKeyLocked(h uint64, linked []TraceID) (RootRecord, bool) {
+func (c *Correlator) lookupKeyLocked(h uint64, linked []TraceID) (rules.RootRecord, bool) {
 	kt, _ := c.keys.get(h) // a key not seen here has n == 0 and falls through to the directory
 	if len(linked) > 0 {
 		for i := uint8(0); i < kt.n; i++ {
-			if !ContainsTrace(linked, kt.traces[i]) {
+			if !rules.ContainsTrace(linked, kt.traces[i]) {
 				continue
 			}
 			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
 				return rec, true
 			}
 		}
-		if rec, t, ok := c.keyDirLookupLocked(h, linked); ok && ContainsTrace(linked, t) {
+		if rec, t, ok := c.keyDirLookupLocked(h, linked); ok && rules.ContainsTrace(linked, t) {
 			return rec, true
 		}
 	}
@@ -195,8 +196,8 @@ func (c *Correlator) lookupKeyLocked(h uint64, linked []TraceID) (RootRecord, bo
 	return rec, ok
 }
 
-// knownOf implements crossTrace under the state's lock.
-func (c *Correlator) knownOf(spans []Span, nodes []Node, roots []int32, recs []RootRecord, above []AbsentParentRoot) (KnownRoots, map[uint64]RootRecord) {
+// knownOf implements CrossTrace under the state's lock.
+func (c *Correlator) knownOf(spans []Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord, above []rules.AbsentParentRoot) (rules.KnownRoots, map[uint64]rules.RootRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	known := c.knownRootsLocked(spans[0].TraceID, spans, roots, recs)
@@ -207,18 +208,18 @@ func (c *Correlator) knownOf(spans []Span, nodes []Node, roots []int32, recs []R
 	}
 	// Key bindings, once per key, preferring the traces this one links to (two requests
 	// re-sending one key each bind their own work).
-	var bindings map[uint64]RootRecord // made when a key binds
+	var bindings map[uint64]rules.RootRecord // made when a key binds
 	var linked []TraceID
 	linkedDone := false
 	for i := range spans {
 		if h := spans[i].KeyHash; h != 0 {
 			if _, done := bindings[h]; !done {
 				if !linkedDone {
-					linked, linkedDone = LinkedTraces(spans), true
+					linked, linkedDone = rules.LinkedTraces(spans), true
 				}
 				if rec, ok := c.lookupKeyLocked(h, linked); ok {
 					if bindings == nil {
-						bindings = map[uint64]RootRecord{}
+						bindings = map[uint64]rules.RootRecord{}
 					}
 					bindings[h] = rec
 				}
@@ -229,8 +230,8 @@ func (c *Correlator) knownOf(spans []Span, nodes []Node, roots []int32, recs []R
 }
 
 // knownRootsLocked gathers what is known of the roots of trace t, given the decision's roots.
-func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs []RootRecord) KnownRoots {
-	var k KnownRoots
+func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs []rules.RootRecord) rules.KnownRoots {
+	var k rules.KnownRoots
 	k.Multi, _ = c.multi.Get(t)
 	for j := range roots {
 		if recs[j].Detached {
@@ -278,39 +279,39 @@ func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, re
 // (it came in an earlier one, or never came): the root the parent had, when the trace's index
 // knows it; else the trace's only root (not detached work); else, with several roots, none
 // (ambiguous: the span is unknown and counted); with only detached roots, detached.
-func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *KnownRoots) AbsentParentRoot {
+func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *rules.KnownRoots) rules.AbsentParentRoot {
 	if k.Multi != nil && !s.ParentID.IsZero() {
 		if j, ok := k.Multi.SpanRoot[s.ParentID]; ok {
 			e := k.Multi.Roots[j]
-			return AbsentParentRoot{Rec: e.Rec, ID: e.ID, OK: true, Detached: e.Rec.Detached}
+			return rules.AbsentParentRoot{Rec: e.Rec, ID: e.ID, OK: true, Detached: e.Rec.Detached}
 		}
 	}
 	switch {
 	case k.N == 1:
-		return AbsentParentRoot{Rec: k.Single, ID: k.SingleID, OK: true}
+		return rules.AbsentParentRoot{Rec: k.Single, ID: k.SingleID, OK: true}
 	case k.N >= 2:
-		return AbsentParentRoot{Ambiguous: true}
+		return rules.AbsentParentRoot{Ambiguous: true}
 	case k.Detached:
-		return AbsentParentRoot{Rec: k.DetRec, OK: true, Detached: true}
+		return rules.AbsentParentRoot{Rec: k.DetRec, OK: true, Detached: true}
 	}
-	return AbsentParentRoot{}
+	return rules.AbsentParentRoot{}
 }
 
 // indexRoots records, for a trace with several roots, the decision's roots and which of them
 // each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted): what
 // a decision books in the state for the later decisions of its trace, under the state's lock.
-func (c *Correlator) indexRoots(spans []Span, nodes []Node, roots []int32, recs []RootRecord) {
+func (c *Correlator) indexRoots(spans []Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := spans[0].TraceID
 	m, _ := c.multi.Get(t)
 	if m == nil {
-		m = &MultiRoot{SpanRoot: map[SpanID]uint8{}}
+		m = &rules.MultiRoot{SpanRoot: map[SpanID]uint8{}}
 		c.multi.Put(t, m)
 	}
 	for j, r := range roots {
 		if m.Position(spans[r].SpanID) < 0 && len(m.Roots) < 255 {
-			m.Roots = append(m.Roots, RootEntry{ID: spans[r].SpanID, Rec: recs[j]})
+			m.Roots = append(m.Roots, rules.RootEntry{ID: spans[r].SpanID, Rec: recs[j]})
 		}
 	}
 	for i := range spans {

@@ -1,4 +1,4 @@
-package verdict
+package rules
 
 import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
 

@@ -1,10 +1,11 @@
-package verdict
+package rules
 
 import (
-	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 )
 
 // decideSpend marks model calls and their spend. A model call is a span naming a model with
@@ -53,7 +54,7 @@ func (c *Rules) decideSpend(sc *scratch, spans []record.Span, nodes []Node, out 
 	}
 }
 
-// priceOf looks a model up in the price table: exactly, else by the longest configured name
+// PriceOf looks a model up in the price table: exactly, else by the longest configured name
 // that prefixes it ("gpt-4o-2024-08-06" uses "gpt-4o"; "gpt-4o-mini-2024-07-18" uses
 // "gpt-4o-mini"). A model priced by a prefix is told to Config.PrefixPriced once.
 func (c *Rules) PriceOf(model string) (record.Price, bool) {

@@ -1,8 +1,8 @@
-package verdict
+package rules
 
 import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
 
-// decisionIn is what the time model gives a decision of a trace within it (a release, a
+// DecisionIn is what the time model gives a decision of a trace within it (a release, a
 // settling, a memo forgotten, a trace given up), besides its spans: read by the rules, never
 // written. A decision of its own (Decide) has none.
 type DecisionIn struct {
@@ -11,41 +11,41 @@ type DecisionIn struct {
 	NOld    int    // spans[:nOld] of the decision come from the trace's memo
 	Emitted []bool // of those: the verdict was written on the span when it left
 	Now     int64  // unix ns
-	// extra gives the reader's Extra of the decision's new span i (spans[nOld+i]) whose record
+	// Extra gives the reader's Extra of the decision's new span i (spans[nOld+i]) whose record
 	// an open run keeps; nil: none.
 	Extra func(i int) any
-	// context, when set, marks by decision index the spans there only for what the spans
+	// Context, when set, marks by decision index the spans there only for what the spans
 	// below them read: their runs are not decided (decideRuns; incremental.go).
 	Context []bool
 }
 
-// decisionOut is what the time model needs from a decision besides its verdicts and stats: the
+// DecisionOut is what the time model needs from a decision besides its verdicts and stats: the
 // decision's return value (decide), written by the rules into the decision's working memory and
 // handed back, never kept by them.
 type DecisionOut struct {
 	Carried []record.Carried // run outcomes that became final, of attempts that left before
 	Unknown int              // runs closed unknown_root among carried
-	// opened lists the runs the decision left open (incremental.go reads until when).
+	// Opened lists the runs the decision left open (incremental.go reads until when).
 	Opened []OpenedRun
-	// detached tells that a span of the decision is detached work (the incremental path does
+	// Detached tells that a span of the decision is detached work (the incremental path does
 	// not apply to the trace: incremental.go).
 	Detached bool
 }
 
-// releaseMode is what a decision within the time model may leave for later.
+// ReleaseMode is what a decision within the time model may leave for later.
 type ReleaseMode uint8
 
 const (
-	// modeRelease: a release of spans that leave now. Runs may stay open; spans whose chain to
+	// ModeRelease: a release of spans that leave now. Runs may stay open; spans whose chain to
 	// the root is incomplete are provisional, their edges pending.
 	ModeRelease ReleaseMode = iota
-	// modeFinal: every run is over; the trace is given up (its root never came, or the
+	// ModeFinal: every run is over; the trace is given up (its root never came, or the
 	// processor shuts down) and its memo dropped.
 	ModeFinal
-	// modeEdges: a settled memo is forgotten: the edges of orphaned entries whose chain is
+	// ModeEdges: a settled memo is forgotten: the edges of orphaned entries whose chain is
 	// incomplete are named now (no more of its spans will be seen with them).
 	ModeEdges
-	// modeChains: ChainWait passed: spans whose chain is incomplete are judged against the root
+	// ModeChains: ChainWait passed: spans whose chain is incomplete are judged against the root
 	// the absent-parent rule gives them instead of waiting; their edges stay pending.
 	ModeChains
 )
@@ -59,7 +59,7 @@ func (in *DecisionIn) chainsWhole() bool {
 // chainsWait tells that spans whose chain is incomplete wait (provisional) for it.
 func (in *DecisionIn) chainsWait() bool { return in != nil && in.Mode == ModeRelease }
 
-// openedRun is a run a decision left open: its final attempt (decision index) and the release
+// OpenedRun is a run a decision left open: its final attempt (decision index) and the release
 // time up to which it stays open while nothing of it changes.
 type OpenedRun struct {
 	Pos   int32

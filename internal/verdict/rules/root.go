@@ -1,8 +1,8 @@
-package verdict
+package rules
 
 import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
 
-// rootRecord is what is kept of a root request after its spans have left: enough to judge
+// RootRecord is what is kept of a root request after its spans have left: enough to judge
 // spans and traces that arrive later.
 // Its fields are ordered so that it takes 32 bytes (limits.max_root_records of them are kept).
 type RootRecord struct {
@@ -18,7 +18,7 @@ type RootRecord struct {
 	ID record.SpanID
 }
 
-// preferredRoot reports whether root record a should stand for its trace rather than b: a root
+// PreferredRoot reports whether root record a should stand for its trace rather than b: a root
 // that is not detached work first, then the earlier gone time.
 func PreferredRoot(a, b RootRecord) bool {
 	if a.Detached != b.Detached {
@@ -27,7 +27,7 @@ func PreferredRoot(a, b RootRecord) bool {
 	return a.Gone < b.Gone
 }
 
-// rootRecordOf decides a root span's end reason and gone time (DESIGN.md "Words": gone time,
+// RootRecordOf decides a root span's end reason and gone time (DESIGN.md "Words": gone time,
 // end reason). A cancellation signal wins; then a deadline signal or a deadline at or before
 // the end; then any error; otherwise the request completed.
 func (c *Rules) RootRecordOf(s *record.Span) RootRecord {

@@ -1,19 +1,20 @@
-package verdict
+package rules
 
 import (
 	"cmp"
-	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"math"
 	"slices"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 )
 
-// runKey identifies the attempts of one logical operation: same parent span, same operation key.
+// RunKey identifies the attempts of one logical operation: same parent span, same operation key.
 type RunKey struct {
 	Parent record.SpanID
 	Op     uint64
 }
 
-// opKey is the hashed idempotency key where there is one, else a delivery's message identity,
+// OpKey is the hashed idempotency key where there is one, else a delivery's message identity,
 // otherwise name, kind and target.
 func OpKey(s *record.Span) uint64 {
 	if s.KeyHash != 0 {
@@ -48,7 +49,7 @@ func explicitRetry(s *record.Span) bool { return s.ResendCount >= 1 || s.Attempt
 func goesOnAcrossTraces(s *record.Span) bool { return s.KeyHash != 0 || record.IsDelivery(s) }
 
 // runSoFar is what the rules of a run's end read of a run as its attempts are gathered in
-// start order (decideRuns), and of a run left open (openRun).
+// start order (decideRuns), and of a run left open (OpenRun).
 type runSoFar struct {
 	attempts int   // attempts so far, from the run's first (an open run's earlier ones counted)
 	end      int64 // the latest end among them (unix ns)
@@ -335,7 +336,7 @@ func (c *Rules) closeRun(sc *scratch, runs LockedRuns, spans []record.Span, node
 	ok := c.Signals.AttemptResult(&spans[last]) == record.ResultOK
 	if !runOver(in, at) {
 		// Until when it stays open while its attempts and the spans above them stay as they are:
-		// the moment runOverAt gives, which the incremental path reads (openedRun.until).
+		// the moment runOverAt gives, which the incremental path reads (OpenedRun.until).
 		sc.out.Opened = append(sc.out.Opened, OpenedRun{Pos: last, Until: at})
 		runStaysOpen(in, runs, &spans[last], last, total, cont, split || cont.split, outcome, ok, r, at)
 		return
@@ -366,8 +367,8 @@ func runOver(in *DecisionIn, at int64) bool {
 // runOverAt is the one source of "until when a run stays open" (DESIGN.md "Run outcomes": when
 // a run is over; docs/verdicts.md "When a run is over"): the moment on the collector's clock
 // after which the run r, whose final attempt so far is s and which has total attempts, is over
-// while nothing of it changes (overNow: already; overNever: by no time). Releases and sweeps
-// compare their time with it (runOver, Sweep) and the incremental path keeps it (openedRun.until),
+// while nothing of it changes (overNow: already; OverNever: by no time). Releases and sweeps
+// compare their time with it (runOver, Sweep) and the incremental path keeps it (OpenedRun.until),
 // so a rule added here holds on every path. One named step per rule, in this order:
 //  1. the decision is whole (in nil: all of a trace's spans at once): every run is over;
 //  2. followed: a later attempt of the operation began a new run after it (startsNewRun); or
