@@ -426,10 +426,7 @@ func (c *Correlator) incrementalReason(t TraceID, m *traceMemo) wholeReason {
 	case full:
 		return wholeOpenFull
 	}
-	c.mu.Lock()
-	rec, ok := c.roots.Get(t)
-	_, multi := c.multi.Get(t)
-	c.mu.Unlock()
+	rec, ok, multi := c.tables.rootOf(t)
 	if multi || ok && (rec.NRoots >= 2 || rec.Detached) {
 		return wholeRoots
 	}

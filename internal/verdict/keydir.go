@@ -69,9 +69,8 @@ type keyDir struct {
 // maxPendingKeysPerTrace bounds the keys remembered for one trace whose root has not come.
 const maxPendingKeysPerTrace = 8
 
-// SetKeyDirectory makes the Correlator publish keys to d and consult d when a key does not
-// bind locally. Call it before the Correlator is used; nil turns key sharing off.
-func (c *Correlator) SetKeyDirectory(d KeyDirectory) {
+// SetKeyDirectory is the Correlator's SetKeyDirectory, under mu.
+func (c *tables) SetKeyDirectory(d KeyDirectory) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d == nil {
@@ -81,9 +80,8 @@ func (c *Correlator) SetKeyDirectory(d KeyDirectory) {
 	c.dir = &keyDir{d: d, pending: bounded.New[TraceID, []uint64](c.cfg.MaxKeys, nil)}
 }
 
-// KeyBinding tells where key hash h binds now: to a trace of this Correlator's own index whose
-// root is known and not detached, through the directory, or nowhere.
-func (c *Correlator) KeyBinding(h uint64) Binding {
+// KeyBinding is the Correlator's KeyBinding, under mu.
+func (c *tables) KeyBinding(h uint64) Binding {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if kt, ok := c.keys.get(h); ok {
@@ -101,10 +99,8 @@ func (c *Correlator) KeyBinding(h uint64) Binding {
 	return BindingNone
 }
 
-// KeyBindingLinked is KeyBinding for a trace that links to the traces in linked: with links,
-// only a binding to one of them counts (here, or a record of one of them through the
-// directory); without, any binding does.
-func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
+// KeyBindingLinked is the Correlator's KeyBindingLinked, under mu.
+func (c *tables) KeyBindingLinked(h uint64, linked []TraceID) Binding {
 	if len(linked) == 0 {
 		return c.KeyBinding(h)
 	}
@@ -129,7 +125,7 @@ func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
 }
 
 // keyDirLinksLocked: span s links to other traces; the directory is told which.
-func (c *Correlator) keyDirLinksLocked(s *Span) {
+func (c *tables) keyDirLinksLocked(s *Span) {
 	if c.dir == nil || len(s.Links) == 0 {
 		return
 	}
@@ -150,7 +146,7 @@ func refOf(t TraceID, rec rules.RootRecord) RootRef {
 
 // keyDirKeyLocked: span s carries a key. Published at once when its trace's root is known and
 // not detached; remembered until the root comes otherwise.
-func (c *Correlator) keyDirKeyLocked(s *Span) {
+func (c *tables) keyDirKeyLocked(s *Span) {
 	kd := c.dir
 	if kd == nil {
 		return
@@ -175,7 +171,7 @@ func (c *Correlator) keyDirKeyLocked(s *Span) {
 
 // keyDirRootLocked: trace t's root record is known (or changed): the keys its trace carried
 // before are published, unless the root is detached work.
-func (c *Correlator) keyDirRootLocked(t TraceID) {
+func (c *tables) keyDirRootLocked(t TraceID) {
 	kd := c.dir
 	if kd == nil {
 		return
@@ -194,7 +190,7 @@ func (c *Correlator) keyDirRootLocked(t TraceID) {
 
 // keyDirLookupLocked asks the directory for a key the local index does not bind; it returns the
 // record's root and trace.
-func (c *Correlator) keyDirLookupLocked(h uint64, linked []TraceID) (rules.RootRecord, TraceID, bool) {
+func (c *tables) keyDirLookupLocked(h uint64, linked []TraceID) (rules.RootRecord, TraceID, bool) {
 	if c.dir == nil {
 		return rules.RootRecord{}, TraceID{}, false
 	}

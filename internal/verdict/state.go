@@ -16,24 +16,9 @@ type Correlator struct {
 	cfg   Config
 	rules *rules.Rules // the verdict rules (rules.go), for cfg
 
-	mu sync.Mutex
-	// roots are the root records, within MaxRootRecords (the oldest evicted first).
-	roots *bounded.Table[TraceID, rules.RootRecord]
-	// badRoots are the traces whose only roots seen have times that are not sane (validity):
-	// their traces are known, so decided at once, judged without a root (unknown). Within
-	// MaxRootRecords; a trace leaves it when a usable root comes.
-	badRoots *bounded.Table[TraceID, struct{}]
-	// keys are the traces that carried each idempotency key, within MaxKeys: sharded, each
-	// shard under its own mutex (keyindex.go; lock order: mu, then a key shard).
-	keys *keyIndex
-	// multi indexes, for traces with several roots, which root each decided span had, so that
-	// a span arriving later is judged against the root its siblings had. Bounded by
-	// MaxIndexedSpans entries in all (whole traces evicted, oldest first).
-	multi          *bounded.Table[TraceID, *rules.MultiRoot]
-	indexed        int
-	evictedIndexed uint64
-
-	dir *keyDir // key sharing across a tier (keydir.go); nil when off
+	// tables are the cross-trace tables (root records, idempotency keys, the roots of traces
+	// with several), under their one lock (tables.go).
+	tables *tables
 
 	// The time model (memo.go). The trace memos are sharded by trace ID (memoShards: each
 	// shard's mutex is held for a whole release of one of its traces); what binds traces or
@@ -60,24 +45,16 @@ type Correlator struct {
 	evictedContext, evictedPending, evictedExpired uint64
 }
 
-// keyTraces holds up to four distinct traces that carried one idempotency key, in arrival order.
-type keyTraces struct {
-	traces [4]TraceID
-	n      uint8
-}
-
 // New returns a Correlator for cfg, or the error of cfg.Validate.
 func New(cfg Config) (*Correlator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	r := rules.New(cfg)
 	c := &Correlator{
-		cfg:      cfg,
-		rules:    rules.New(cfg),
-		roots:    bounded.New[TraceID, rules.RootRecord](cfg.MaxRootRecords, nil),
-		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
-		keys:     newKeyIndex(cfg.MaxKeys),
-		multi:    bounded.New[TraceID, *rules.MultiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
+		cfg:    cfg,
+		rules:  r,
+		tables: newTables(cfg, r),
 		// The incremental path, unless its feature gate is off (gate.go).
 		noIncremental: !incrementalDecisions.IsEnabled(),
 	}
@@ -113,285 +90,42 @@ func (c *Correlator) Observe(spans []Span) { c.ObserveAt(spans, 0) }
 // MaxRequestDuration for a root that has come already. It marks future spans in spans.
 func (c *Correlator) ObserveAt(spans []Span, now int64) {
 	c.rules.MarkFuture(spans, now)
-	c.observeRootsLocked(spans)
-	for i := range spans {
-		if s := &spans[i]; s.KeyHash != 0 && !s.TraceID.IsZero() && !s.SpanID.IsZero() {
-			c.keys.observe(s.KeyHash, s.TraceID)
-		}
-	}
-}
-
-// observeRootsLocked is Observe's part under the correlator's mutex: root records, and what the
-// key directory takes (keydir.go).
-func (c *Correlator) observeRootsLocked(spans []Span) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range spans {
-		s := &spans[i]
-		if s.TraceID.IsZero() || s.SpanID.IsZero() {
-			continue
-		}
-		if s.ParentID.IsZero() && !c.rules.SaneTimes(s) {
-			if _, ok := c.roots.Get(s.TraceID); !ok {
-				c.badRoots.Put(s.TraceID, struct{}{})
-			}
-		} else if s.ParentID.IsZero() {
-			c.badRoots.Delete(s.TraceID)
-			rec := c.rules.RootRecordOf(s)
-			if old, ok := c.roots.Get(s.TraceID); ok {
-				// Two roots (or the same root twice): count the second, keep the preferred.
-				n := old.NRoots
-				if !rec.Detached && (old.Detached || old.ID != rec.ID) && n < 255 {
-					n++
-				}
-				if rules.PreferredRoot(rec, old) {
-					old = rec
-				}
-				old.NRoots = n
-				c.roots.Put(s.TraceID, old)
-			} else {
-				c.putRootLocked(s.TraceID, rec)
-			}
-			c.keyDirRootLocked(s.TraceID) // keydir.go
-		}
-		if s.KeyHash != 0 {
-			c.keyDirKeyLocked(s) // keydir.go
-		}
-		if len(s.Links) > 0 {
-			c.keyDirLinksLocked(s) // keydir.go
-		}
-	}
-}
-
-func (c *Correlator) putRootLocked(t TraceID, rec rules.RootRecord) {
-	c.roots.Put(t, rec) // a new record evicts the oldest when MaxRootRecords are kept
-}
-
-// lookupKeyLocked finds the root an idempotency key binds to: among the traces that carried the
-// key and whose root is known and is not itself detached work, one that the decided trace links
-// to (linked: trace B's CONSUMER span links to the PRODUCER span of the request A that handed
-// the job over), here or in another member's record; else the first such trace here; else
-// another member's record.
-func (c *Correlator) lookupKeyLocked(h uint64, linked []TraceID) (rules.RootRecord, bool) {
-	kt, _ := c.keys.get(h) // a key not seen here has n == 0 and falls through to the directory
-	if len(linked) > 0 {
-		for i := uint8(0); i < kt.n; i++ {
-			if !rules.ContainsTrace(linked, kt.traces[i]) {
-				continue
-			}
-			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
-				return rec, true
-			}
-		}
-		if rec, t, ok := c.keyDirLookupLocked(h, linked); ok && rules.ContainsTrace(linked, t) {
-			return rec, true
-		}
-	}
-	for i := uint8(0); i < kt.n; i++ {
-		if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
-			return rec, true
-		}
-	}
-	rec, _, ok := c.keyDirLookupLocked(h, linked) // another member's record (keydir.go), if shared
-	return rec, ok
-}
-
-// knownOf implements CrossTrace under the state's lock.
-func (c *Correlator) knownOf(spans []Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord, above []rules.AbsentParentRoot) (rules.KnownRoots, map[uint64]rules.RootRecord) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	known := c.knownRootsLocked(spans[0].TraceID, spans, roots, recs)
-	for i := range spans {
-		if nodes[i].Parent < 0 && !nodes[i].IsRoot {
-			above[i] = c.rootOfAbsentParentLocked(&spans[i], &known)
-		}
-	}
-	// Key bindings, once per key, preferring the traces this one links to (two requests
-	// re-sending one key each bind their own work).
-	var bindings map[uint64]rules.RootRecord // made when a key binds
-	var linked []TraceID
-	linkedDone := false
-	for i := range spans {
-		if h := spans[i].KeyHash; h != 0 {
-			if _, done := bindings[h]; !done {
-				if !linkedDone {
-					linked, linkedDone = rules.LinkedTraces(spans), true
-				}
-				if rec, ok := c.lookupKeyLocked(h, linked); ok {
-					if bindings == nil {
-						bindings = map[uint64]rules.RootRecord{}
-					}
-					bindings[h] = rec
-				}
-			}
-		}
-	}
-	return known, bindings
-}
-
-// knownRootsLocked gathers what is known of the roots of trace t, given the decision's roots.
-func (c *Correlator) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs []rules.RootRecord) rules.KnownRoots {
-	var k rules.KnownRoots
-	k.Multi, _ = c.multi.Get(t)
-	for j := range roots {
-		if recs[j].Detached {
-			k.Detached, k.DetRec = true, recs[j]
-			continue
-		}
-		k.N++
-		k.Single, k.SingleID = recs[j], spans[roots[j]].SpanID
-	}
-	if k.Multi != nil {
-	next:
-		for _, e := range k.Multi.Roots {
-			for _, r := range roots {
-				if spans[r].SpanID == e.ID {
-					continue next
-				}
-			}
-			if e.Rec.Detached {
-				k.Detached, k.DetRec = true, e.Rec
-				continue
-			}
-			k.N++
-			k.Single, k.SingleID = e.Rec, e.ID
-		}
-	}
-	if rec, ok := c.roots.Get(t); ok {
-		if rec.Detached {
-			k.Detached, k.DetRec = true, rec
-		} else if int(rec.NRoots) > k.N {
-			k.N, k.Single, k.SingleID = int(rec.NRoots), rec, SpanID{}
-		} else if k.N == 0 {
-			k.N, k.Single, k.SingleID = 1, rec, SpanID{}
-		}
-	}
-	if k.N > 0 {
-		k.Detached = false
-	}
-	if k.N == 0 && !k.Detached {
-		_, k.Unusable = c.badRoots.Get(t)
-	}
-	return k
-}
-
-// rootOfAbsentParentLocked decides the root of a span whose parent is absent from the decision
-// (it came in an earlier one, or never came): the root the parent had, when the trace's index
-// knows it; else the trace's only root (not detached work); else, with several roots, none
-// (ambiguous: the span is unknown and counted); with only detached roots, detached.
-func (c *Correlator) rootOfAbsentParentLocked(s *Span, k *rules.KnownRoots) rules.AbsentParentRoot {
-	if k.Multi != nil && !s.ParentID.IsZero() {
-		if j, ok := k.Multi.SpanRoot[s.ParentID]; ok {
-			e := k.Multi.Roots[j]
-			return rules.AbsentParentRoot{Rec: e.Rec, ID: e.ID, OK: true, Detached: e.Rec.Detached}
-		}
-	}
-	switch {
-	case k.N == 1:
-		return rules.AbsentParentRoot{Rec: k.Single, ID: k.SingleID, OK: true}
-	case k.N >= 2:
-		return rules.AbsentParentRoot{Ambiguous: true}
-	case k.Detached:
-		return rules.AbsentParentRoot{Rec: k.DetRec, OK: true, Detached: true}
-	}
-	return rules.AbsentParentRoot{}
-}
-
-// indexRoots records, for a trace with several roots, the decision's roots and which of them
-// each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted): what
-// a decision books in the state for the later decisions of its trace, under the state's lock.
-func (c *Correlator) indexRoots(spans []Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := spans[0].TraceID
-	m, _ := c.multi.Get(t)
-	if m == nil {
-		m = &rules.MultiRoot{SpanRoot: map[SpanID]uint8{}}
-		c.multi.Put(t, m)
-	}
-	for j, r := range roots {
-		if m.Position(spans[r].SpanID) < 0 && len(m.Roots) < 255 {
-			m.Roots = append(m.Roots, rules.RootEntry{ID: spans[r].SpanID, Rec: recs[j]})
-		}
-	}
-	for i := range spans {
-		n := &nodes[i]
-		if !n.Valid || n.RootID.IsZero() {
-			continue
-		}
-		q := m.Position(n.RootID)
-		if q < 0 {
-			continue // more than 255 roots: not indexed
-		}
-		if _, dup := m.SpanRoot[spans[i].SpanID]; !dup {
-			m.SpanRoot[spans[i].SpanID] = uint8(q)
-			c.indexed++
-		}
-	}
-	for c.indexed > c.cfg.MaxIndexedSpans {
-		_, om, ok := c.multi.EvictOldest()
-		if !ok {
-			break
-		}
-		c.indexed -= len(om.SpanRoot)
-		c.evictedIndexed += uint64(len(om.SpanRoot))
-	}
+	c.tables.observe(spans)
 }
 
 // Held returns the number of root records and idempotency keys kept.
-func (c *Correlator) Held() (roots, keys int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.roots.Len(), c.keys.len()
-}
+func (c *Correlator) Held() (roots, keys int) { return c.tables.Held() }
 
 // HeldIndexed returns the number of spans indexed to their root in traces with several roots.
-func (c *Correlator) HeldIndexed() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.indexed
-}
+func (c *Correlator) HeldIndexed() int { return c.tables.HeldIndexed() }
 
 // EvictedIndexed returns how many indexed spans of traces with several roots were evicted to
 // stay within MaxIndexedSpans since the Correlator was made.
-func (c *Correlator) EvictedIndexed() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.evictedIndexed
-}
+func (c *Correlator) EvictedIndexed() uint64 { return c.tables.EvictedIndexed() }
 
 // Evicted returns how many root records and idempotency keys were evicted to stay within
 // MaxRootRecords and MaxKeys since the Correlator was made.
-func (c *Correlator) Evicted() (roots, keys uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.roots.Evicted(), c.keys.evicted()
-}
+func (c *Correlator) Evicted() (roots, keys uint64) { return c.tables.Evicted() }
 
 // Knows reports whether a root record is kept for the trace, or its root came with times that
 // are not sane (badRoots): either way no root is still to come.
-func (c *Correlator) Knows(t TraceID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.roots.Get(t); ok {
-		return true
-	}
-	_, bad := c.badRoots.Get(t)
-	return bad
-}
+func (c *Correlator) Knows(t TraceID) bool { return c.tables.Knows(t) }
 
 // KnowsAll sets known[i] to whether a root record is kept for trace ids[i] (Knows for many
 // traces, under one lock). known must be as long as ids.
-func (c *Correlator) KnowsAll(ids []TraceID, known []bool) {
-	if len(ids) == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, t := range ids {
-		_, known[i] = c.roots.Get(t)
-		if !known[i] {
-			_, known[i] = c.badRoots.Get(t)
-		}
-	}
+func (c *Correlator) KnowsAll(ids []TraceID, known []bool) { c.tables.KnowsAll(ids, known) }
+
+// SetKeyDirectory makes the Correlator publish keys to d and consult d when a key does not
+// bind locally. Call it before the Correlator is used; nil turns key sharing off.
+func (c *Correlator) SetKeyDirectory(d KeyDirectory) { c.tables.SetKeyDirectory(d) }
+
+// KeyBinding tells where key hash h binds now: to a trace of this Correlator's own index whose
+// root is known and not detached, through the directory, or nowhere.
+func (c *Correlator) KeyBinding(h uint64) Binding { return c.tables.KeyBinding(h) }
+
+// KeyBindingLinked is KeyBinding for a trace that links to the traces in linked: with links,
+// only a binding to one of them counts (here, or a record of one of them through the
+// directory); without, any binding does.
+func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
+	return c.tables.KeyBindingLinked(h, linked)
 }
