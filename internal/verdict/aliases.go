@@ -3,6 +3,7 @@ package verdict
 import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/state"
 )
 
 // The data the core reads and writes lives in package record (internal/verdict/record), below
@@ -171,3 +172,22 @@ func HeldAbandonedRoot(v *Verdict, parentless bool) bool {
 // MaxPrefixPricedReported bounds the model names told to Config.PrefixPriced:
 // [rules.MaxPrefixPricedReported].
 const MaxPrefixPricedReported = rules.MaxPrefixPricedReported
+
+// Key sharing across a tier (internal/verdict/state's keydir.go).
+type (
+	// RootRef is what a key directory holds of a root request: [state.RootRef].
+	RootRef = state.RootRef
+	// KeyDirectory shares idempotency-key bindings beyond one Correlator:
+	// [state.KeyDirectory].
+	KeyDirectory = state.KeyDirectory
+	// Binding says where a key hash binds: [state.Binding].
+	Binding = state.Binding
+)
+
+// Where a key binds: nowhere (yet), in the Correlator's own index, or through the directory
+// ([state.Binding]).
+const (
+	BindingNone   = state.BindingNone
+	BindingLocal  = state.BindingLocal
+	BindingRemote = state.BindingRemote
+)

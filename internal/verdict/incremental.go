@@ -426,7 +426,7 @@ func (c *Correlator) incrementalReason(t TraceID, m *traceMemo) wholeReason {
 	case full:
 		return wholeOpenFull
 	}
-	rec, ok, multi := c.tables.rootOf(t)
+	rec, ok, multi := c.tables.RootOf(t)
 	if multi || ok && (rec.NRoots >= 2 || rec.Detached) {
 		return wholeRoots
 	}

@@ -1,17 +1,21 @@
 package verdict
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict/state"
+)
 
 // mapDir is a KeyDirectory shared by two correlators, as the members of a tier share one
 // through a topic: recs holds the last record per key, all holds every trace's record per key
 // in order of publication.
 type mapDir struct {
-	recs    map[uint64]RootRef
-	all     map[uint64][]RootRef
+	recs    map[uint64]state.RootRef
+	all     map[uint64][]state.RootRef
 	carried map[TraceID][]uint64
 }
 
-func (d *mapDir) Lookup(h uint64, linked []TraceID) (RootRef, bool) {
+func (d *mapDir) Lookup(h uint64, linked []TraceID) (state.RootRef, bool) {
 	for _, r := range d.all[h] {
 		for _, l := range linked {
 			if r.Trace == l {
@@ -22,12 +26,12 @@ func (d *mapDir) Lookup(h uint64, linked []TraceID) (RootRef, bool) {
 	if rs := d.all[h]; len(rs) > 0 {
 		return rs[0], true
 	}
-	return RootRef{}, false
+	return state.RootRef{}, false
 }
 
-func (d *mapDir) Publish(h uint64, r RootRef) {
+func (d *mapDir) Publish(h uint64, r state.RootRef) {
 	if d.all == nil {
-		d.all = map[uint64][]RootRef{}
+		d.all = map[uint64][]state.RootRef{}
 	}
 	d.recs[h] = r
 	for i, o := range d.all[h] {
@@ -62,7 +66,7 @@ func s7Split() (a, b []Span) {
 
 func TestKeyDirectoryBindsAcrossCorrelators(t *testing.T) {
 	for _, shared := range []bool{false, true} {
-		dir := &mapDir{recs: map[uint64]RootRef{}, carried: map[TraceID][]uint64{}}
+		dir := &mapDir{recs: map[uint64]state.RootRef{}, carried: map[TraceID][]uint64{}}
 		m1, _ := New(DefaultConfig())
 		m2, _ := New(DefaultConfig())
 		if shared {
@@ -78,10 +82,10 @@ func TestKeyDirectoryBindsAcrossCorrelators(t *testing.T) {
 			t.Fatalf("published before A's root arrived: %v", dir.recs)
 		}
 		m1.Observe(a[:1])
-		if got := m2.KeyBinding(7); shared && got != BindingRemote || !shared && got != BindingNone {
+		if got := m2.KeyBinding(7); shared && got != state.BindingRemote || !shared && got != state.BindingNone {
 			t.Errorf("shared=%v: m2.KeyBinding = %d", shared, got)
 		}
-		if got := m1.KeyBinding(7); got != BindingLocal {
+		if got := m1.KeyBinding(7); got != state.BindingLocal {
 			t.Errorf("shared=%v: m1.KeyBinding = %d, want local", shared, got)
 		}
 		v, _ := m2.Decide(b)
@@ -103,7 +107,7 @@ func TestKeyDirectoryBindsAcrossCorrelators(t *testing.T) {
 
 // A key carried only by detached work is never published: it binds nothing (docs/verdicts.md).
 func TestKeyDirectoryDetachedRootPublishesNothing(t *testing.T) {
-	dir := &mapDir{recs: map[uint64]RootRef{}, carried: map[TraceID][]uint64{}}
+	dir := &mapDir{recs: map[uint64]state.RootRef{}, carried: map[TraceID][]uint64{}}
 	c, _ := New(DefaultConfig())
 	c.SetKeyDirectory(dir)
 	_, b := s7Split()
@@ -119,11 +123,11 @@ func TestKeyDirectoryPendingBounded(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxKeys = 4
 	c, _ := New(cfg)
-	c.SetKeyDirectory(&mapDir{recs: map[uint64]RootRef{}, carried: map[TraceID][]uint64{}})
+	c.SetKeyDirectory(&mapDir{recs: map[uint64]state.RootRef{}, carried: map[TraceID][]uint64{}})
 	for i := range 100 {
 		c.Observe([]Span{{TraceID: TraceID{byte(i), 1}, SpanID: SpanID{1}, ParentID: SpanID{2}, KeyHash: uint64(i + 1)}})
 	}
-	if n := c.tables.dir.pending.Len(); n > 4 {
+	if n := c.tables.KeysPending(); n > 4 {
 		t.Fatalf("%d traces pending", n)
 	}
 }
@@ -157,7 +161,7 @@ func twoRequests() (a1, a2, b1, b2 []Span) {
 func TestKeyDirectoryEachRequestBindsItsOwnRoot(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		for _, a2First := range []bool{false, true} {
-			dir := &mapDir{recs: map[uint64]RootRef{}, carried: map[TraceID][]uint64{}}
+			dir := &mapDir{recs: map[uint64]state.RootRef{}, carried: map[TraceID][]uint64{}}
 			ma, _ := New(DefaultConfig())
 			m2, m3 := ma, ma
 			if shared {
@@ -189,10 +193,10 @@ func TestKeyDirectoryEachRequestBindsItsOwnRoot(t *testing.T) {
 				t.Errorf("records of key 7: %+v, want one per request", dir.all[7])
 			}
 			// The gate's question: does the key bind to the request the job links to?
-			if got := m3.KeyBindingLinked(7, []TraceID{{5}}); shared && got != BindingRemote || !shared && got != BindingLocal {
+			if got := m3.KeyBindingLinked(7, []TraceID{{5}}); shared && got != state.BindingRemote || !shared && got != state.BindingLocal {
 				t.Errorf("shared=%v: KeyBindingLinked(7, A2) = %d", shared, got)
 			}
-			if got := m3.KeyBindingLinked(7, []TraceID{{8}}); got != BindingNone {
+			if got := m3.KeyBindingLinked(7, []TraceID{{8}}); got != state.BindingNone {
 				t.Errorf("shared=%v: KeyBindingLinked(7, a trace that sent no key) = %d, want none", shared, got)
 			}
 		}

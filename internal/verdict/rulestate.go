@@ -14,7 +14,7 @@ func (c *Correlator) ruleState() *ruleState { return (*ruleState)(c) }
 
 // KnownOf implements CrossTrace (knownOf).
 func (s *ruleState) KnownOf(spans []Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord, above []rules.AbsentParentRoot) (rules.KnownRoots, map[uint64]rules.RootRecord) {
-	return s.tables.knownOf(spans, nodes, roots, recs, above)
+	return s.tables.KnownOf(spans, nodes, roots, recs, above)
 }
 
 // LockRuns implements State (lockRuns).
@@ -22,5 +22,5 @@ func (s *ruleState) LockRuns() rules.LockedRuns { return (*Correlator)(s).lockRu
 
 // IndexRoots implements State (indexRoots).
 func (s *ruleState) IndexRoots(spans []Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord) {
-	s.tables.indexRoots(spans, nodes, roots, recs)
+	s.tables.IndexRoots(spans, nodes, roots, recs)
 }

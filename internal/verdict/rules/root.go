@@ -10,10 +10,10 @@ type RootRecord struct {
 	Service  string
 	Reason   record.EndReason
 	Detached bool // the root is itself detached work (a CONSUMER, or linked)
-	// nroots counts the distinct roots that are not detached work seen for the trace
+	// NRoots counts the distinct roots that are not detached work seen for the trace
 	// (Observe; saturates at 255): two or more make a span whose parent is absent ambiguous.
 	NRoots uint8
-	// id is the root's span ID: it tells a second root from a resent one, and key records
+	// ID is the root's span ID: it tells a second root from a resent one, and key records
 	// shared across a tier name it (keydir.go).
 	ID record.SpanID
 }

@@ -1,55 +1,62 @@
-package verdict
+// Package state holds what the verdict core keeps of other traces: the cross-trace [Tables]
+// (root records, idempotency keys and the key directory, the roots of traces with several),
+// each bounded and under one lock. The rules read them through one read-only view
+// (rules.CrossTrace, KnownOf) and book into them after a decision (IndexRoots); the time model
+// (package verdict) asks them whether a trace's root is known (Knows, RootOf). It imports the
+// data (internal/verdict/record) and the rules' types, nothing of the time model.
+package state
 
 import (
 	"sync"
 
 	"github.com/orphanwatch/orphanwatch/internal/bounded"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
 )
 
-// tables are the cross-trace tables: root records, idempotency keys (keyindex.go, keydir.go)
+// Tables are the cross-trace tables: root records, idempotency keys (keyindex.go, keydir.go)
 // and the roots of traces with several, under one lock (mu; lock order: a memo shard, then mu,
-// then a key shard). The rules read them through the Correlator's ruleState (knownOf) and book
-// into them (indexRoots); the time model asks them whether a trace's root is known.
-type tables struct {
-	cfg   Config
-	rules *rules.Rules // rootRecordOf and saneTimes of an observed root
+// then a key shard). The rules read them through the Correlator's ruleState (KnownOf) and book
+// into them (IndexRoots); the time model asks them whether a trace's root is known.
+type Tables struct {
+	cfg   record.Config
+	rules *rules.Rules // RootRecordOf and SaneTimes of an observed root
 
 	mu sync.Mutex
 	// roots are the root records, within MaxRootRecords (the oldest evicted first).
-	roots *bounded.Table[TraceID, rules.RootRecord]
+	roots *bounded.Table[record.TraceID, rules.RootRecord]
 	// badRoots are the traces whose only roots seen have times that are not sane (validity):
 	// their traces are known, so decided at once, judged without a root (unknown). Within
 	// MaxRootRecords; a trace leaves it when a usable root comes.
-	badRoots *bounded.Table[TraceID, struct{}]
+	badRoots *bounded.Table[record.TraceID, struct{}]
 	// keys are the traces that carried each idempotency key, within MaxKeys: sharded, each
 	// shard under its own mutex (keyindex.go; lock order: mu, then a key shard).
 	keys *keyIndex
 	// multi indexes, for traces with several roots, which root each decided span had, so that
 	// a span arriving later is judged against the root its siblings had. Bounded by
 	// MaxIndexedSpans entries in all (whole traces evicted, oldest first).
-	multi          *bounded.Table[TraceID, *rules.MultiRoot]
+	multi          *bounded.Table[record.TraceID, *rules.MultiRoot]
 	indexed        int
 	evictedIndexed uint64
 
 	dir *keyDir // key sharing across a tier (keydir.go); nil when off
 }
 
-// newTables returns the tables for cfg, a valid Config, and its rules.
-func newTables(cfg Config, r *rules.Rules) *tables {
-	return &tables{
+// NewTables returns the tables for cfg, a valid Config, and its rules.
+func NewTables(cfg record.Config, r *rules.Rules) *Tables {
+	return &Tables{
 		cfg:      cfg,
 		rules:    r,
-		roots:    bounded.New[TraceID, rules.RootRecord](cfg.MaxRootRecords, nil),
-		badRoots: bounded.New[TraceID, struct{}](cfg.MaxRootRecords, nil),
+		roots:    bounded.New[record.TraceID, rules.RootRecord](cfg.MaxRootRecords, nil),
+		badRoots: bounded.New[record.TraceID, struct{}](cfg.MaxRootRecords, nil),
 		keys:     newKeyIndex(cfg.MaxKeys),
-		multi:    bounded.New[TraceID, *rules.MultiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
+		multi:    bounded.New[record.TraceID, *rules.MultiRoot](0, nil), // bounded by MaxIndexedSpans (indexRoots)
 	}
 }
 
-// observe is ObserveAt's part in the tables: root records and the key directory under mu (observeRootsLocked),
-// then the keys in their shards (keyIndex).
-func (c *tables) observe(spans []Span) {
+// Observe is the Correlator's ObserveAt in the tables: root records and the key directory
+// under mu (observeRootsLocked), then the keys in their shards (keyIndex).
+func (c *Tables) Observe(spans []record.Span) {
 	c.observeRootsLocked(spans)
 	for i := range spans {
 		if s := &spans[i]; s.KeyHash != 0 && !s.TraceID.IsZero() && !s.SpanID.IsZero() {
@@ -58,9 +65,9 @@ func (c *tables) observe(spans []Span) {
 	}
 }
 
-// rootOf returns, under mu, the root record of trace t (ok: one is kept) and whether the
+// RootOf returns, under mu, the root record of trace t (ok: one is kept) and whether the
 // trace has several roots indexed (multi).
-func (c *tables) rootOf(t TraceID) (rec rules.RootRecord, ok, multi bool) {
+func (c *Tables) RootOf(t record.TraceID) (rec rules.RootRecord, ok, multi bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rec, ok = c.roots.Get(t)
@@ -70,13 +77,13 @@ func (c *tables) rootOf(t TraceID) (rec rules.RootRecord, ok, multi bool) {
 
 // keyTraces holds up to four distinct traces that carried one idempotency key, in arrival order.
 type keyTraces struct {
-	traces [4]TraceID
+	traces [4]record.TraceID
 	n      uint8
 }
 
 // observeRootsLocked is Observe's part under the correlator's mutex: root records, and what the
 // key directory takes (keydir.go).
-func (c *tables) observeRootsLocked(spans []Span) {
+func (c *Tables) observeRootsLocked(spans []record.Span) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range spans {
@@ -116,7 +123,7 @@ func (c *tables) observeRootsLocked(spans []Span) {
 	}
 }
 
-func (c *tables) putRootLocked(t TraceID, rec rules.RootRecord) {
+func (c *Tables) putRootLocked(t record.TraceID, rec rules.RootRecord) {
 	c.roots.Put(t, rec) // a new record evicts the oldest when MaxRootRecords are kept
 }
 
@@ -125,7 +132,7 @@ func (c *tables) putRootLocked(t TraceID, rec rules.RootRecord) {
 // to (linked: trace B's CONSUMER span links to the PRODUCER span of the request A that handed
 // the job over), here or in another member's record; else the first such trace here; else
 // another member's record.
-func (c *tables) lookupKeyLocked(h uint64, linked []TraceID) (rules.RootRecord, bool) {
+func (c *Tables) lookupKeyLocked(h uint64, linked []record.TraceID) (rules.RootRecord, bool) {
 	kt, _ := c.keys.get(h) // a key not seen here has n == 0 and falls through to the directory
 	if len(linked) > 0 {
 		for i := uint8(0); i < kt.n; i++ {
@@ -149,8 +156,8 @@ func (c *tables) lookupKeyLocked(h uint64, linked []TraceID) (rules.RootRecord, 
 	return rec, ok
 }
 
-// knownOf implements CrossTrace under the state's lock.
-func (c *tables) knownOf(spans []Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord, above []rules.AbsentParentRoot) (rules.KnownRoots, map[uint64]rules.RootRecord) {
+// KnownOf implements CrossTrace under the state's lock.
+func (c *Tables) KnownOf(spans []record.Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord, above []rules.AbsentParentRoot) (rules.KnownRoots, map[uint64]rules.RootRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	known := c.knownRootsLocked(spans[0].TraceID, spans, roots, recs)
@@ -162,7 +169,7 @@ func (c *tables) knownOf(spans []Span, nodes []rules.Node, roots []int32, recs [
 	// Key bindings, once per key, preferring the traces this one links to (two requests
 	// re-sending one key each bind their own work).
 	var bindings map[uint64]rules.RootRecord // made when a key binds
-	var linked []TraceID
+	var linked []record.TraceID
 	linkedDone := false
 	for i := range spans {
 		if h := spans[i].KeyHash; h != 0 {
@@ -183,7 +190,7 @@ func (c *tables) knownOf(spans []Span, nodes []rules.Node, roots []int32, recs [
 }
 
 // knownRootsLocked gathers what is known of the roots of trace t, given the decision's roots.
-func (c *tables) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs []rules.RootRecord) rules.KnownRoots {
+func (c *Tables) knownRootsLocked(t record.TraceID, spans []record.Span, roots []int32, recs []rules.RootRecord) rules.KnownRoots {
 	var k rules.KnownRoots
 	k.Multi, _ = c.multi.Get(t)
 	for j := range roots {
@@ -214,9 +221,9 @@ func (c *tables) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs [
 		if rec.Detached {
 			k.Detached, k.DetRec = true, rec
 		} else if int(rec.NRoots) > k.N {
-			k.N, k.Single, k.SingleID = int(rec.NRoots), rec, SpanID{}
+			k.N, k.Single, k.SingleID = int(rec.NRoots), rec, record.SpanID{}
 		} else if k.N == 0 {
-			k.N, k.Single, k.SingleID = 1, rec, SpanID{}
+			k.N, k.Single, k.SingleID = 1, rec, record.SpanID{}
 		}
 	}
 	if k.N > 0 {
@@ -232,7 +239,7 @@ func (c *tables) knownRootsLocked(t TraceID, spans []Span, roots []int32, recs [
 // (it came in an earlier one, or never came): the root the parent had, when the trace's index
 // knows it; else the trace's only root (not detached work); else, with several roots, none
 // (ambiguous: the span is unknown and counted); with only detached roots, detached.
-func (c *tables) rootOfAbsentParentLocked(s *Span, k *rules.KnownRoots) rules.AbsentParentRoot {
+func (c *Tables) rootOfAbsentParentLocked(s *record.Span, k *rules.KnownRoots) rules.AbsentParentRoot {
 	if k.Multi != nil && !s.ParentID.IsZero() {
 		if j, ok := k.Multi.SpanRoot[s.ParentID]; ok {
 			e := k.Multi.Roots[j]
@@ -250,16 +257,16 @@ func (c *tables) rootOfAbsentParentLocked(s *Span, k *rules.KnownRoots) rules.Ab
 	return rules.AbsentParentRoot{}
 }
 
-// indexRoots records, for a trace with several roots, the decision's roots and which of them
+// IndexRoots records, for a trace with several roots, the decision's roots and which of them
 // each decided span had, within MaxIndexedSpans (the oldest traces' entries are evicted): what
 // a decision books in the state for the later decisions of its trace, under the state's lock.
-func (c *tables) indexRoots(spans []Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord) {
+func (c *Tables) IndexRoots(spans []record.Span, nodes []rules.Node, roots []int32, recs []rules.RootRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := spans[0].TraceID
 	m, _ := c.multi.Get(t)
 	if m == nil {
-		m = &rules.MultiRoot{SpanRoot: map[SpanID]uint8{}}
+		m = &rules.MultiRoot{SpanRoot: map[record.SpanID]uint8{}}
 		c.multi.Put(t, m)
 	}
 	for j, r := range roots {
@@ -292,35 +299,35 @@ func (c *tables) indexRoots(spans []Span, nodes []rules.Node, roots []int32, rec
 }
 
 // Held is the Correlator's Held, under mu.
-func (c *tables) Held() (roots, keys int) {
+func (c *Tables) Held() (roots, keys int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.roots.Len(), c.keys.len()
 }
 
 // HeldIndexed is the Correlator's HeldIndexed, under mu.
-func (c *tables) HeldIndexed() int {
+func (c *Tables) HeldIndexed() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.indexed
 }
 
 // EvictedIndexed is the Correlator's EvictedIndexed, under mu.
-func (c *tables) EvictedIndexed() uint64 {
+func (c *Tables) EvictedIndexed() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.evictedIndexed
 }
 
 // Evicted is the Correlator's Evicted, under mu.
-func (c *tables) Evicted() (roots, keys uint64) {
+func (c *Tables) Evicted() (roots, keys uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.roots.Evicted(), c.keys.evicted()
 }
 
 // Knows is the Correlator's Knows, under mu.
-func (c *tables) Knows(t TraceID) bool {
+func (c *Tables) Knows(t record.TraceID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.roots.Get(t); ok {
@@ -331,7 +338,7 @@ func (c *tables) Knows(t TraceID) bool {
 }
 
 // KnowsAll is the Correlator's KnowsAll, under mu.
-func (c *tables) KnowsAll(ids []TraceID, known []bool) {
+func (c *Tables) KnowsAll(ids []record.TraceID, known []bool) {
 	if len(ids) == 0 {
 		return
 	}
@@ -343,4 +350,25 @@ func (c *tables) KnowsAll(ids []TraceID, known []bool) {
 			_, known[i] = c.badRoots.Get(t)
 		}
 	}
+}
+
+// LockHeld reports whether mu is held, by anyone: for the lock-order check of the tests
+// (CheckLockOrder: no memo shard locked with mu held).
+func (c *Tables) LockHeld() bool {
+	if c.mu.TryLock() {
+		c.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// KeysPending is the number of traces whose keys wait for their root to be published to the
+// key directory (0 when key sharing is off).
+func (c *Tables) KeysPending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dir == nil {
+		return 0
+	}
+	return c.dir.pending.Len()
 }

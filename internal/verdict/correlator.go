@@ -7,6 +7,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/fifo"
 	"github.com/orphanwatch/orphanwatch/internal/shard"
 	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/state"
 )
 
 // Correlator decides verdicts and keeps the bounded cross-trace memory they need: root records
@@ -18,7 +19,7 @@ type Correlator struct {
 
 	// tables are the cross-trace tables (root records, idempotency keys, the roots of traces
 	// with several), under their one lock (tables.go).
-	tables *tables
+	tables *state.Tables
 
 	// The time model (memo.go). The trace memos are sharded by trace ID (memoShards: each
 	// shard's mutex is held for a whole release of one of its traces); what binds traces or
@@ -54,7 +55,7 @@ func New(cfg Config) (*Correlator, error) {
 	c := &Correlator{
 		cfg:    cfg,
 		rules:  r,
-		tables: newTables(cfg, r),
+		tables: state.NewTables(cfg, r),
 		// The incremental path, unless its feature gate is off (gate.go).
 		noIncremental: !incrementalDecisions.IsEnabled(),
 	}
@@ -90,7 +91,7 @@ func (c *Correlator) Observe(spans []Span) { c.ObserveAt(spans, 0) }
 // MaxRequestDuration for a root that has come already. It marks future spans in spans.
 func (c *Correlator) ObserveAt(spans []Span, now int64) {
 	c.rules.MarkFuture(spans, now)
-	c.tables.observe(spans)
+	c.tables.Observe(spans)
 }
 
 // Held returns the number of root records and idempotency keys kept.
@@ -117,15 +118,15 @@ func (c *Correlator) KnowsAll(ids []TraceID, known []bool) { c.tables.KnowsAll(i
 
 // SetKeyDirectory makes the Correlator publish keys to d and consult d when a key does not
 // bind locally. Call it before the Correlator is used; nil turns key sharing off.
-func (c *Correlator) SetKeyDirectory(d KeyDirectory) { c.tables.SetKeyDirectory(d) }
+func (c *Correlator) SetKeyDirectory(d state.KeyDirectory) { c.tables.SetKeyDirectory(d) }
 
 // KeyBinding tells where key hash h binds now: to a trace of this Correlator's own index whose
 // root is known and not detached, through the directory, or nowhere.
-func (c *Correlator) KeyBinding(h uint64) Binding { return c.tables.KeyBinding(h) }
+func (c *Correlator) KeyBinding(h uint64) state.Binding { return c.tables.KeyBinding(h) }
 
 // KeyBindingLinked is KeyBinding for a trace that links to the traces in linked: with links,
 // only a binding to one of them counts (here, or a record of one of them through the
 // directory); without, any binding does.
-func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
+func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) state.Binding {
 	return c.tables.KeyBindingLinked(h, linked)
 }
