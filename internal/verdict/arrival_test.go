@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // Never split by the moment of a decision (DESIGN.md "When verdicts are decided", "Run

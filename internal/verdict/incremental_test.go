@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/featuregate"
 	"pgregory.net/rapid"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // The incremental path (incremental.go) against the decision of the whole trace at every

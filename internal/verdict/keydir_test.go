@@ -1,21 +1,17 @@
 package verdict
 
-import (
-	"testing"
-
-	"github.com/orphanwatch/orphanwatch/internal/verdict/state"
-)
+import "testing"
 
 // mapDir is a KeyDirectory shared by two correlators, as the members of a tier share one
 // through a topic: recs holds the last record per key, all holds every trace's record per key
 // in order of publication.
 type mapDir struct {
-	recs    map[uint64]state.RootRef
-	all     map[uint64][]state.RootRef
+	recs    map[uint64]RootRef
+	all     map[uint64][]RootRef
 	carried map[TraceID][]uint64
 }
 
-func (d *mapDir) Lookup(h uint64, linked []TraceID) (state.RootRef, bool) {
+func (d *mapDir) Lookup(h uint64, linked []TraceID) (RootRef, bool) {
 	for _, r := range d.all[h] {
 		for _, l := range linked {
 			if r.Trace == l {
@@ -26,12 +22,12 @@ func (d *mapDir) Lookup(h uint64, linked []TraceID) (state.RootRef, bool) {
 	if rs := d.all[h]; len(rs) > 0 {
 		return rs[0], true
 	}
-	return state.RootRef{}, false
+	return RootRef{}, false
 }
 
-func (d *mapDir) Publish(h uint64, r state.RootRef) {
+func (d *mapDir) Publish(h uint64, r RootRef) {
 	if d.all == nil {
-		d.all = map[uint64][]state.RootRef{}
+		d.all = map[uint64][]RootRef{}
 	}
 	d.recs[h] = r
 	for i, o := range d.all[h] {
@@ -66,7 +62,7 @@ func s7Split() (a, b []Span) {
 
 func TestKeyDirectoryBindsAcrossCorrelators(t *testing.T) {
 	for _, shared := range []bool{false, true} {
-		dir := &mapDir{recs: map[uint64]state.RootRef{}, carried: map[TraceID][]uint64{}}
+		dir := &mapDir{recs: map[uint64]RootRef{}, carried: map[TraceID][]uint64{}}
 		m1, _ := New(DefaultConfig())
 		m2, _ := New(DefaultConfig())
 		if shared {
@@ -82,10 +78,10 @@ func TestKeyDirectoryBindsAcrossCorrelators(t *testing.T) {
 			t.Fatalf("published before A's root arrived: %v", dir.recs)
 		}
 		m1.Observe(a[:1])
-		if got := m2.KeyBinding(7); shared && got != state.BindingRemote || !shared && got != state.BindingNone {
+		if got := m2.KeyBinding(7); shared && got != BindingRemote || !shared && got != BindingNone {
 			t.Errorf("shared=%v: m2.KeyBinding = %d", shared, got)
 		}
-		if got := m1.KeyBinding(7); got != state.BindingLocal {
+		if got := m1.KeyBinding(7); got != BindingLocal {
 			t.Errorf("shared=%v: m1.KeyBinding = %d, want local", shared, got)
 		}
 		v, _ := m2.Decide(b)
@@ -107,7 +103,7 @@ func TestKeyDirectoryBindsAcrossCorrelators(t *testing.T) {
 
 // A key carried only by detached work is never published: it binds nothing (docs/verdicts.md).
 func TestKeyDirectoryDetachedRootPublishesNothing(t *testing.T) {
-	dir := &mapDir{recs: map[uint64]state.RootRef{}, carried: map[TraceID][]uint64{}}
+	dir := &mapDir{recs: map[uint64]RootRef{}, carried: map[TraceID][]uint64{}}
 	c, _ := New(DefaultConfig())
 	c.SetKeyDirectory(dir)
 	_, b := s7Split()
@@ -123,7 +119,7 @@ func TestKeyDirectoryPendingBounded(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxKeys = 4
 	c, _ := New(cfg)
-	c.SetKeyDirectory(&mapDir{recs: map[uint64]state.RootRef{}, carried: map[TraceID][]uint64{}})
+	c.SetKeyDirectory(&mapDir{recs: map[uint64]RootRef{}, carried: map[TraceID][]uint64{}})
 	for i := range 100 {
 		c.Observe([]Span{{TraceID: TraceID{byte(i), 1}, SpanID: SpanID{1}, ParentID: SpanID{2}, KeyHash: uint64(i + 1)}})
 	}
@@ -161,7 +157,7 @@ func twoRequests() (a1, a2, b1, b2 []Span) {
 func TestKeyDirectoryEachRequestBindsItsOwnRoot(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		for _, a2First := range []bool{false, true} {
-			dir := &mapDir{recs: map[uint64]state.RootRef{}, carried: map[TraceID][]uint64{}}
+			dir := &mapDir{recs: map[uint64]RootRef{}, carried: map[TraceID][]uint64{}}
 			ma, _ := New(DefaultConfig())
 			m2, m3 := ma, ma
 			if shared {
@@ -193,10 +189,10 @@ func TestKeyDirectoryEachRequestBindsItsOwnRoot(t *testing.T) {
 				t.Errorf("records of key 7: %+v, want one per request", dir.all[7])
 			}
 			// The gate's question: does the key bind to the request the job links to?
-			if got := m3.KeyBindingLinked(7, []TraceID{{5}}); shared && got != state.BindingRemote || !shared && got != state.BindingLocal {
+			if got := m3.KeyBindingLinked(7, []TraceID{{5}}); shared && got != BindingRemote || !shared && got != BindingLocal {
 				t.Errorf("shared=%v: KeyBindingLinked(7, A2) = %d", shared, got)
 			}
-			if got := m3.KeyBindingLinked(7, []TraceID{{8}}); got != state.BindingNone {
+			if got := m3.KeyBindingLinked(7, []TraceID{{8}}); got != BindingNone {
 				t.Errorf("shared=%v: KeyBindingLinked(7, a trace that sent no key) = %d, want none", shared, got)
 			}
 		}

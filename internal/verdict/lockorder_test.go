@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // TestLockOrder drives one correlator with tight limits through every scenario (each span its

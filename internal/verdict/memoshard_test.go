@@ -8,8 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // copyOf returns the spans as an independent copy k: every trace ID (of the spans and their

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-
-	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
 )
 
 // TestPrefixPriced: a model without an entry of its own is priced by the longest entry that
@@ -68,14 +66,14 @@ func TestPrefixPricedBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 2 * rules.MaxPrefixPricedReported {
-				c.rules.PriceOf(fmt.Sprintf("m-%d", (i+g*7)%(2*rules.MaxPrefixPricedReported)))
+			for i := range 2 * MaxPrefixPricedReported {
+				c.rules.PriceOf(fmt.Sprintf("m-%d", (i+g*7)%(2*MaxPrefixPricedReported)))
 			}
 		}()
 	}
 	wg.Wait()
-	if len(told) != rules.MaxPrefixPricedReported {
-		t.Errorf("%d names told, want %d", len(told), rules.MaxPrefixPricedReported)
+	if len(told) != MaxPrefixPricedReported {
+		t.Errorf("%d names told, want %d", len(told), MaxPrefixPricedReported)
 	}
 	for m, n := range told {
 		if n != 1 {

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"pgregory.net/rapid"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // The time model's property (memo.go) at the correlator itself, over every scenario of
