@@ -15,10 +15,10 @@ import (
 // idempotency-key hashes to the traces that carried them. It is safe for concurrent use.
 type Correlator struct {
 	cfg   Config
-	rules *rules.Rules // the verdict rules (rules.go), for cfg
+	rules *rules.Rules // the verdict rules (internal/verdict/rules), for cfg
 
 	// tables are the cross-trace tables (root records, idempotency keys, the roots of traces
-	// with several), under their one lock (tables.go).
+	// with several), under their one lock (internal/verdict/state).
 	tables *state.Tables
 
 	// The time model (memo.go). The trace memos are sharded by trace ID (memoShards: each
@@ -26,8 +26,8 @@ type Correlator struct {
 	// bounds them all is under relMu, held briefly: open runs (for a decision's run step),
 	// the memos' order and counts (the bounds evict the oldest of all shards), and what was
 	// given up or closed outside a release, waiting for Sweep. Lock order: a memo shard, then
-	// relMu or c.mu: a function that needs a shard locked takes a lockedShard (memo.go), and
-	// TestLockOrder checks that no shard is locked with relMu or mu held.
+	// relMu or the tables' mu: a function that needs a shard locked takes a lockedShard (memo.go), and
+	// TestLockOrder checks that no shard is locked with relMu or the tables' mu held.
 	memoShards              []memoShard // shard.Count() of them, fixed at creation
 	memoShardBits           uint        // log2 len(memoShards)
 	relMu                   sync.Mutex
@@ -78,13 +78,13 @@ func (c *Correlator) Config() Config { return c.cfg }
 // traces that carry each idempotency key. Call it when spans arrive, before Decide, so that
 // traces decided in any order can find each other. Malformed spans are ignored here.
 //
-// Root records (and, with key sharing, the directory) are kept under the correlator's mutex,
+// Root records (and, with key sharing, the directory) are kept under the tables' mutex,
 // then the keys in their shards (keyIndex): a decision running meanwhile sees a key of the
 // batch with its root, or not yet.
 func (c *Correlator) Observe(spans []Span) { c.ObserveAt(spans, 0) }
 
 // ObserveAt is Observe for spans that arrive at now (unix ns, the caller's clock; 0: none): a
-// root ending beyond now plus FutureTolerance is not usable (see validity). A root whose times
+// root ending beyond now plus FutureTolerance is not usable (see rules.Validity). A root whose times
 // are not sane (no start or end, an end before its start, longer than MaxRequestDuration, in
 // the future) makes its trace known all the same, with no usable root: its spans are decided
 // at once, judged without a root (liveness unknown, runs unknown_root), rather than waiting
@@ -118,15 +118,15 @@ func (c *Correlator) KnowsAll(ids []TraceID, known []bool) { c.tables.KnowsAll(i
 
 // SetKeyDirectory makes the Correlator publish keys to d and consult d when a key does not
 // bind locally. Call it before the Correlator is used; nil turns key sharing off.
-func (c *Correlator) SetKeyDirectory(d state.KeyDirectory) { c.tables.SetKeyDirectory(d) }
+func (c *Correlator) SetKeyDirectory(d KeyDirectory) { c.tables.SetKeyDirectory(d) }
 
 // KeyBinding tells where key hash h binds now: to a trace of this Correlator's own index whose
 // root is known and not detached, through the directory, or nowhere.
-func (c *Correlator) KeyBinding(h uint64) state.Binding { return c.tables.KeyBinding(h) }
+func (c *Correlator) KeyBinding(h uint64) Binding { return c.tables.KeyBinding(h) }
 
 // KeyBindingLinked is KeyBinding for a trace that links to the traces in linked: with links,
 // only a binding to one of them counts (here, or a record of one of them through the
 // directory); without, any binding does.
-func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) state.Binding {
+func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
 	return c.tables.KeyBindingLinked(h, linked)
 }

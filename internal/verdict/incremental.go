@@ -145,7 +145,7 @@ type incrShard struct {
 	spansDecided uint64               // span records decided (SpansDecided)
 	mark, ctx    []bool               // subset: by memo index, in the subset; there for context only
 	gmark        []bool               // subset: by run group, its members added
-	ctxPos       []bool               // ctx by position in the subset (decisionIn.context)
+	ctxPos       []bool               // ctx by position in the subset (rules.DecisionIn.Context)
 	emit         []bool               // the subset's emitted marks
 	all          []Span               // the subset's records, copied for decide
 	subset       []int32              // the subset, memo indexes in memo order

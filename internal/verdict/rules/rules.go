@@ -16,7 +16,7 @@ package rules
 
 import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
 
-// Rules are the verdict rules of docs/verdicts.md for one Config: a decision (decide) and each
+// Rules are the verdict rules of docs/verdicts.md for one Config: a decision (Decide) and each
 // of its steps, functions of the spans, the time and what the decision is given. They take no
 // lock and keep nothing between decisions but the model names told to Config.PrefixPriced;
 // what they read of other traces, and the open runs, comes in through State.
@@ -33,9 +33,9 @@ func New(cfg record.Config) *Rules {
 
 // State is what a decision reaches beyond the spans it decides, implemented by the
 // Correlator's state and time model: other traces (CrossTrace, read-only, under the state's
-// lock), the open-run table (lockRuns: locked by the time model for the run step, given to
+// lock), the open-run table (LockRuns: locked by the time model for the run step, given to
 // the run rules as a parameter), and what the decision books for later decisions of its trace
-// (indexRoots, step 11). It is called a few times per decision, never per span.
+// (IndexRoots, step 11). It is called a few times per decision, never per span.
 type State interface {
 	CrossTrace
 	// LockRuns locks the open-run table for a decision's run step (runStep), which unlocks it.
