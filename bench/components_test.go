@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -327,11 +327,11 @@ func (o *orphan) close(tb testing.TB) {
 
 // metrics runs the exporter's Recorder (what its ConsumeTraces calls) on annotated spans.
 type metrics struct {
-	r *orphanmetricsexporter.Recorder
+	r *orphanmetrics.Recorder
 }
 
 func newMetrics(tb testing.TB) *metrics {
-	r, err := orphanmetricsexporter.NewRecorder(nil)
+	r, err := orphanmetrics.NewRecorder(nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -557,8 +557,8 @@ func (o *heldOrphan) close(testing.TB) {}
 
 // observeConfig is the exporter's shipped configuration (mode: observe, the default rules and
 // time model: decision_wait 30 s, decision_wait_after_root 2 s) with the README's prices.
-func observeConfig() *orphanmetricsexporter.Config {
-	cfg := orphanmetricsexporter.NewDefaultConfig()
+func observeConfig() *orphanmetrics.Settings {
+	cfg := orphanmetrics.NewDefaultSettings()
 	cfg.Prices = map[string]rules.PriceConfig{
 		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
 		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
@@ -567,7 +567,7 @@ func observeConfig() *orphanmetricsexporter.Config {
 }
 
 // observing is the orphanmetrics exporter in observe mode on the production path: what its
-// ConsumeTraces calls (orphanmetricsexporter.Observing.Consume) for each batch, then its tick
+// ConsumeTraces calls (orphanmetrics.Observing.Consume) for each batch, then its tick
 // (observe.Observer.Tick, every observe.TickInterval in the exporter) on a replayed clock, the
 // batches spreadInterval apart (= TickInterval). With the default time model a trace's records
 // wait decision_wait_after_root (2 s, 20 batches) after its root arrived, as in a collector, so
@@ -577,15 +577,15 @@ func observeConfig() *orphanmetricsexporter.Config {
 // inside the measurement. Each pass is a fresh Observing (its decision state) on the same clock;
 // the Recorder (the series) is kept, as an exporter keeps it.
 type observing struct {
-	rec   *orphanmetricsexporter.Recorder
-	cfg   *orphanmetricsexporter.Config
+	rec   *orphanmetrics.Recorder
+	cfg   *orphanmetrics.Settings
 	start time.Time // when the first batch arrives: after every span of the mix ended
 	now   time.Time
 }
 
 func newObserving(tb testing.TB, m *Mix) *observing {
 	cfg := observeConfig()
-	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+	rec, err := orphanmetrics.NewRecorder(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -594,7 +594,7 @@ func newObserving(tb testing.TB, m *Mix) *observing {
 
 func (o *observing) consume(tb testing.TB, batches []ptrace.Traces) {
 	o.now = o.start
-	obs, err := orphanmetricsexporter.NewObserving(o.cfg, o.rec, zap.NewNop(), nil, func() time.Time { return o.now })
+	obs, err := orphanmetrics.NewObserving(o.cfg, o.rec, zap.NewNop(), nil, func() time.Time { return o.now })
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 // inFlight is how many traces the memory benchmarks hold (100,000 with -short).
@@ -152,12 +152,12 @@ func BenchmarkMemory(b *testing.B) {
 		var per float64
 		for range b.N {
 			heldObserving = nil
-			rec, err := orphanmetricsexporter.NewRecorder(nil)
+			rec, err := orphanmetrics.NewRecorder(nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			before := heapInUse()
-			o, err := orphanmetricsexporter.NewObserving(observeConfig(), rec, zap.NewNop(), nil, func() time.Time { return at })
+			o, err := orphanmetrics.NewObserving(observeConfig(), rec, zap.NewNop(), nil, func() time.Time { return at })
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -185,7 +185,7 @@ func BenchmarkMemory(b *testing.B) {
 
 // heldObserving is the last observer of BenchmarkMemory/observe-held-mix, with the whole mix
 // waiting in it, so that a heap profile taken at the end of the run shows it.
-var heldObserving *orphanmetricsexporter.Observing
+var heldObserving *orphanmetrics.Observing
 
 // marshalBatches is batches as OTLP protobuf, as they arrive at a receiver.
 func marshalBatches(tb testing.TB, batches []ptrace.Traces) [][]byte {

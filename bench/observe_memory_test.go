@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 // BenchmarkObserveMemory measures what an observing orphanmetrics exporter (mode: observe)
@@ -23,17 +23,17 @@ func BenchmarkObserveMemory(b *testing.B) {
 	var per, perTrace float64
 	var records int
 	for range b.N {
-		cfg := orphanmetricsexporter.NewDefaultConfig()
+		cfg := orphanmetrics.NewDefaultSettings()
 		cfg.DecisionWait = time.Hour
 		cfg.Prices = orphanConfig().Prices
 		cfg.Limits.MaxTraces = 2 * mixTraces
-		rec, err := orphanmetricsexporter.NewRecorder(cfg)
+		rec, err := orphanmetrics.NewRecorder(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
 		in := Clone(m.Batches)
 		before := heapInUse()
-		obs, err := orphanmetricsexporter.NewObserving(cfg, rec, zap.NewNop(), nil, nil)
+		obs, err := orphanmetrics.NewObserving(cfg, rec, zap.NewNop(), nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

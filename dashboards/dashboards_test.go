@@ -22,7 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/orphanwatch/orphanwatch/dashboards"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 // The committed JSON files are exactly what the generator writes.
@@ -232,7 +232,7 @@ func servedMetrics(t *testing.T) (scraped, pushed map[string]bool) {
 	t.Helper()
 	scraped, pushed = map[string]bool{}, map[string]bool{}
 
-	rec, err := orphanmetricsexporter.NewRecorder(orphanmetricsexporter.NewDefaultConfig())
+	rec, err := orphanmetrics.NewRecorder(orphanmetrics.NewDefaultSettings())
 	require.NoError(t, err)
 	rec.Record(verdictTraces())
 	fams, err := rec.Gatherer().Gather()

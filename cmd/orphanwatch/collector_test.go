@@ -33,6 +33,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/analyze"
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
@@ -223,7 +224,7 @@ func runCollector(data []byte) (res collectorRun, err error) {
 	}
 	ef := orphanmetricsexporter.NewFactory()
 	ecfg := ef.CreateDefaultConfig().(*orphanmetricsexporter.Config)
-	ecfg.Mode = orphanmetricsexporter.ModeAnnotate // the collector here annotates: analyze observes
+	ecfg.Mode = orphanmetrics.ModeAnnotate // the collector here annotates: analyze observes
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err

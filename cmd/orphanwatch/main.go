@@ -181,7 +181,7 @@ func analyzeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	switch {
 	case f.metrics:
-		rec, err := analyze.Metrics(out, set.Exporter)
+		rec, err := analyze.Metrics(out, &set.Exporter.Settings)
 		if err == nil {
 			err = rec.WriteText(stdout)
 		}

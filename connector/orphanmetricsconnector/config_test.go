@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -30,7 +30,7 @@ func TestLoadConfig(t *testing.T) {
 
 	def, err := load("")
 	require.NoError(t, err)
-	e := orphanmetricsexporter.NewDefaultConfig()
+	e := orphanmetrics.NewDefaultSettings()
 	assert.Equal(t, 60*time.Second, def.MetricsFlushInterval)
 	assert.Equal(t, e.Namespace, def.Namespace)
 	assert.Equal(t, e.LabelLimits, def.LabelLimits)
@@ -50,8 +50,10 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, TemporalityDelta, custom.AggregationTemporality)
 	dims, err := load("dimensions")
 	require.NoError(t, err)
-	assert.Equal(t, []orphanmetricsexporter.DimensionConfig{{Name: "deployment.environment.name", Default: "unknown"}, {Name: "team"}}, dims.Dimensions)
-	assert.Equal(t, dims.Dimensions, dims.recorderConfig().Dimensions)
+	assert.Equal(t, []orphanmetrics.DimensionConfig{{Name: "deployment.environment.name", Default: "unknown"}, {Name: "team"}}, dims.Dimensions)
+	dimsRec, err := orphanmetrics.NewRecorder(&dims.Settings) // what newConnector records with
+	require.NoError(t, err)
+	assert.Subset(t, dimsRec.LimitedLabels(), []string{"deployment_environment_name", "team"})
 	sm, err := load("spanmetrics_temporality")
 	require.NoError(t, err)
 	assert.Equal(t, TemporalityDelta, sm.temporality())
@@ -78,7 +80,7 @@ func TestLoadConfig(t *testing.T) {
 // TestEveryRecorderMetricHasAnOTLPName: every family the recorder gathers has an OTLP name, so
 // none is left out of a flush.
 func TestEveryRecorderMetricHasAnOTLPName(t *testing.T) {
-	rec, err := orphanmetricsexporter.NewRecorder(nil)
+	rec, err := orphanmetrics.NewRecorder(nil)
 	require.NoError(t, err)
 	mfs, err := rec.Gatherer().Gather()
 	require.NoError(t, err)
@@ -96,7 +98,7 @@ func TestEveryRecorderMetricHasAnOTLPName(t *testing.T) {
 // TestHealthSeriesUnderCollectorResource: label_overflow and spans_skipped are sent under the
 // collector's own resource, the service series under their service's.
 func TestHealthSeriesUnderCollectorResource(t *testing.T) {
-	rec, err := orphanmetricsexporter.NewRecorder(nil)
+	rec, err := orphanmetrics.NewRecorder(nil)
 	require.NoError(t, err)
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()

@@ -14,21 +14,21 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
-// metricsConnector records spans with the orphanmetrics exporter's [orphanmetricsexporter.Recorder]
+// metricsConnector records spans with the [orphanmetrics.Recorder] the orphanmetrics exporter runs too
 // and, every metrics_flush_interval and once more at shutdown, sends everything it has
 // accumulated to the metrics pipeline as OTLP metrics: cumulative, or with
 // aggregation_temporality delta what changed since the last flush that went.
 type metricsConnector struct {
 	cfg    *Config
 	logger *zap.Logger
-	rec    *orphanmetricsexporter.Recorder
+	rec    *orphanmetrics.Recorder
 	next   consumer.Metrics
 	tel    *telemetry
 	conv   converter
-	obs    *orphanmetricsexporter.Observing // observe mode; nil in annotate mode
+	obs    *orphanmetrics.Observing // observe mode; nil in annotate mode
 
 	flushMu sync.Mutex // one flush at a time
 
@@ -39,8 +39,8 @@ type metricsConnector struct {
 }
 
 func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*metricsConnector, error) {
-	rc := cfg.recorderConfig()
-	rec, err := orphanmetricsexporter.NewRecorder(rc)
+	rc := &cfg.Settings
+	rec, err := orphanmetrics.NewRecorder(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -53,8 +53,8 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	if err != nil {
 		return nil, err
 	}
-	var obs *orphanmetricsexporter.Observing
-	if rc.Mode == orphanmetricsexporter.ModeObserve {
+	var obs *orphanmetrics.Observing
+	if rc.Mode == orphanmetrics.ModeObserve {
 		if obs, err = tel.observing(rc, rec, set.Logger); err != nil {
 			tel.Shutdown()
 			return nil, err

@@ -14,12 +14,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
-var connectorDimensions = []orphanmetricsexporter.DimensionConfig{
+var connectorDimensions = []orphanmetrics.DimensionConfig{
 	{Name: "deployment.environment.name", Default: "unknown"}, {Name: "team"}, {Name: "tenant"},
 }
 
@@ -102,7 +102,7 @@ func TestDimensionsObserved(t *testing.T) {
 	}
 	sink := new(consumertest.MetricsSink)
 	c := newTestConnector(t, connectortest.NewNopSettings(metadata.Type), sink, func(cfg *Config) {
-		cfg.Mode = orphanmetricsexporter.ModeObserve
+		cfg.Mode = orphanmetrics.ModeObserve
 		cfg.Dimensions = connectorDimensions
 		cfg.DecisionWait = time.Hour
 		cfg.Prices = map[string]rules.PriceConfig{"gpt-4o": {InputPerMillion: 2.50, OutputPerMillion: 10.00}}

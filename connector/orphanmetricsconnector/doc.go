@@ -5,7 +5,7 @@
 // with trace and span ID), sent into a metrics pipeline every metrics_flush_interval, so they
 // can be pushed (otlp_http, prometheusremotewrite, a vendor's exporter) instead of scraped.
 //
-// It records spans with the exporter's [orphanmetricsexporter.Recorder]: the same code, label
+// It records spans with the exporter's recorder (internal/orphanmetrics): the same code, label
 // limits and validation, so the series cannot drift apart. Its OTLP names translate back to
 // the exporter's Prometheus names (orphanwatch.runs -> orphanwatch_runs_total).
 package orphanmetricsconnector // import "github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"

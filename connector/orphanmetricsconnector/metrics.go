@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
-	om "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	om "github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 // metricSpec names one metric of the recorder in OTLP. OTLP name and unit are chosen so that
@@ -20,7 +20,7 @@ import (
 // back exactly the exporter's name: "." becomes "_", a unit in braces adds nothing, "s" adds
 // "_seconds" unless the name has it, and a monotonic sum gets "_total".
 type metricSpec struct {
-	prom string // the exporter's name without namespace (orphanmetricsexporter.Metric*)
+	prom string // the exporter's name without namespace (orphanmetrics.Metric*)
 	otlp string // the OTLP name without namespace
 	unit string // UCUM
 }

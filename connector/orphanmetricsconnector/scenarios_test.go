@@ -24,15 +24,15 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
 // exporterText records the batches with the orphanmetrics exporter's recorder and returns its
 // Prometheus text, as the exporter serves it.
-func exporterText(t testing.TB, cfg *orphanmetricsexporter.Config, batches []ptrace.Traces) *orphanmetricsexporter.Recorder {
+func exporterText(t testing.TB, cfg *orphanmetrics.Settings, batches []ptrace.Traces) *orphanmetrics.Recorder {
 	t.Helper()
-	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
 	for _, td := range batches {
 		rec.Record(td)
@@ -44,7 +44,7 @@ func exporterText(t testing.TB, cfg *orphanmetricsexporter.Config, batches []ptr
 // shuts it down (its final flush sends everything to next).
 func runConnector(t testing.TB, cfg *orphanmetricsconnector.Config, next consumer.Metrics, batches []ptrace.Traces) {
 	t.Helper()
-	cfg.Mode = orphanmetricsexporter.ModeAnnotate // the batches were judged by the orphan processor
+	cfg.Mode = orphanmetrics.ModeAnnotate // the batches were judged by the orphan processor
 	f := orphanmetricsconnector.NewFactory()
 	c, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(f.Type()), cfg, next)
 	require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 // connectorAttribute is the attribute of every measurement that names the connector instance.
@@ -74,14 +74,14 @@ func (t *telemetry) flushed(ctx context.Context, ok bool) {
 // otelcol_connector_orphanmetrics_* instruments: records, traces, open_runs, held_roots,
 // evictions, spans_judged, spans_without_verdict (read on collection, as the exporter's) and
 // verdict_latency.
-func (t *telemetry) observing(cfg *orphanmetricsexporter.Config, rec *orphanmetricsexporter.Recorder, logger *zap.Logger) (*orphanmetricsexporter.Observing, error) {
+func (t *telemetry) observing(cfg *orphanmetrics.Settings, rec *orphanmetrics.Recorder, logger *zap.Logger) (*orphanmetrics.Observing, error) {
 	one := metric.WithAttributes(t.id)
 	latency := func(s float64) { t.ConnectorOrphanmetricsVerdictLatency.Record(context.Background(), s, one) }
-	obs, err := orphanmetricsexporter.NewObserving(cfg, rec, logger, latency, nil)
+	obs, err := orphanmetrics.NewObserving(cfg, rec, logger, latency, nil)
 	if err != nil {
 		return nil, err
 	}
-	err = obs.RegisterTelemetry(orphanmetricsexporter.ObserveTelemetry{
+	err = obs.RegisterTelemetry(orphanmetrics.ObserveTelemetry{
 		Records:             t.RegisterConnectorOrphanmetricsRecordsCallback,
 		Traces:              t.RegisterConnectorOrphanmetricsTracesCallback,
 		OpenRuns:            t.RegisterConnectorOrphanmetricsOpenRunsCallback,

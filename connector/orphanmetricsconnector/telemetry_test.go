@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
@@ -49,7 +49,7 @@ func newTestConnector(t *testing.T, set connector.Settings, next consumer.Metric
 	t.Helper()
 	cfg := NewDefaultConfig()
 	cfg.MetricsFlushInterval = time.Hour
-	cfg.Mode = orphanmetricsexporter.ModeAnnotate // the tests write the processor's attributes
+	cfg.Mode = orphanmetrics.ModeAnnotate // the tests write the processor's attributes
 	if mod != nil {
 		mod(cfg)
 	}
@@ -264,7 +264,7 @@ func TestObserveTelemetry(t *testing.T) {
 	set := connectortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	c := newTestConnector(t, set, new(consumertest.MetricsSink), func(cfg *Config) {
-		cfg.Mode = orphanmetricsexporter.ModeObserve
+		cfg.Mode = orphanmetrics.ModeObserve
 		cfg.DecisionWait = 500 * time.Millisecond
 		cfg.DecisionWaitAfterRoot = 0 // decided as it arrives
 		cfg.RunTimeout = 100 * time.Millisecond

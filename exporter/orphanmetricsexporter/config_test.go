@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
@@ -135,4 +136,11 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoadConfigDimensions: the YAML of the README.
+func TestLoadConfigDimensions(t *testing.T) {
+	cfg := loadConfig(t, "dimensions")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, []orphanmetrics.DimensionConfig{{Name: "deployment.environment.name", Default: "unknown"}, {Name: "team"}}, cfg.Dimensions)
 }

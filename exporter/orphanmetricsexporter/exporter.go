@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 // metricsExporter serves a Recorder's metrics over HTTP for the collector.
@@ -23,9 +24,9 @@ type metricsExporter struct {
 	cfg      *Config
 	settings component.TelemetrySettings
 	id       component.ID
-	recorder *Recorder
+	recorder *orphanmetrics.Recorder
 	tel      *metadata.TelemetryBuilder
-	obs      *Observing // observe mode; nil in annotate mode
+	obs      *orphanmetrics.Observing // observe mode; nil in annotate mode
 
 	mu       sync.Mutex
 	server   *http.Server
@@ -33,26 +34,26 @@ type metricsExporter struct {
 }
 
 func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, error) {
-	rec, err := NewRecorder(cfg)
+	rec, err := orphanmetrics.NewRecorder(&cfg.Settings)
 	if err != nil {
 		return nil, err
 	}
 	rec.LogSkips(set.Logger)
 	tel, err := newTelemetry(set, func(report func(string, int64)) {
-		for _, l := range rec.limited {
-			report(l, int64(rec.limiter.Len(l)))
+		for _, l := range rec.LimitedLabels() {
+			report(l, int64(rec.LabelValues(l)))
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	e := &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, id: set.ID, recorder: rec, tel: tel}
-	if cfg.Mode == ModeObserve {
+	if cfg.Mode == orphanmetrics.ModeObserve {
 		id := attribute.String(exporterAttribute, set.ID.String())
 		latency := func(s float64) {
 			tel.ExporterOrphanmetricsVerdictLatency.Record(context.Background(), s, metric.WithAttributes(id))
 		}
-		if e.obs, err = NewObserving(cfg, rec, set.Logger, latency, nil); err == nil {
+		if e.obs, err = orphanmetrics.NewObserving(&cfg.Settings, rec, set.Logger, latency, nil); err == nil {
 			err = e.obs.RegisterTelemetry(observeTelemetry(tel), id)
 		}
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/collector/pipeline"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 func TestFactory(t *testing.T) {
@@ -47,7 +48,7 @@ func TestFactory(t *testing.T) {
 func startExporter(t *testing.T, mutate func(*Config)) (exporter.Traces, *Config) {
 	t.Helper()
 	cfg := NewDefaultConfig()
-	cfg.Mode = ModeAnnotate
+	cfg.Mode = orphanmetrics.ModeAnnotate
 	cfg.NetAddr.Endpoint = freeEndpoint(t)
 	if mutate != nil {
 		mutate(cfg)
@@ -184,7 +185,7 @@ func TestConsumeBeforeStart(t *testing.T) {
 	// Recording does not depend on the server: metrics consumed before
 	// Start are served once it runs.
 	cfg := NewDefaultConfig()
-	cfg.Mode = ModeAnnotate
+	cfg.Mode = orphanmetrics.ModeAnnotate
 	cfg.NetAddr.Endpoint = freeEndpoint(t)
 	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
 // NewFactory returns the factory of the orphanmetrics traces exporter.
@@ -27,24 +27,17 @@ func createDefaultConfig() component.Config {
 	return NewDefaultConfig()
 }
 
-// NewDefaultConfig returns the default configuration: serve on
-// [DefaultEndpoint] at [DefaultPath], namespace [DefaultNamespace],
-// [DefaultLabelLimit] values per label, [DefaultSeriesLimit] series per counter,
-// [DefaultOutliveBuckets], observe mode with the default rules.
+// NewDefaultConfig returns the default configuration: serve on [DefaultEndpoint] at
+// [DefaultPath], with the default metric, mode and rule settings
+// (orphanmetrics.NewDefaultSettings: namespace orphanwatch, 500 values per label, 2,000 series
+// per counter, observe mode).
 func NewDefaultConfig() *Config {
 	server := confighttp.NewDefaultServerConfig()
 	server.NetAddr.Endpoint = DefaultEndpoint
 	return &Config{
-		ServerConfig:   server,
-		Path:           DefaultPath,
-		Namespace:      DefaultNamespace,
-		LabelLimits:    LabelLimitsConfig{Default: DefaultLabelLimit},
-		SeriesLimit:    DefaultSeriesLimit,
-		OutliveBuckets: DefaultOutliveBuckets(),
-		HopBuckets:     DefaultHopBuckets(),
-		Mode:           ModeObserve,
-		Config:         rules.Default(),
-		Limits:         rules.DefaultLimits(),
+		ServerConfig: server,
+		Path:         DefaultPath,
+		Settings:     *orphanmetrics.NewDefaultSettings(),
 	}
 }
 

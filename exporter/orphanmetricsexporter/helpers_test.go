@@ -1,7 +1,6 @@
 package orphanmetricsexporter
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"slices"
@@ -9,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -67,39 +64,6 @@ func buildTraces(t testing.TB, resources ...testResource) ptrace.Traces {
 	return td
 }
 
-// samples gathers g and returns every sample of the named metric family as
-// `{label="value",...}` (labels sorted, constant labels included) -> value.
-// Histograms give `_count`, `_sum` and `_bucket{...,le="x"}` entries.
-func samples(t testing.TB, g prometheus.Gatherer, name string) map[string]float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	require.NoError(t, err)
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := labelString(m.GetLabel())
-			switch mf.GetType() {
-			case dto.MetricType_COUNTER:
-				out[labels] = m.GetCounter().GetValue()
-			case dto.MetricType_HISTOGRAM:
-				h := m.GetHistogram()
-				out["_count"+labels] = float64(h.GetSampleCount())
-				out["_sum"+labels] = h.GetSampleSum()
-				for _, b := range h.GetBucket() {
-					bl := append(slices.Clone(m.GetLabel()), &dto.LabelPair{Name: new("le"), Value: new(fmt.Sprint(b.GetUpperBound()))})
-					out["_bucket"+labelString(bl)] = float64(b.GetCumulativeCount())
-				}
-			default:
-				t.Fatalf("unexpected type %v of %s", mf.GetType(), name)
-			}
-		}
-	}
-	return out
-}
-
 func labelString(pairs []*dto.LabelPair) string {
 	parts := make([]string, 0, len(pairs))
 	for _, p := range pairs {
@@ -107,61 +71,6 @@ func labelString(pairs []*dto.LabelPair) string {
 	}
 	slices.Sort(parts)
 	return "{" + strings.Join(parts, ",") + "}"
-}
-
-// exemplars returns, per series of the named counter family, the labels of
-// its exemplar (nil when the series has none). For histograms the exemplars
-// of all buckets are merged.
-func exemplars(t testing.TB, g prometheus.Gatherer, name string) map[string]map[string]string {
-	t.Helper()
-	mfs, err := g.Gather()
-	require.NoError(t, err)
-	out := map[string]map[string]string{}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			var exs []*dto.Exemplar
-			if c := m.GetCounter(); c != nil && c.GetExemplar() != nil {
-				exs = append(exs, c.GetExemplar())
-			}
-			if h := m.GetHistogram(); h != nil {
-				for _, b := range h.GetBucket() {
-					if b.GetExemplar() != nil {
-						exs = append(exs, b.GetExemplar())
-					}
-				}
-			}
-			var labels map[string]string
-			for _, ex := range exs {
-				if labels == nil {
-					labels = map[string]string{}
-				}
-				for _, l := range ex.GetLabel() {
-					labels[l.GetName()] = l.GetValue()
-				}
-			}
-			out[labelString(m.GetLabel())] = labels
-		}
-	}
-	return out
-}
-
-// gatherText returns the named families of g in the Prometheus text format,
-// in the registry's (sorted) order.
-func gatherText(t testing.TB, g prometheus.Gatherer, names ...string) string {
-	t.Helper()
-	mfs, err := g.Gather()
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if slices.Contains(names, mf.GetName()) {
-			require.NoError(t, enc.Encode(mf))
-		}
-	}
-	return buf.String()
 }
 
 // freeEndpoint returns a loopback host:port that was free a moment ago.
@@ -172,4 +81,61 @@ func freeEndpoint(t testing.TB) string {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	return addr
+}
+
+const sec = time.Second
+
+// scenario is one fan-out as the processor would annotate it: a cancelled
+// root in "agent", a retried tool call that outlived the root and was
+// finally dispatched after it was gone, two model calls (one live, one
+// orphaned), and in "tools" an orphaned server span (an edge that dropped
+// the cancellation), detached work and a span of an unknown root.
+func scenario(t testing.TB) []testResource {
+	return []testResource{
+		{service: "agent", spans: []testSpan{
+			{name: "POST /ask", traceID: traceA, end: 10 * sec, attrs: map[string]any{
+				"orphanwatch.liveness": "live", "orphanwatch.root.end_reason": "cancelled",
+			}},
+			{name: "call_tool", traceID: traceA, start: 1 * sec, end: 3 * sec, attrs: map[string]any{
+				"orphanwatch.attempt": 1, "orphanwatch.liveness": "live", "orphanwatch.started_after_gone": false,
+			}},
+			{name: "call_tool", traceID: traceA, start: 8 * sec, end: 11500 * time.Millisecond, attrs: map[string]any{
+				"orphanwatch.attempt": 2, "orphanwatch.liveness": "orphaned",
+				"orphanwatch.started_after_gone": false, "orphanwatch.after_gone": 1.5,
+			}},
+			{name: "call_tool", traceID: traceA, start: 13 * sec, end: 14 * sec, attrs: map[string]any{
+				"orphanwatch.attempt": 3, "orphanwatch.liveness": "orphaned",
+				"orphanwatch.started_after_gone": true, "orphanwatch.after_gone": 4.0,
+				"orphanwatch.run.outcome": "delivered_to_nobody", "orphanwatch.run.attempts": 3, "orphanwatch.run.result": "ok",
+			}},
+			{name: "chat", traceID: traceA, start: 9 * sec, end: 10250 * time.Millisecond, attrs: map[string]any{
+				"orphanwatch.attempt": 1, "orphanwatch.liveness": "orphaned",
+				"orphanwatch.started_after_gone": false, "orphanwatch.after_gone": 0.25,
+				"orphanwatch.spend.model": "gpt-4o", "orphanwatch.spend.input_tokens": 1000,
+				"orphanwatch.spend.output_tokens": 250, "orphanwatch.spend.cost": 0.0125,
+				"orphanwatch.run.outcome": "delivered_to_nobody",
+				// The processor's copy wins over the raw gen_ai attributes.
+				"gen_ai.usage.input_tokens": 999999, "gen_ai.response.model": "ignored",
+			}},
+			{name: "chat", traceID: traceA, start: 2 * sec, end: 4 * sec, attrs: map[string]any{
+				"orphanwatch.attempt": 1, "orphanwatch.liveness": "live", "orphanwatch.started_after_gone": false,
+				"orphanwatch.spend.model": "gpt-4o", "orphanwatch.spend.input_tokens": 400,
+				"orphanwatch.spend.output_tokens": 100, "orphanwatch.spend.cost": 0.005,
+				"orphanwatch.run.outcome": "success",
+			}},
+		}},
+		{service: "tools", spans: []testSpan{
+			{name: "GET /search", traceID: traceA, start: 5 * sec, end: 12 * sec, attrs: map[string]any{
+				"orphanwatch.liveness": "orphaned", "orphanwatch.started_after_gone": false,
+				"orphanwatch.after_gone": 2.0, "orphanwatch.caller.service": "agent",
+			}},
+			{name: "process job", traceID: traceB, start: 0, end: 60 * sec, attrs: map[string]any{
+				"orphanwatch.detached": true, "orphanwatch.attempt": 1,
+			}},
+			{name: "q", traceID: traceB, start: 0, end: 1 * sec, attrs: map[string]any{
+				"orphanwatch.liveness": "unknown", "orphanwatch.attempt": 1, "orphanwatch.run.outcome": "unknown_root",
+			}},
+			{name: "plain", traceID: traceB, start: 0, end: 1 * sec, attrs: map[string]any{"http.method": "GET"}},
+		}},
+	}
 }

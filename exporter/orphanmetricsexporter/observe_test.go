@@ -2,305 +2,28 @@ package orphanmetricsexporter_test
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
-	"pgregory.net/rapid"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/keystest"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
-
-// The two ways to run (DESIGN.md "Two ways to run") give the same series for the same spans:
-// the observing exporter (verdicts decided in the exporter as spans arrive, nothing held) and
-// the orphan processor with the exporter reading its attributes (annotate).
-
-const scenarioDir = "../../testdata/scenarios"
-
-// scenarioPrices is the price table of SCENARIOS.md.
-var scenarioPrices = map[string]rules.PriceConfig{
-	"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-	"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-}
-
-type scenarioFile struct {
-	dir    string
-	traces ptrace.Traces
-}
-
-func loadScenarioFiles(t testing.TB) []scenarioFile {
-	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(scenarioDir, "s*"))
-	require.NoError(t, err)
-	require.NotEmpty(t, dirs)
-	var out []scenarioFile
-	for _, d := range dirs {
-		raw, err := os.ReadFile(filepath.Join(d, "trace.json"))
-		require.NoError(t, err)
-		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
-		require.NoError(t, err, d)
-		out = append(out, scenarioFile{dir: filepath.Base(d), traces: td})
-	}
-	return out
-}
-
-// annotatedSeries runs td whole through the orphan processor (decided at shutdown, as one
-// decision) and records its output with the exporter's recorder (annotate mode).
-func annotatedSeries(t require.TestingT, td ptrace.Traces) map[string]float64 {
-	return seriesOf(t, annotatedRecorder(t, td, nil))
-}
-
-// annotatedRecorder is annotatedSeries' recorder, made with cfg (nil: the defaults).
-func annotatedRecorder(t require.TestingT, td ptrace.Traces, cfg *orphanmetricsexporter.Config) *orphanmetricsexporter.Recorder {
-	f := orphanprocessor.NewFactory()
-	pcfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
-	pcfg.DecisionWait = time.Hour
-	pcfg.Prices = scenarioPrices
-	sink := new(consumertest.TracesSink)
-	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), pcfg, sink)
-	require.NoError(t, err)
-	one := ptrace.NewTraces()
-	td.CopyTo(one)
-	require.NoError(t, p.ConsumeTraces(context.Background(), one))
-	require.NoError(t, p.Shutdown(context.Background()))
-	rec, err := orphanmetricsexporter.NewRecorder(cfg)
-	require.NoError(t, err)
-	for _, out := range sink.AllTraces() {
-		rec.Record(out)
-	}
-	return rec
-}
-
-// testClock is a clock a test moves.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) advanceTo(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.now) {
-		c.now = t
-	}
-}
-
-// observedSeries gives the batches to an observing recorder, each as its spans' collector
-// receives it (a second after the latest of its spans ended), ticking the clock between them,
-// then shuts it down. With releaseEach, each batch is decided before the next arrives (its
-// wait passed); else all arrive within the wait.
-func observedSeries(t require.TestingT, batches []ptrace.Traces, logger *zap.Logger, releaseEach bool) map[string]float64 {
-	return seriesOf(t, observedRecorder(t, batches, logger, releaseEach, orphanmetricsexporter.NewDefaultConfig()))
-}
-
-// observedRecorder is observedSeries' recorder, made with cfg (its prices and decision_wait
-// set as observedSeries' are).
-func observedRecorder(t require.TestingT, batches []ptrace.Traces, logger *zap.Logger, releaseEach bool, cfg *orphanmetricsexporter.Config) *orphanmetricsexporter.Recorder {
-	cfg.Prices = scenarioPrices
-	cfg.DecisionWait = time.Hour // as the processor's: every span arrives within the wait
-	rec, err := orphanmetricsexporter.NewRecorder(cfg)
-	require.NoError(t, err)
-	clk := &testClock{now: scenarios.T0}
-	obs, err := orphanmetricsexporter.NewObserving(cfg, rec, logger, nil, clk.Now)
-	require.NoError(t, err)
-	for _, b := range batches {
-		rss := b.ResourceSpans()
-		for i := range rss.Len() {
-			sss := rss.At(i).ScopeSpans()
-			for j := range sss.Len() {
-				spans := sss.At(j).Spans()
-				for k := range spans.Len() {
-					clk.advanceTo(spans.At(k).EndTimestamp().AsTime().Add(time.Second))
-				}
-			}
-		}
-		obs.Observer().Tick()
-		obs.Consume(b)
-		if releaseEach {
-			// As if the batch's wait had passed (the processor's split tests do the same).
-			obs.Observer().ReleaseDue(clk.Now().Add(24 * time.Hour))
-		}
-	}
-	obs.Shutdown()
-	return rec
-}
-
-// seriesOf flattens every non-zero series of the recorder (histograms by count, sum and
-// buckets), leaving out its health counters.
-func seriesOf(t require.TestingT, rec *orphanmetricsexporter.Recorder) map[string]float64 {
-	fams, err := rec.Gatherer().Gather()
-	require.NoError(t, err)
-	res := map[string]float64{}
-	for _, f := range fams {
-		name := f.GetName()
-		if name == "orphanwatch_label_overflow_total" || name == "orphanwatch_spans_skipped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			key := name
-			for _, lp := range m.GetLabel() {
-				key += "," + lp.GetName() + "=" + lp.GetValue()
-			}
-			if c := m.GetCounter(); c != nil && c.GetValue() != 0 {
-				res[key] = math.Round(c.GetValue()*1e9) / 1e9
-			}
-			if h := m.GetHistogram(); h != nil && h.GetSampleCount() != 0 {
-				res[key+"_count"] = float64(h.GetSampleCount())
-				res[key+"_sum"] = math.Round(h.GetSampleSum()*1e9) / 1e9
-				for _, b := range h.GetBucket() {
-					res[fmt.Sprintf("%s_bucket_%v", key, b.GetUpperBound())] = float64(b.GetCumulativeCount())
-				}
-			}
-		}
-	}
-	return res
-}
-
-// flatSpan is a span with its resource and scope, to be put into a batch of its own choosing.
-type flatSpan struct {
-	rs ptrace.ResourceSpans
-	ss ptrace.ScopeSpans
-	sp ptrace.Span
-}
-
-func flatten(td ptrace.Traces) []flatSpan {
-	var out []flatSpan
-	rss := td.ResourceSpans()
-	for i := range rss.Len() {
-		sss := rss.At(i).ScopeSpans()
-		for j := range sss.Len() {
-			spans := sss.At(j).Spans()
-			for k := range spans.Len() {
-				out = append(out, flatSpan{rss.At(i), sss.At(j), spans.At(k)})
-			}
-		}
-	}
-	return out
-}
-
-func (f flatSpan) appendTo(td ptrace.Traces) {
-	rs := td.ResourceSpans().AppendEmpty()
-	f.rs.Resource().CopyTo(rs.Resource())
-	ss := rs.ScopeSpans().AppendEmpty()
-	f.ss.Scope().CopyTo(ss.Scope())
-	f.sp.CopyTo(ss.Spans().AppendEmpty())
-}
-
-// arrivalSplit draws an arrival of td's spans: in the order they end (ties in any order) when
-// asEnded, else in any order, split into any number of batches.
-func arrivalSplit(rt *rapid.T, td ptrace.Traces, asEnded bool) []ptrace.Traces {
-	spans := flatten(td)
-	idx := make([]int, len(spans))
-	for i := range idx {
-		idx[i] = i
-	}
-	order := rapid.Permutation(idx).Draw(rt, "order")
-	if asEnded {
-		sort.SliceStable(order, func(a, b int) bool {
-			return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
-		})
-	}
-	nb := rapid.IntRange(1, len(spans)).Draw(rt, "batches")
-	cuts := map[int]bool{}
-	for len(cuts) < nb-1 {
-		cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
-	}
-	var batches []ptrace.Traces
-	cur := ptrace.NewTraces()
-	for i, pi := range order {
-		if cuts[i] {
-			batches = append(batches, cur)
-			cur = ptrace.NewTraces()
-		}
-		spans[pi].appendTo(cur)
-	}
-	return append(batches, cur)
-}
-
-// TestObserveEqualsAnnotateWhole: every scenario sent whole gives the same series observed as
-// annotated.
-func TestObserveEqualsAnnotateWhole(t *testing.T) {
-	for _, sc := range loadScenarioFiles(t) {
-		t.Run(sc.dir, func(t *testing.T) {
-			want := annotatedSeries(t, sc.traces)
-			require.NotEmpty(t, want)
-			got := observedSeries(t, []ptrace.Traces{sc.traces}, zap.NewNop(), true)
-			assert.Equal(t, want, got)
-		})
-	}
-}
-
-// TestObserveEqualsAnnotateAsSpansEnd: every scenario's spans arriving as they end, in any
-// split into batches, observed, give the series of the processor's one decision (annotate).
-func TestObserveEqualsAnnotateAsSpansEnd(t *testing.T) { checkArrivals(t, true) }
-
-// checkArrivals checks every scenario's spans observed as drawn by arrivalSplit (in the order
-// they end when asEnded, each batch decided before the next arrives; else in any order, all
-// within the wait) against the processor's one decision.
-func checkArrivals(t *testing.T, asEnded bool) {
-	cases := loadScenarioFiles(t)
-	want := make([]map[string]float64, len(cases))
-	for i, sc := range cases {
-		want[i] = annotatedSeries(t, sc.traces)
-	}
-	rapid.Check(t, func(rt *rapid.T) {
-		i := rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")
-		batches := arrivalSplit(rt, cases[i].traces, asEnded)
-		got := observedSeries(rt, batches, zap.NewNop(), asEnded)
-		assert.Equal(rt, want[i], got, "%s: %d batches", cases[i].dir, len(batches))
-	})
-}
-
-// TestObserveLogsAnnotatedSpansOnce: spans that already carry the processor's verdicts are
-// observed as any span (their attributes ignored), and the log says once which mode to use.
-func TestObserveLogsAnnotatedSpansOnce(t *testing.T) {
-	sc := loadScenarioFiles(t)[1]
-	f := orphanprocessor.NewFactory()
-	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
-	cfg.Prices = scenarioPrices
-	sink := new(consumertest.TracesSink)
-	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
-	require.NoError(t, err)
-	one := ptrace.NewTraces()
-	sc.traces.CopyTo(one)
-	require.NoError(t, p.ConsumeTraces(context.Background(), one))
-	require.NoError(t, p.Shutdown(context.Background()))
-
-	core, logs := observer.New(zap.WarnLevel)
-	got := observedSeries(t, sink.AllTraces(), zap.New(core), false)
-	assert.Equal(t, 1, logs.FilterMessageSnippet("mode: annotate").Len(), "said once")
-	assert.Equal(t, annotatedSeries(t, sc.traces), got, "the written verdicts are not counted twice")
-}
-
-// TestObserveEqualsAnnotateAnyOrder: every scenario's spans in any order, in any split into
-// batches (all within decision_wait), observed, give the series of the processor's one
-// decision.
-func TestObserveEqualsAnnotateAnyOrder(t *testing.T) { checkArrivals(t, false) }
 
 // TestObserveTelemetry: the observing exporter's own telemetry says what it keeps, and reads 0
 // once everything is counted; S2's abandoned root is held decision_wait, then counted.
@@ -319,12 +42,10 @@ func TestObserveTelemetry(t *testing.T) {
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
 
-	var s2 ptrace.Traces
-	for _, sc := range loadScenarioFiles(t) {
-		if sc.dir == "s02_caller_leaves" {
-			s2 = sc.traces
-		}
-	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "scenarios", "s02_caller_leaves", "trace.json"))
+	require.NoError(t, err)
+	s2, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+	require.NoError(t, err)
 	n := int64(s2.SpanCount())
 	require.NoError(t, exp.ConsumeTraces(context.Background(), s2))
 
@@ -360,59 +81,111 @@ func TestObserveTelemetry(t *testing.T) {
 	assert.Equal(t, int64(0), gauge("otelcol_exporter_orphanmetrics_records", "pending"))
 }
 
-// TestObservePrefixPricedLogged: observing, a model priced by the entry that prefixes its
-// name (gpt-4o-mini by gpt-4o) is logged once, with both names.
-func TestObservePrefixPricedLogged(t *testing.T) {
-	cfg := orphanmetricsexporter.NewDefaultConfig()
-	cfg.Prices = map[string]rules.PriceConfig{"gpt-4o": scenarioPrices["gpt-4o"]}
-	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+// The exporter finds the extension that keys names at start, or fails naming the field; with
+// it, its telemetry counts the look-ups by outcome and the traces waiting, under its own
+// exporter attribute.
+func TestObserveKeysExporter(t *testing.T) {
+	id := component.MustNewID("orphan_keys")
+	nf := extensiontest.NewNopFactory()
+	nop, err := nf.Create(context.Background(), extensiontest.NewNopSettings(nf.Type()), nf.CreateDefaultConfig())
 	require.NoError(t, err)
-	core, logs := observer.New(zap.InfoLevel)
-	obs, err := orphanmetricsexporter.NewObserving(cfg, rec, zap.New(core), nil, nil)
-	require.NoError(t, err)
-	for _, sc := range loadScenarioFiles(t) {
-		if sc.dir == "s01_happy_fanout" || sc.dir == "s02_caller_leaves" {
-			obs.Consume(sc.traces)
+	newExp := func(tel *componenttest.Telemetry) (component.Component, func(context.Context, ptrace.Traces) error) {
+		set := exportertest.NewNopSettings(metadata.Type)
+		set.ID = component.MustNewIDWithName("orphanmetrics", "tier")
+		if tel != nil {
+			set.TelemetrySettings = tel.NewTelemetrySettings()
 		}
+		cfg := orphanmetricsexporter.NewDefaultConfig()
+		cfg.NetAddr.Endpoint = "localhost:0"
+		cfg.DecisionWait = 0
+		cfg.Keys = &id
+		require.NoError(t, cfg.Validate())
+		exp, err := orphanmetricsexporter.NewFactory().CreateTraces(context.Background(), set, cfg)
+		require.NoError(t, err)
+		return exp, exp.ConsumeTraces
 	}
-	obs.Shutdown()
-	lines := logs.FilterMessageSnippet("prefixes its name").All()
-	require.Len(t, lines, 1, "once for gpt-4o-mini, never for gpt-4o")
-	assert.Equal(t, "gpt-4o-mini", lines[0].ContextMap()["model"])
-	assert.Equal(t, "gpt-4o", lines[0].ContextMap()["prices_entry"])
+	for name, tc := range map[string]struct {
+		host component.Host
+		want string
+	}{
+		"missing":    {keysHost{}, `keys: extension "orphan_keys" is not configured`},
+		"wrong type": {keysHost{id: nop}, `keys: extension "orphan_keys" is not an orphan_keys extension`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			exp, _ := newExp(nil)
+			err := exp.Start(context.Background(), tc.host)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			require.NoError(t, exp.Shutdown(context.Background()))
+		})
+	}
+	t.Run("found", func(t *testing.T) {
+		tel := componenttest.NewTelemetry()
+		t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+		exp, consume := newExp(tel)
+		require.NoError(t, exp.Start(context.Background(), keysHost{id: downKeys(t, 300*time.Millisecond)}))
+		require.NoError(t, consume(context.Background(), s7JobAlone()))
+		points := func(name string) map[string]int64 {
+			m, err := tel.GetMetric(name)
+			require.NoError(t, err, name)
+			out := map[string]int64{}
+			add := func(set attribute.Set, v int64) { out[set.Encoded(attribute.DefaultEncoder())] += v }
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					add(p.Attributes, p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					add(p.Attributes, p.Value)
+				}
+			}
+			return out
+		}
+		assert.Equal(t, map[string]int64{"exporter=orphanmetrics/tier": 1}, points("otelcol_exporter_orphanmetrics_key_traces_waiting"))
+		require.Eventually(t, func() bool {
+			_, err := tel.GetMetric("otelcol_exporter_orphanmetrics_key_lookups")
+			return err == nil
+		}, 5*time.Second, 10*time.Millisecond)
+		assert.Equal(t, map[string]int64{"exporter=orphanmetrics/tier,outcome=missed": 1}, points("otelcol_exporter_orphanmetrics_key_lookups"))
+		assert.Equal(t, map[string]int64{"exporter=orphanmetrics/tier": 0}, points("otelcol_exporter_orphanmetrics_key_traces_waiting"))
+		require.NoError(t, exp.Shutdown(context.Background()))
+	})
 }
 
-// TestObserveConcurrentConsumers: traces consumed by several goroutines at once, with the
-// tick running, give the series of the same traces consumed one after another (under -race:
-// no data race between intake, decisions and ticks).
-func TestObserveConcurrentConsumers(t *testing.T) {
-	cases := loadScenarioFiles(t)
-	run := func(parallel bool) map[string]float64 {
-		cfg := orphanmetricsexporter.NewDefaultConfig()
-		cfg.Prices = scenarioPrices
-		cfg.DecisionWait = time.Hour
-		cfg.DecisionWaitAfterRoot = 0
-		rec, err := orphanmetricsexporter.NewRecorder(cfg)
-		require.NoError(t, err)
-		obs, err := orphanmetricsexporter.NewObserving(cfg, rec, zap.NewNop(), nil, nil)
-		require.NoError(t, err)
-		obs.Start()
-		var wg sync.WaitGroup
-		for _, sc := range cases {
-			td := ptrace.NewTraces()
-			sc.traces.CopyTo(td)
-			if parallel {
-				wg.Add(1)
-				go func() { defer wg.Done(); obs.Consume(td) }()
-			} else {
-				obs.Consume(td)
-			}
-		}
-		wg.Wait()
-		obs.Shutdown()
-		return seriesOf(t, rec)
-	}
-	want := run(false)
-	require.NotEmpty(t, want)
-	assert.Equal(t, want, run(true))
+// keysHost is a component.Host with the given extensions.
+type keysHost map[component.ID]component.Component
+
+func (h keysHost) GetExtensions() map[component.ID]component.Component { return h }
+
+// downKeys starts an orphan_keys extension whose brokers are unreachable, with the given wait.
+func downKeys(t *testing.T, wait time.Duration) extension.Extension {
+	t.Helper()
+	ext := keystest.New(t, map[string]any{
+		"brokers": []any{"127.0.0.1:1"}, "wait": wait.String(), "dial_timeout": "100ms",
+		"topic": map[string]any{"check_timeout": "200ms"},
+	})
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()), "brokers down: start-up goes on")
+	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
+	return ext
+}
+
+// s7JobAlone is S7's trace B alone (the queue consumer whose model calls carry key K); the
+// request's trace A never comes.
+func s7JobAlone() ptrace.Traces {
+	td, _ := scenarios.S7()
+	var idA pcommon.TraceID
+	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
+		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
+			ss.Spans().RemoveIf(func(sp ptrace.Span) bool {
+				if idA.IsEmpty() {
+					idA = sp.TraceID()
+				}
+				return sp.TraceID() == idA
+			})
+			return ss.Spans().Len() == 0
+		})
+		return rs.ScopeSpans().Len() == 0
+	})
+	return td
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
@@ -29,7 +30,7 @@ func TestTwoInstancesReadApart(t *testing.T) {
 		set.ID = id
 		set.TelemetrySettings = tel.NewTelemetrySettings()
 		cfg := NewDefaultConfig()
-		cfg.Mode = ModeAnnotate
+		cfg.Mode = orphanmetrics.ModeAnnotate
 		cfg.NetAddr.Endpoint = "localhost:0"
 		exp, err := NewFactory().CreateTraces(context.Background(), set, cfg)
 		require.NoError(t, err)
@@ -49,7 +50,7 @@ func TestTwoInstancesReadApart(t *testing.T) {
 	got := map[string]int64{}
 	for _, p := range m.Data.(metricdata.Gauge[int64]).DataPoints {
 		label, _ := p.Attributes.Value(attribute.Key("label"))
-		if label.AsString() == labelServiceName {
+		if label.AsString() == "service_name" {
 			exp, _ := p.Attributes.Value(exporterAttribute)
 			got[exp.AsString()] = p.Value
 		}

@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"pgregory.net/rapid"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -378,7 +378,7 @@ func TestScenariosAnySplitMetrics(t *testing.T) {
 // recordedSeries records the output with the exporter's recorder and flattens every non-zero
 // series (histograms by count, sum and buckets), leaving out the exporter's own health counters.
 func recordedSeries(t require.TestingT, out []ptrace.Traces) map[string]float64 {
-	rec, err := orphanmetricsexporter.NewRecorder(orphanmetricsexporter.NewDefaultConfig())
+	rec, err := orphanmetrics.NewRecorder(orphanmetrics.NewDefaultSettings())
 	require.NoError(t, err)
 	for _, td := range out {
 		rec.Record(td)

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -24,7 +24,7 @@ import (
 // runPipeline passes the batches through the orphan processor (decision_wait 0 is not used:
 // all batches arrive within the wait and Shutdown releases them) and records the result with
 // the orphanmetrics exporter's recorder.
-func runPipeline(t *testing.T, batches ...ptrace.Traces) *orphanmetricsexporter.Recorder {
+func runPipeline(t *testing.T, batches ...ptrace.Traces) *orphanmetrics.Recorder {
 	t.Helper()
 	f := orphanprocessor.NewFactory()
 	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
@@ -41,7 +41,7 @@ func runPipeline(t *testing.T, batches ...ptrace.Traces) *orphanmetricsexporter.
 		require.NoError(t, p.ConsumeTraces(context.Background(), b))
 	}
 	require.NoError(t, p.Shutdown(context.Background()))
-	rec, err := orphanmetricsexporter.NewRecorder(orphanmetricsexporter.NewDefaultConfig())
+	rec, err := orphanmetrics.NewRecorder(orphanmetrics.NewDefaultSettings())
 	require.NoError(t, err)
 	for _, td := range sink.AllTraces() {
 		rec.Record(td)
@@ -54,7 +54,7 @@ type nopHost struct{}
 func (nopHost) GetExtensions() map[component.ID]component.Component { return nil }
 
 // series flattens the gathered metrics, leaving out the exporter's health counters and zeroes.
-func series(t *testing.T, rec *orphanmetricsexporter.Recorder) map[string]float64 {
+func series(t *testing.T, rec *orphanmetrics.Recorder) map[string]float64 {
 	fams, err := rec.Gatherer().Gather()
 	require.NoError(t, err)
 	out := map[string]float64{}

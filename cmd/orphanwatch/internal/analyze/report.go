@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -245,7 +245,7 @@ type span struct {
 	parentID pcommon.SpanID
 	service  string
 	name     string
-	op       string // the exporter's operation label (orphanmetricsexporter.OperationOf)
+	op       string // the exporter's operation label (orphanmetrics.OperationOf)
 	kind     ptrace.SpanKind
 	start    int64
 	end      int64
@@ -336,7 +336,7 @@ func buildReport(out []ptrace.Traces, files []FileReport, traceFiles map[pcommon
 			}
 			s := &span{
 				traceID: sp.TraceID(), spanID: sp.SpanID(), parentID: sp.ParentSpanID(),
-				name: sp.Name(), op: orphanmetricsexporter.OperationOf(sp), kind: sp.Kind(),
+				name: sp.Name(), op: orphanmetrics.OperationOf(sp), kind: sp.Kind(),
 				start: int64(sp.StartTimestamp()), end: int64(sp.EndTimestamp()),
 				attrs: sp.Attributes(),
 			}

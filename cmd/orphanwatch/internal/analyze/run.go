@@ -19,8 +19,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/observe"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -344,8 +344,8 @@ func forEachSpan(td ptrace.Traces, f func(pcommon.Resource, ptrace.Span)) {
 
 // Metrics records the analysed spans with the orphanmetrics exporter's Recorder (cfg nil: the
 // exporter's defaults) and returns it; WriteText on it gives what the exporter would serve.
-func Metrics(out *Output, cfg *orphanmetricsexporter.Config) (*orphanmetricsexporter.Recorder, error) {
-	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+func Metrics(out *Output, cfg *orphanmetrics.Settings) (*orphanmetrics.Recorder, error) {
+	rec, err := orphanmetrics.NewRecorder(cfg)
 	if err != nil {
 		return nil, err
 	}

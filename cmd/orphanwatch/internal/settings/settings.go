@@ -17,6 +17,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/analyze"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -59,7 +60,7 @@ func Load(configPath, pricesPath string) (*Settings, error) {
 			if err := confmap.NewFromStringMap(expSection).Unmarshal(s.Exporter); err != nil {
 				return nil, fmt.Errorf("%s: orphanmetrics exporter settings: %w", configPath, err)
 			}
-			if procSection == nil && s.Exporter.Mode == orphanmetricsexporter.ModeObserve {
+			if procSection == nil && s.Exporter.Mode == orphanmetrics.ModeObserve {
 				// An observing collector (the shipped default): the rules are the exporter's,
 				// under the processor's keys.
 				cfg.Config = s.Exporter.Config

@@ -1,4 +1,4 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
 	"strconv"

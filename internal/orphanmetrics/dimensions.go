@@ -1,4 +1,4 @@
-package orphanmetricsexporter // import "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+package orphanmetrics // import "github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 
 import (
 	"slices"
@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// Dimensions (Config.Dimensions, as contrib spanmetrics' dimensions): extra labels whose values
+// Dimensions (Settings.Dimensions, as contrib spanmetrics' dimensions): extra labels whose values
 // come from a span's attributes, else its resource's, else the dimension's default (else "").
 //
 // The recorder keeps the series handles of a service (serviceSeries, series.go) per service
@@ -38,7 +38,7 @@ type dimSlot struct {
 }
 
 // setDimensions reads cfg's dimensions (validated) into r.
-func (r *Recorder) setDimensions(cfg *Config) {
+func (r *Recorder) setDimensions(cfg *Settings) {
 	r.limited = slices.Clone(LimitedLabels)
 	for _, d := range cfg.Dimensions {
 		label, _ := DimensionLabel(d.Name) // validated: a label name

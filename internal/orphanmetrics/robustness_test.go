@@ -1,4 +1,4 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
 	"io"
@@ -45,7 +45,7 @@ func anyValue(t *rapid.T, v pcommon.Value) {
 // Whatever the attributes, Record never panics and the registry stays
 // gatherable and encodable (valid UTF-8, consistent label sets).
 func TestRecordArbitraryAttributes(t *testing.T) {
-	r := newTestRecorder(t, func(c *Config) { c.LabelLimits.Default = 3 })
+	r := newTestRecorder(t, func(c *Settings) { c.LabelLimits.Default = 3 })
 	rapid.Check(t, func(t *rapid.T) {
 		td := ptrace.NewTraces()
 		rs := td.ResourceSpans().AppendEmpty()

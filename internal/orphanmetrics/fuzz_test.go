@@ -1,4 +1,4 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func FuzzRecordOTLP(f *testing.F) {
 		if err != nil {
 			return
 		}
-		rec, err := NewRecorder(NewDefaultConfig())
+		rec, err := NewRecorder(NewDefaultSettings())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func FuzzObserveOTLP(f *testing.F) {
 		if err != nil {
 			return
 		}
-		cfg := NewDefaultConfig()
+		cfg := NewDefaultSettings()
 		rec, err := NewRecorder(cfg)
 		if err != nil {
 			t.Fatal(err)

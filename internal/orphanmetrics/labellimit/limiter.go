@@ -6,7 +6,7 @@
 // life of the Limiter; every later new value is replaced by [Overflow]. A value
 // once admitted stays admitted, so a series never changes its label value
 // half-way through its life.
-package labellimit // import "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/labellimit"
+package labellimit // import "github.com/orphanwatch/orphanwatch/internal/orphanmetrics/labellimit"
 
 import (
 	"errors"

@@ -1,6 +1,6 @@
 //go:build race
 
-package orphanmetricsexporter
+package orphanmetrics
 
 // raceEnabled is set when the tests run under the race detector.
 const raceEnabled = true

@@ -1,4 +1,4 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
 	"bytes"
@@ -73,9 +73,9 @@ func scenario(t testing.TB) []testResource {
 	}
 }
 
-func newTestRecorder(t testing.TB, mutate func(*Config)) *Recorder {
+func newTestRecorder(t testing.TB, mutate func(*Settings)) *Recorder {
 	t.Helper()
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -195,7 +195,7 @@ func TestRecordExemplars(t *testing.T) {
 }
 
 func TestRecordGatherAndCompare(t *testing.T) {
-	r := newTestRecorder(t, func(c *Config) {
+	r := newTestRecorder(t, func(c *Settings) {
 		c.Namespace = "ow"
 		c.ConstLabels = map[string]string{"cluster": "eu-1"}
 	})
@@ -452,7 +452,7 @@ func TestOddLabelValues(t *testing.T) {
 }
 
 func TestLabelOverflow(t *testing.T) {
-	r := newTestRecorder(t, func(c *Config) {
+	r := newTestRecorder(t, func(c *Settings) {
 		c.LabelLimits.Default = 2
 		c.LabelLimits.PerLabel = map[string]int{"operation": 1}
 	})
@@ -559,9 +559,9 @@ func TestWriteText(t *testing.T) {
 	}
 	assert.Equal(t, 2000.0, orphanedInput, "two batches of the scenario")
 
-	_, err = NewRecorder(&Config{Namespace: "bad-ns"})
+	_, err = NewRecorder(&Settings{Namespace: "bad-ns"})
 	require.Error(t, err)
-	require.ErrorContains(t, WriteText(&buf, &Config{Namespace: "x"}), "label_limits::default")
+	require.ErrorContains(t, WriteText(&buf, &Settings{Namespace: "x"}), "label_limits::default")
 }
 
 func TestWriteOpenMetrics(t *testing.T) {

@@ -1,4 +1,4 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ func TestCardinalityFlood(t *testing.T) {
 		t.Skip("100k spans")
 	}
 	const n, limit = 100_000, 50
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	cfg.LabelLimits.Default = limit
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestSeriesLimitFlood(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("250k spans: too slow under -race or -short (TestSeriesLimitFloodSmall runs)")
 	}
-	rec, err := NewRecorder(NewDefaultConfig())
+	rec, err := NewRecorder(NewDefaultSettings())
 	require.NoError(t, err)
 	flood(rec, 500, 500, false)
 	text := checkFlood(t, rec, 500, 500, DefaultSeriesLimit, false)
@@ -97,7 +97,7 @@ func TestSeriesLimitFlood(t *testing.T) {
 // TestSeriesLimitFloodSmall is the flood at 60 x 60 with a series limit of 500, every counter
 // from span data flooded (models and callers too).
 func TestSeriesLimitFloodSmall(t *testing.T) {
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	cfg.SeriesLimit = 500
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)
@@ -196,7 +196,7 @@ func checkFlood(t *testing.T, rec *Recorder, services, ops, limit int, models bo
 // counting on its own; the overflow series of a metric keeps its fixed labels apart; the
 // limit is per metric.
 func TestSeriesLimitKeepsAdmittedSeries(t *testing.T) {
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	cfg.SeriesLimit = 2
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)

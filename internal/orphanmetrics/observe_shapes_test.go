@@ -1,4 +1,4 @@
-package orphanmetricsexporter_test
+package orphanmetrics_test
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
 	"testing"
@@ -20,7 +20,7 @@ func withBenchDimensions(td ptrace.Traces) ptrace.Traces {
 	return td
 }
 
-func benchDimensions(cfg *Config) {
+func benchDimensions(cfg *Settings) {
 	cfg.Dimensions = []DimensionConfig{{Name: "deployment.environment.name", Default: "unknown"}, {Name: "team"}}
 }
 

@@ -1,4 +1,4 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
 	"strconv"
@@ -32,8 +32,8 @@ func observeBatch(b *testing.B) ptrace.Traces {
 
 // benchObserve consumes td once per op in observe mode, each batch decided at once
 // (decision_wait 0): ns/op and allocs/op of a whole batch, ns/span per span of it.
-func benchObserve(b *testing.B, td ptrace.Traces, mutate func(*Config)) {
-	cfg := NewDefaultConfig()
+func benchObserve(b *testing.B, td ptrace.Traces, mutate func(*Settings)) {
+	cfg := NewDefaultSettings()
 	cfg.DecisionWait = 0
 	if mutate != nil {
 		mutate(cfg)

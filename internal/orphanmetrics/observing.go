@@ -1,4 +1,4 @@
-package orphanmetricsexporter // import "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+package orphanmetrics // import "github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 
 import (
 	"sync"
@@ -29,7 +29,7 @@ type Observing struct {
 // NewObserving returns observe mode for rec with cfg's rules and limits (cfg.Mode must be
 // observe). logger says once when spans arrive with verdicts already written; latency, when
 // set, receives each request's verdict latency in seconds. Now, when set, is the clock.
-func NewObserving(cfg *Config, rec *Recorder, logger *zap.Logger, latency func(float64), now func() time.Time) (*Observing, error) {
+func NewObserving(cfg *Settings, rec *Recorder, logger *zap.Logger, latency func(float64), now func() time.Time) (*Observing, error) {
 	sink := newObserveSink(rec, func() {
 		logger.Warn("Spans arrive with orphanwatch.* verdicts already written (an orphan processor before this component?). "+
 			"In mode: observe the verdicts are decided here and those attributes are ignored. "+

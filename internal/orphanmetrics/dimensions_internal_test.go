@@ -1,11 +1,11 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/confmap"
 )
 
 // TestDimensionsValidate: a dimension whose name is empty, makes no label, is another's after
@@ -49,9 +49,9 @@ func TestDimensionsValidate(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			cfg := NewDefaultConfig()
+			cfg := NewDefaultSettings()
 			cfg.Dimensions, cfg.ConstLabels, cfg.LabelLimits.PerLabel = tc.dims, tc.cnst, tc.per
-			err := confmap.Validate(cfg)
+			err := validateSettings(cfg)
 			require.Error(t, err)
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
@@ -61,20 +61,13 @@ func TestDimensionsValidate(t *testing.T) {
 		})
 	}
 
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	cfg.Dimensions = []DimensionConfig{{Name: "deployment.environment.name", Default: "unknown"}, {Name: "2fa"}, {Name: "team"}}
 	cfg.LabelLimits.PerLabel = map[string]int{"team": 3, "deployment_environment_name": 2}
-	require.NoError(t, confmap.Validate(cfg))
+	require.NoError(t, validateSettings(cfg))
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"service_name", "operation", "model", "caller_service", "callee_service", "deployment_environment_name", "key_2fa", "team"}, rec.LimitedLabels())
-}
-
-// TestLoadConfigDimensions: the YAML of the README.
-func TestLoadConfigDimensions(t *testing.T) {
-	cfg := loadConfig(t, "dimensions")
-	require.NoError(t, confmap.Validate(cfg))
-	assert.Equal(t, []DimensionConfig{{Name: "deployment.environment.name", Default: "unknown"}, {Name: "team"}}, cfg.Dimensions)
 }
 
 // dimSpan is an annotated attempt span that closed a successful run, with attrs.
@@ -91,7 +84,7 @@ func dimSpan(attrs map[string]any) testSpan {
 // TestDimensionsValues: a span's attribute wins over its resource's, then the default, else
 // the label is empty; values of other types are written as strings, sanitised.
 func TestDimensionsValues(t *testing.T) {
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	cfg.Dimensions = []DimensionConfig{{Name: "env", Default: "unknown"}, {Name: "team"}, {Name: "shard"}}
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)
@@ -125,7 +118,7 @@ func TestDimensionsValues(t *testing.T) {
 // ones as "other", counting each use in label_overflow_total{label}; the default and the empty
 // value take no room.
 func TestDimensionsLabelLimit(t *testing.T) {
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	cfg.Dimensions = []DimensionConfig{{Name: "team", Default: "none"}, {Name: "tenant"}}
 	cfg.LabelLimits.PerLabel = map[string]int{"team": 2}
 	rec, err := NewRecorder(cfg)
@@ -157,7 +150,7 @@ func TestDimensionsLabelLimit(t *testing.T) {
 // the histograms too: beyond it a new tuple goes to the overflow series, its labels from span
 // data (the dimensions' too) "other".
 func TestDimensionsSeriesLimit(t *testing.T) {
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	cfg.Dimensions = []DimensionConfig{{Name: "team"}}
 	cfg.SeriesLimit = 2
 	rec, err := NewRecorder(cfg)
@@ -188,7 +181,7 @@ func TestDimensionsSeriesLimit(t *testing.T) {
 	assert.Equal(t, 2, n)
 
 	// Without dimensions the histograms have no series limit (label_limits bound them).
-	plain, err := NewRecorder(NewDefaultConfig())
+	plain, err := NewRecorder(NewDefaultSettings())
 	require.NoError(t, err)
 	_, ok = plain.Series(MetricOutlive)
 	assert.False(t, ok)
@@ -198,7 +191,7 @@ func TestDimensionsSeriesLimit(t *testing.T) {
 // takes its dimension values from the event's attributes, else (for a span of the carrying
 // span's service) that resource's, else the defaults; never the carrying span's attributes.
 func TestDimensionsCarriedEvent(t *testing.T) {
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	cfg.Dimensions = []DimensionConfig{{Name: "env", Default: "unknown"}, {Name: "team"}}
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)
@@ -225,4 +218,10 @@ func TestDimensionsCarriedEvent(t *testing.T) {
 		`{env="staging",operation="work",outcome="success",service_name="api",team="t1"}`:  1,
 		`{env="unknown",operation="work",outcome="success",service_name="worker",team=""}`: 1,
 	}, samples(t, rec.Gatherer(), "orphanwatch_runs_total"))
+}
+
+// validateSettings checks cfg as a component's Validate does (the HTTP settings aside): its
+// metric settings, then its mode and rules.
+func validateSettings(cfg *Settings) error {
+	return errors.Join(cfg.ValidateMetrics(), cfg.ValidateMode())
 }

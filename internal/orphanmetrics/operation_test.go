@@ -1,4 +1,4 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
 	"testing"
@@ -55,7 +55,7 @@ func TestOperationLabel(t *testing.T) {
 
 // TestOperationLabelBounded: operations built from attributes are limited like span names.
 func TestOperationLabelBounded(t *testing.T) {
-	r := newTestRecorder(t, func(c *Config) { c.LabelLimits.PerLabel = map[string]int{labelOperation: 2} })
+	r := newTestRecorder(t, func(c *Settings) { c.LabelLimits.PerLabel = map[string]int{labelOperation: 2} })
 	var spans []testSpan
 	for _, host := range []string{"a", "b", "c", "d", "a"} {
 		spans = append(spans, testSpan{name: "GET", traceID: traceA, end: sec, attrs: map[string]any{
@@ -74,7 +74,7 @@ func TestOperationLabelBounded(t *testing.T) {
 // TestCancellationReach: the reach and depth of abandoned roots become histograms by the
 // root's service, with exemplars, in the configured buckets.
 func TestCancellationReach(t *testing.T) {
-	r := newTestRecorder(t, func(c *Config) { c.HopBuckets = []float64{0, 1, 3} })
+	r := newTestRecorder(t, func(c *Settings) { c.HopBuckets = []float64{0, 1, 3} })
 	r.Record(buildTraces(t, testResource{service: "gateway", spans: []testSpan{
 		{name: "POST /ask", traceID: traceA, end: sec, attrs: map[string]any{
 			"orphanwatch.liveness": "live", "orphanwatch.root.end_reason": "cancelled",

@@ -1,4 +1,4 @@
-package orphanmetricsexporter_test
+package orphanmetrics_test
 
 import (
 	"context"
@@ -10,17 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/extension"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/keystest"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
@@ -91,9 +86,9 @@ func (c *lookupCounts) get() map[string]int64 {
 
 // observeKeys returns an observing recorder sharing keys through ext (nil: no key sharing),
 // started, with decision_wait 0: a trace is due as it arrives.
-func observeKeys(t *testing.T, ext extension.Extension) (*orphanmetricsexporter.Recorder, *orphanmetricsexporter.Observing, *lookupCounts) {
+func observeKeys(t *testing.T, ext extension.Extension) (*orphanmetrics.Recorder, *orphanmetrics.Observing, *lookupCounts) {
 	t.Helper()
-	cfg := orphanmetricsexporter.NewDefaultConfig()
+	cfg := orphanmetrics.NewDefaultSettings()
 	cfg.DecisionWait = 0
 	cfg.Prices = scenarioPrices
 	id := component.MustNewID("orphan_keys")
@@ -101,9 +96,9 @@ func observeKeys(t *testing.T, ext extension.Extension) (*orphanmetricsexporter.
 		cfg.Keys = &id
 	}
 	require.NoError(t, cfg.ValidateMode(), "keys is allowed in observe mode")
-	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
-	obs, err := orphanmetricsexporter.NewObserving(cfg, rec, zap.NewNop(), nil, nil)
+	obs, err := orphanmetrics.NewObserving(cfg, rec, zap.NewNop(), nil, nil)
 	require.NoError(t, err)
 	lk := &lookupCounts{m: map[string]int64{}}
 	if ext != nil {
@@ -153,76 +148,4 @@ func TestObserveKeySharingShutdownDecidesHeld(t *testing.T) {
 	assert.Less(t, time.Since(start), 30*time.Second)
 	assert.Equal(t, want, seriesOf(t, rec))
 	assert.Equal(t, map[string]int64{"missed": 1}, lk.get())
-}
-
-// The exporter finds the extension that keys names at start, or fails naming the field; with
-// it, its telemetry counts the look-ups by outcome and the traces waiting, under its own
-// exporter attribute.
-func TestObserveKeysExporter(t *testing.T) {
-	id := component.MustNewID("orphan_keys")
-	nf := extensiontest.NewNopFactory()
-	nop, err := nf.Create(context.Background(), extensiontest.NewNopSettings(nf.Type()), nf.CreateDefaultConfig())
-	require.NoError(t, err)
-	newExp := func(tel *componenttest.Telemetry) (component.Component, func(context.Context, ptrace.Traces) error) {
-		set := exportertest.NewNopSettings(metadata.Type)
-		set.ID = component.MustNewIDWithName("orphanmetrics", "tier")
-		if tel != nil {
-			set.TelemetrySettings = tel.NewTelemetrySettings()
-		}
-		cfg := orphanmetricsexporter.NewDefaultConfig()
-		cfg.NetAddr.Endpoint = "localhost:0"
-		cfg.DecisionWait = 0
-		cfg.Keys = &id
-		require.NoError(t, cfg.Validate())
-		exp, err := orphanmetricsexporter.NewFactory().CreateTraces(context.Background(), set, cfg)
-		require.NoError(t, err)
-		return exp, exp.ConsumeTraces
-	}
-	for name, tc := range map[string]struct {
-		host component.Host
-		want string
-	}{
-		"missing":    {keysHost{}, `keys: extension "orphan_keys" is not configured`},
-		"wrong type": {keysHost{id: nop}, `keys: extension "orphan_keys" is not an orphan_keys extension`},
-	} {
-		t.Run(name, func(t *testing.T) {
-			exp, _ := newExp(nil)
-			err := exp.Start(context.Background(), tc.host)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-			require.NoError(t, exp.Shutdown(context.Background()))
-		})
-	}
-	t.Run("found", func(t *testing.T) {
-		tel := componenttest.NewTelemetry()
-		t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-		exp, consume := newExp(tel)
-		require.NoError(t, exp.Start(context.Background(), keysHost{id: downKeys(t, 300*time.Millisecond)}))
-		require.NoError(t, consume(context.Background(), s7JobAlone()))
-		points := func(name string) map[string]int64 {
-			m, err := tel.GetMetric(name)
-			require.NoError(t, err, name)
-			out := map[string]int64{}
-			add := func(set attribute.Set, v int64) { out[set.Encoded(attribute.DefaultEncoder())] += v }
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					add(p.Attributes, p.Value)
-				}
-			case metricdata.Gauge[int64]:
-				for _, p := range d.DataPoints {
-					add(p.Attributes, p.Value)
-				}
-			}
-			return out
-		}
-		assert.Equal(t, map[string]int64{"exporter=orphanmetrics/tier": 1}, points("otelcol_exporter_orphanmetrics_key_traces_waiting"))
-		require.Eventually(t, func() bool {
-			_, err := tel.GetMetric("otelcol_exporter_orphanmetrics_key_lookups")
-			return err == nil
-		}, 5*time.Second, 10*time.Millisecond)
-		assert.Equal(t, map[string]int64{"exporter=orphanmetrics/tier,outcome=missed": 1}, points("otelcol_exporter_orphanmetrics_key_lookups"))
-		assert.Equal(t, map[string]int64{"exporter=orphanmetrics/tier": 0}, points("otelcol_exporter_orphanmetrics_key_traces_waiting"))
-		require.NoError(t, exp.Shutdown(context.Background()))
-	})
 }

@@ -1,4 +1,4 @@
-package orphanmetricsexporter
+package orphanmetrics
 
 import (
 	"testing"
@@ -26,7 +26,7 @@ func orphanedAttempt(afterGone float64) map[string]any {
 // max_request_duration, and an after_gone beyond it add nothing, each counted by its reason;
 // a sane span still counts.
 func TestAnnotatedInsaneTimesAddNoSeconds(t *testing.T) {
-	r := newTestRecorder(t, func(c *Config) { c.Mode = ModeAnnotate })
+	r := newTestRecorder(t, func(c *Settings) { c.Mode = ModeAnnotate })
 	r.Record(buildTraces(t, testResource{service: "svc", spans: []testSpan{
 		{name: "future", traceID: traceA, start: year2200 - time.Second, end: year2200, attrs: orphanedAttempt(1)},
 		{name: "long", traceID: traceA, start: time.Second, end: 2 * time.Hour, attrs: orphanedAttempt(1)},
@@ -56,7 +56,7 @@ func TestAnnotatedInsaneTimesAddNoSeconds(t *testing.T) {
 // gets no verdict that counts time, so it adds nothing to spend_seconds_total, while its sane
 // sibling is counted orphaned.
 func TestObservedFutureSpanAddsNoSeconds(t *testing.T) {
-	cfg := NewDefaultConfig()
+	cfg := NewDefaultSettings()
 	cfg.DecisionWait = 0
 	r, err := NewRecorder(cfg)
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestObservedFutureSpanAddsNoSeconds(t *testing.T) {
 // TestSkipsLoggedSampled: the exporter logs its skips besides counting them: one Warn line per
 // reason per interval with the count, naming the counter, never the span's attributes.
 func TestSkipsLoggedSampled(t *testing.T) {
-	r := newTestRecorder(t, func(c *Config) { c.Mode = ModeAnnotate })
+	r := newTestRecorder(t, func(c *Settings) { c.Mode = ModeAnnotate })
 	core, logs := observer.New(zap.InfoLevel)
 	r.LogSkips(zap.New(core))
 	bad := func() ptrace.Traces {

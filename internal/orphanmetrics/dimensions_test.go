@@ -1,4 +1,4 @@
-package orphanmetricsexporter_test
+package orphanmetrics_test
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 	"pgregory.net/rapid"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
@@ -22,7 +22,7 @@ import (
 // search-tool's, which says none: the default "unknown") and team "platform"; every span of
 // researcher says team "research" (the span's attribute wins over its resource's); nothing says
 // tenant (no default: the label is empty, which Prometheus reads as absent).
-var testDimensions = []orphanmetricsexporter.DimensionConfig{
+var testDimensions = []orphanmetrics.DimensionConfig{
 	{Name: "deployment.environment.name", Default: "unknown"},
 	{Name: "team"},
 	{Name: "tenant"},
@@ -74,7 +74,7 @@ func expectedDimensions(service string) map[string]string {
 // `name{label="value",...}` with the labels sorted and the empty ones left out (Prometheus reads
 // an empty label as absent), histograms by _count, _sum and _bucket. add, when set, adds labels
 // to a series of the named metric.
-func flatSeries(t require.TestingT, rec *orphanmetricsexporter.Recorder, add func(metric string, labels map[string]string)) map[string]float64 {
+func flatSeries(t require.TestingT, rec *orphanmetrics.Recorder, add func(metric string, labels map[string]string)) map[string]float64 {
 	fams, err := rec.Gatherer().Gather()
 	require.NoError(t, err)
 	out := map[string]float64{}
@@ -128,8 +128,8 @@ func withExpectedDimensions(metric string, labels map[string]string) {
 	}
 }
 
-func dimensionsConfig() *orphanmetricsexporter.Config {
-	cfg := orphanmetricsexporter.NewDefaultConfig()
+func dimensionsConfig() *orphanmetrics.Settings {
+	cfg := orphanmetrics.NewDefaultSettings()
 	cfg.Dimensions = testDimensions
 	return cfg
 }
@@ -263,9 +263,9 @@ func TestDimensionsReadAtArrival(t *testing.T) {
 	cfg := dimensionsConfig()
 	cfg.Prices = scenarioPrices
 	cfg.DecisionWait = time.Hour
-	rec, err := orphanmetricsexporter.NewRecorder(cfg)
+	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
-	obs, err := orphanmetricsexporter.NewObserving(cfg, rec, zap.NewNop(), nil, func() time.Time { return scenarios.T0.Add(time.Minute) })
+	obs, err := orphanmetrics.NewObserving(cfg, rec, zap.NewNop(), nil, func() time.Time { return scenarios.T0.Add(time.Minute) })
 	require.NoError(t, err)
 	obs.Consume(td)
 	require.Empty(t, flatSeries(t, rec, nil), "nothing decided yet: the trace waits")

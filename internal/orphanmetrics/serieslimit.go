@@ -1,4 +1,4 @@
-package orphanmetricsexporter // import "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+package orphanmetrics // import "github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/labellimit"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics/labellimit"
 )
 
 // The series limit (series_limit): a counter of the recorder admits at most a fixed number of

@@ -1,4 +1,4 @@
-package orphanmetricsexporter // import "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+package orphanmetrics // import "github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package orphanmetricsexporter // import "github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
+package orphanmetrics // import "github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 
 import (
 	"strconv"
@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/labellimit"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics/labellimit"
 )
 
 // The recorder keeps the series handles it has used, per service, per operation and model of
