@@ -1,9 +1,10 @@
-package verdict
+package state
 
 import (
 	"sync"
 
 	"github.com/orphanwatch/orphanwatch/internal/bounded"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 )
 
 // keyIndex is the traces that carried each idempotency key hash (Observe), within MaxKeys, for
@@ -62,7 +63,7 @@ func (x *keyIndex) get(h uint64) (keyTraces, bool) {
 
 // observe records that trace t carried key hash h: kept among the first four distinct traces
 // of the key; a new key evicts the oldest of its shard when the shard is full.
-func (x *keyIndex) observe(h uint64, t TraceID) {
+func (x *keyIndex) observe(h uint64, t record.TraceID) {
 	s := x.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()

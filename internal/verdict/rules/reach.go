@@ -1,4 +1,6 @@
-package verdict
+package rules
+
+import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
 
 // How far the news of a cancellation travelled: the edges where it stopped, and the
 // cancellation reach of each abandoned root (DESIGN.md "Words": cancellation reach;
@@ -15,22 +17,22 @@ package verdict
 // is there: an orphaned caller above, which ends later and so often arrives later, would make
 // it no edge of its own. Until then the span's edge is pending (EdgePending): a later release
 // with the chain complete carries it (PartEdge).
-func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []Verdict) {
+func (c *Rules) decideEdges(sc *scratch, spans []record.Span, nodes []Node, out []record.Verdict) {
 	whole := sc.input().chainsWhole()
 	for _, i := range sc.order { // parents before children
 		s, n := &spans[i], &nodes[i]
-		if n.parent < 0 {
+		if n.Parent < 0 {
 			// A span without a parent ID tops its chain even when it is not a usable root (its
 			// times not sane: validity): nothing above it will come.
-			n.chainOK = whole || n.isRoot || s.ParentID.IsZero()
+			n.chainOK = whole || n.IsRoot || s.ParentID.IsZero()
 			continue
 		}
-		n.chainOK = nodes[n.parent].chainOK
-		p := &spans[n.parent]
-		above := nodes[n.parent].orphanedEntryAbove
-		if out[i].Liveness == LivenessOrphaned && isEntry(s, p) {
+		n.chainOK = nodes[n.Parent].chainOK
+		p := &spans[n.Parent]
+		above := nodes[n.Parent].orphanedEntryAbove
+		if out[i].Liveness == record.LivenessOrphaned && isEntry(s, p) {
 			if !above {
-				if nodes[n.parent].chainOK {
+				if nodes[n.Parent].chainOK {
 					out[i].CallerService = p.Service
 				} else {
 					out[i].EdgePending = true
@@ -48,12 +50,12 @@ func (c *Correlator) decideEdges(sc *scratch, spans []Span, nodes []node, out []
 // decided), under which they would be judged otherwise, or be detached work. Their verdict
 // waits (memo.go) until the chain is complete or ChainWait has passed; then the root the
 // absent-parent rule gives judges them.
-func markProvisional(sc *scratch, nodes []node, out []Verdict) {
+func markProvisional(sc *scratch, nodes []Node, out []record.Verdict) {
 	if !sc.input().chainsWait() {
 		return
 	}
 	for i := range out {
-		if nodes[i].valid && !nodes[i].chainOK {
+		if nodes[i].Valid && !nodes[i].chainOK {
 			out[i].Provisional = true
 		}
 	}
@@ -63,8 +65,8 @@ func markProvisional(sc *scratch, nodes []node, out []Verdict) {
 // cancelled or deadline_exceeded, and is not the root of detached work. Its verdict has a
 // cancellation reach and an orphaned depth (Verdict.HasReach), and it is held a while after its
 // trace's release (HeldAbandonedRoot).
-func abandonedRoot(n *node) bool {
-	return !n.detached && (n.rec.reason == EndReasonCancelled || n.rec.reason == EndReasonDeadlineExceeded)
+func abandonedRoot(n *Node) bool {
+	return !n.detached && (n.rec.Reason == record.EndReasonCancelled || n.rec.Reason == record.EndReasonDeadlineExceeded)
 }
 
 // HeldAbandonedRoot reports whether the span of verdict v, with no parent span (parentless), is
@@ -73,7 +75,7 @@ func abandonedRoot(n *node) bool {
 // deepen its orphaned depth and cancellation reach (docs/verdicts.md "When verdicts are
 // decided": the root was cancelled or passed its deadline). A decision after which nothing comes
 // (a trace's last, decision_wait 0) holds nothing: the caller checks that.
-func HeldAbandonedRoot(v *Verdict, parentless bool) bool { return v.HasReach && parentless }
+func HeldAbandonedRoot(v *record.Verdict, parentless bool) bool { return v.HasReach && parentless }
 
 // decideReach measures, for every root of the decision that ended cancelled or
 // deadline_exceeded, in service hops from the root (isEntry):
@@ -85,7 +87,7 @@ func HeldAbandonedRoot(v *Verdict, parentless bool) bool { return v.HasReach && 
 //
 // Hops are counted along the spans present in the decision; spans whose parent is absent are
 // not counted for any root.
-func (c *Correlator) decideReach(spans []Span, nodes []node, out []Verdict, roots []int32) {
+func (c *Rules) decideReach(spans []record.Span, nodes []Node, out []record.Verdict, roots []int32) {
 	abandoned := false
 	for _, r := range roots {
 		if abandonedRoot(&nodes[r]) {
@@ -98,17 +100,17 @@ func (c *Correlator) decideReach(spans []Span, nodes []node, out []Verdict, root
 	}
 	for i := range spans {
 		n := &nodes[i]
-		if !n.valid || n.root < 0 || n.detached && !n.bound {
+		if !n.Valid || n.root < 0 || n.detached && !n.bound {
 			continue
 		}
 		rv := &out[roots[n.root]]
 		if !rv.HasReach {
 			continue
 		}
-		if out[i].Outcome == OutcomeCancelled || c.rules.noticeSignal(&spans[i]) && c.nearGone(n, spans[i].End) {
+		if out[i].Outcome == record.OutcomeCancelled || c.Signals.NoticeSignal(&spans[i]) && c.nearGone(n, spans[i].End) {
 			rv.ReachHops = max(rv.ReachHops, int(n.hop))
 		}
-		if out[i].Liveness == LivenessOrphaned {
+		if out[i].Liveness == record.LivenessOrphaned {
 			rv.OrphanedDepthHops = max(rv.OrphanedDepthHops, int(n.hop))
 		}
 	}

@@ -1,4 +1,6 @@
-package verdict
+package rules
+
+import "github.com/orphanwatch/orphanwatch/internal/verdict/record"
 
 // The rules of detached work and of liveness (DESIGN.md "Words": detached work, liveness of a
 // span; docs/verdicts.md "Detached work", "Liveness").
@@ -17,9 +19,9 @@ package verdict
 // and answered, as an asynchronous API answering 202 does (handedOver): the work is judged only
 // against the deadlines it carries and the callers that gave up on it within it, and is
 // otherwise live (S31).
-func bindDetached(s *Span, ctx *spanContext, bindings map[uint64]rootRecord) {
+func bindDetached(s *record.Span, ctx *spanContext, bindings map[uint64]RootRecord) {
 	if rec, ok := bindings[s.KeyHash]; s.KeyHash != 0 && ok {
-		ctx.bound, ctx.root, ctx.rootID = true, -1, SpanID{}
+		ctx.bound, ctx.root, ctx.rootID = true, -1, record.SpanID{}
 		if handedOver(rec) {
 			ctx.handedOver, ctx.hasRoot = true, false
 		} else {
@@ -33,21 +35,21 @@ func bindDetached(s *Span, ctx *spanContext, bindings map[uint64]rootRecord) {
 // handedOver reports whether the request of root record rec completed normally, so that the
 // work an idempotency key binds to it was handed over, not abandoned (DESIGN.md "Words":
 // detached work): nobody waits for it past the request's end, and nobody gave it up either.
-func handedOver(rec rootRecord) bool { return rec.reason == EndReasonCompleted }
+func handedOver(rec RootRecord) bool { return rec.Reason == record.EndReasonCompleted }
 
 // detachedRoot reports whether a span is the root of a trace of detached work (a parentless
 // CONSUMER span, a root with links: rootIsDetached). It is not a root request: it is counted
 // with the end reason detached (DESIGN.md "Words": detached work), has no gone time of its own,
 // and the work below it is judged by its own results unless a key or a deadline binds it
 // (bindDetached).
-func detachedRoot(n *node) bool { return n.valid && n.isRoot && n.detached }
+func detachedRoot(n *Node) bool { return n.Valid && n.IsRoot && n.detached }
 
 // startsDetachedWork reports whether span i begins work meant to outlive the request, given
 // what it inherits (ctx): it is a messaging CONSUMER span that its producing request does not
 // wait for (see requestAwaits), or it is a follow-up (see isFollowUp).
-func (c *Correlator) startsDetachedWork(spans []Span, nodes []node, i int32, ctx *spanContext) bool {
+func (c *Rules) startsDetachedWork(spans []record.Span, nodes []Node, i int32, ctx *spanContext) bool {
 	s := &spans[i]
-	if c.cfg.DetachConsumers && s.Kind == KindConsumer {
+	if c.cfg.DetachConsumers && s.Kind == record.KindConsumer {
 		return !c.requestAwaits(spans, nodes, i)
 	}
 	return c.cfg.DetachLateEntries && c.isFollowUp(spans, nodes, i, ctx)
@@ -62,16 +64,16 @@ func (c *Correlator) startsDetachedWork(spans []Span, nodes []node, i int32, ctx
 // and a durable workflow's activities are the common case; fire-and-forget work (the request
 // finished first) stays detached. Only a producer in the consumer's own trace (its parent) is
 // looked at: work reached through a span link is detached as before.
-func (c *Correlator) requestAwaits(spans []Span, nodes []node, i int32) bool {
-	pi := nodes[i].parent
+func (c *Rules) requestAwaits(spans []record.Span, nodes []Node, i int32) bool {
+	pi := nodes[i].Parent
 	if pi < 0 {
 		return false
 	}
 	svc := spans[pi].Service
 	entry := int32(-1)
-	for j := pi; j >= 0 && spans[j].Service == svc; j = nodes[j].parent {
+	for j := pi; j >= 0 && spans[j].Service == svc; j = nodes[j].Parent {
 		entry = j
-		if k := spans[j].Kind; k == KindServer || k == KindConsumer {
+		if k := spans[j].Kind; k == record.KindServer || k == record.KindConsumer {
 			break
 		}
 	}
@@ -91,16 +93,16 @@ func (c *Correlator) requestAwaits(spans []Span, nodes []node, i int32) bool {
 // up late: a workflow engine's activity that starts after its scheduling span ended, a server
 // that takes a request after its client timed out. It is judged like any span, and is
 // dispatched for nobody if it starts after the gone time.
-func (c *Correlator) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanContext) bool {
+func (c *Rules) isFollowUp(spans []record.Span, nodes []Node, i int32, ctx *spanContext) bool {
 	s, n := &spans[i], &nodes[i]
-	if s.Kind != KindServer || n.parent < 0 || !nodes[n.parent].timed {
+	if s.Kind != record.KindServer || n.Parent < 0 || !nodes[n.Parent].timed {
 		return false
 	}
-	p := &spans[n.parent]
+	p := &spans[n.Parent]
 	if notAfter(s.Start, p.End, c.skewBetween(s.Service, p.Service)) {
 		return false // not late
 	}
-	return ctx.hasRoot && ctx.rec.reason == EndReasonCompleted && !failed(p) && !c.rules.gaveUpWithoutResponse(p)
+	return ctx.hasRoot && ctx.rec.Reason == record.EndReasonCompleted && !record.Failed(p) && !c.Signals.GaveUpWithoutResponse(p)
 }
 
 // callerGaveUp reports whether the caller of SERVER span s, its parent p, gave up on it, and
@@ -113,14 +115,14 @@ func (c *Correlator) isFollowUp(spans []Span, nodes []node, i int32, ctx *spanCo
 // against p's end (goneOf), runs there that end later are delivered to nobody, and s, when
 // orphaned, is the edge the news did not cross (decideEdges). A caller that got a normal
 // response did not give up, whenever it ended.
-func (c *Correlator) callerGaveUp(s, p *Span) (int64, bool) {
-	if s.Kind != KindServer || p.Kind != KindClient || p.Service == s.Service || p.Service == "" {
+func (c *Rules) callerGaveUp(s, p *record.Span) (int64, bool) {
+	if s.Kind != record.KindServer || p.Kind != record.KindClient || p.Service == s.Service || p.Service == "" {
 		return 0, false
 	}
 	if notAfter(s.End, p.End, c.skewBetween(s.Service, p.Service)) {
 		return 0, false // the server ended first, as far as two clocks can tell
 	}
-	if !c.rules.gaveUpWithoutResponse(p) {
+	if !c.Signals.GaveUpWithoutResponse(p) {
 		return 0, false
 	}
 	return p.End, true
@@ -130,15 +132,15 @@ func (c *Correlator) callerGaveUp(s, p *Span) (int64, bool) {
 // live if it ended by its gone time (goneOf; plus the clock-skew tolerance across services:
 // skewOf), orphaned after it, unless it noticed (see noticed). A span with no gone time is
 // unknown, but work handed over by a request that completed (bindDetached), which is live.
-func (c *Correlator) judgeLiveness(s *Span, n *node, v *Verdict) {
+func (c *Rules) judgeLiveness(s *record.Span, n *Node, v *record.Verdict) {
 	gone, ok := c.goneOf(n)
 	if !ok && n.handedOver {
 		// Handed over by a request that completed, no deadline: nobody gave it up.
-		v.Liveness = LivenessLive
+		v.Liveness = record.LivenessLive
 		return
 	}
 	if !ok {
-		v.Liveness = LivenessUnknown
+		v.Liveness = record.LivenessUnknown
 		return
 	}
 	// Different clocks: the span's service is not the one whose clock gave the gone time, or
@@ -146,11 +148,11 @@ func (c *Correlator) judgeLiveness(s *Span, n *node, v *Verdict) {
 	tol := c.skewOf(s, n)
 	switch {
 	case notAfter(s.End, gone, tol):
-		v.Liveness = LivenessLive
+		v.Liveness = record.LivenessLive
 	case c.noticed(s, gone):
-		v.Liveness = LivenessLive
+		v.Liveness = record.LivenessLive
 	default:
-		v.Liveness = LivenessOrphaned
+		v.Liveness = record.LivenessOrphaned
 		v.AfterGone = afterGone(s, gone)
 	}
 	v.StartedAfterGone = !notAfter(s.Start, gone, tol)
@@ -159,7 +161,7 @@ func (c *Correlator) judgeLiveness(s *Span, n *node, v *Verdict) {
 // afterGone is orphanwatch.after_gone, in seconds: how long span s outlived its gone time,
 // measured from the gone time itself, without the clock-skew tolerance (docs/verdicts.md
 // "Choices where DESIGN.md was silent": after_gone).
-func afterGone(s *Span, gone int64) float64 { return float64(s.End-gone) / 1e9 }
+func afterGone(s *record.Span, gone int64) float64 { return float64(s.End-gone) / 1e9 }
 
 // notAfter reports whether moment t is no later than moment ref, as far as two clocks tol
 // apart can tell (tol: skewBetween or skewOf): the one comparison of moments read on
@@ -169,7 +171,7 @@ func notAfter(t, ref, tol int64) bool { return t <= ref+tol }
 // skewBetween is the clock-skew tolerance between moments read on the clocks of services a and
 // b: none on one service's clock, clock_skew_tolerance across services (docs/verdicts.md
 // "Choices where DESIGN.md was silent": Clock skew).
-func (c *Correlator) skewBetween(a, b string) int64 {
+func (c *Rules) skewBetween(a, b string) int64 {
 	if a == b {
 		return 0
 	}
@@ -180,6 +182,6 @@ func (c *Correlator) skewBetween(a, b string) int64 {
 // the passed deadline) itself and ended within cancellation.grace of the gone time: it noticed,
 // and unwinding took a moment (a cancelled client call that returns a few milliseconds after
 // its handler answered 499). It is not orphaned work (DESIGN.md "liveness of a span").
-func (c *Correlator) noticed(s *Span, gone int64) bool {
-	return c.rules.noticeSignal(s) && s.End <= gone+int64(c.cfg.CancellationGrace)
+func (c *Rules) noticed(s *record.Span, gone int64) bool {
+	return c.Signals.NoticeSignal(s) && s.End <= gone+int64(c.cfg.CancellationGrace)
 }

@@ -1,20 +1,22 @@
-package verdict
+package rules
 
 import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 )
 
 // decideSpend marks model calls and their spend. A model call is a span naming a model with
 // token usage or a model operation (gen_ai.operation.name chat, ...) none of whose descendants
 // is a model call: spans that repeat their children's usage (an agent or workflow span, the
 // Vercel AI SDK's ai.generateText around ai.generateText.doGenerate) are not counted twice.
-func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []Verdict, st *Stats) {
-	sc.isCall = grown(sc.isCall, len(spans))
+func (c *Rules) decideSpend(sc *scratch, spans []record.Span, nodes []Node, out []record.Verdict, st *record.Stats) {
+	sc.isCall = Grown(sc.isCall, len(spans))
 	isCall := sc.isCall
 	for i := range spans {
-		if nodes[i].valid && c.rules.isModelCall(&spans[i]) {
+		if nodes[i].Valid && c.Signals.IsModelCall(&spans[i]) {
 			isCall[i] = true
 		}
 	}
@@ -23,12 +25,12 @@ func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []
 		if !isCall[i] {
 			continue
 		}
-		for p := nodes[i].parent; p >= 0 && !nodes[p].modelDesc; p = nodes[p].parent {
+		for p := nodes[i].Parent; p >= 0 && !nodes[p].modelDesc; p = nodes[p].Parent {
 			nodes[p].modelDesc = true
 		}
 	}
 	for i := range spans {
-		if nodes[i].valid && nodes[i].modelDesc && (spans[i].InputTokens >= 0 || spans[i].OutputTokens >= 0) {
+		if nodes[i].Valid && nodes[i].modelDesc && (spans[i].InputTokens >= 0 || spans[i].OutputTokens >= 0) {
 			// It repeats the usage of model calls below it: said, so that the exporter's
 			// fallback for spans the processor never saw does not count it either.
 			out[i].SpendRepeated = true
@@ -43,7 +45,7 @@ func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []
 		case s.HasCost:
 			v.Cost, v.HasCost = s.Cost, true
 		default:
-			if p, ok := c.priceOf(s.Model); ok && (s.InputTokens >= 0 || s.OutputTokens >= 0) {
+			if p, ok := c.PriceOf(s.Model); ok && (s.InputTokens >= 0 || s.OutputTokens >= 0) {
 				in, outT := max(s.InputTokens, 0), max(s.OutputTokens, 0)
 				v.Cost = (float64(in)*p.InputPerMillion + float64(outT)*p.OutputPerMillion) / 1e6
 				v.HasCost = true
@@ -52,21 +54,21 @@ func (c *Correlator) decideSpend(sc *scratch, spans []Span, nodes []node, out []
 	}
 }
 
-// priceOf looks a model up in the price table: exactly, else by the longest configured name
+// PriceOf looks a model up in the price table: exactly, else by the longest configured name
 // that prefixes it ("gpt-4o-2024-08-06" uses "gpt-4o"; "gpt-4o-mini-2024-07-18" uses
 // "gpt-4o-mini"). A model priced by a prefix is told to Config.PrefixPriced once.
-func (c *Correlator) priceOf(model string) (Price, bool) {
+func (c *Rules) PriceOf(model string) (record.Price, bool) {
 	if p, ok := c.cfg.Prices[model]; ok {
 		return p, true
 	}
-	best, bestName := Price{}, ""
+	best, bestName := record.Price{}, ""
 	for name, p := range c.cfg.Prices {
 		if len(name) > len(bestName) && strings.HasPrefix(model, name) {
 			best, bestName = p, name
 		}
 	}
 	if bestName == "" {
-		return Price{}, false
+		return record.Price{}, false
 	}
 	if c.cfg.PrefixPriced != nil {
 		c.prefixPriced.tell(model, bestName, c.cfg.PrefixPriced)
@@ -104,10 +106,10 @@ func (s *prefixPricedSet) tell(model, entry string, f func(model, entry string))
 // SDK's chat call around its HTTP retries, a tool call around its request): their seconds are
 // part of the enclosing attempt's spend seconds, which counts them once. Attempts in another
 // service (the callee of a call) are not nested: their service spends its own seconds.
-func decideNested(sc *scratch, spans []Span, nodes []node, out []Verdict) {
+func decideNested(sc *scratch, spans []record.Span, nodes []Node, out []record.Verdict) {
 	for _, i := range sc.order { // parents before children
 		n := &nodes[i]
-		if p := n.parent; p >= 0 && spans[p].Service == spans[i].Service {
+		if p := n.Parent; p >= 0 && spans[p].Service == spans[i].Service {
 			n.attemptAbove = nodes[p].attemptAbove || out[p].Attempt > 0
 		}
 		if n.attemptAbove && out[i].Attempt > 0 {

@@ -1,19 +1,23 @@
-package verdict
+package record
 
 import "strings"
 
-// result is how one attempt ended.
-type result uint8
+// Result is how one attempt ended.
+type Result uint8
 
+// Attempt results: a success, a retryable failure, a hard failure, a cancellation.
 const (
-	resultOK result = iota
-	resultRetryable
-	resultHard
-	resultCancelled
+	ResultOK Result = iota
+	ResultRetryable
+	ResultHard
+	ResultCancelled
 )
 
-// rules are the Config's lists compiled for lookups.
-type rules struct {
+// Signals reads what a span's attributes and records signal to the rules (a cancellation, a
+// deadline, a retryable failure, an attempt, a model call), with the Config's lists compiled for
+// lookups (CompileSignals). Its methods change nothing of a span but its classified records
+// (Span.KeepClassified).
+type Signals struct {
 	cancel, deadline, retryable typeSet
 	retryHTTP                   map[int]struct{}
 	retryGRPC                   map[int]struct{}
@@ -48,7 +52,8 @@ func compileTypes(vs []string) typeSet {
 	return t
 }
 
-func compileRules(c Config) rules {
+// CompileSignals compiles the lists of c that the signal readers look names up in.
+func CompileSignals(c Config) Signals {
 	set := func(vs []string) map[string]struct{} {
 		m := make(map[string]struct{}, len(vs))
 		for _, v := range vs {
@@ -63,7 +68,7 @@ func compileRules(c Config) rules {
 		}
 		return m
 	}
-	return rules{
+	return Signals{
 		cancel:    compileTypes(c.CancelErrorTypes),
 		deadline:  compileTypes(c.DeadlineErrorTypes),
 		retryable: compileTypes(c.RetryableErrorTypes),
@@ -140,7 +145,7 @@ const (
 // segment or a pattern) wins over a subclass match, so kotlinx.coroutines'
 // TimeoutCancellationException, listed among the deadline types, is a deadline although its
 // name ends in CancellationException.
-func (r *rules) classify(v string) typeClass {
+func (r *Signals) classify(v string) typeClass {
 	switch {
 	case v == "":
 		return typeOther
@@ -164,7 +169,7 @@ func (r *rules) classify(v string) typeClass {
 //
 // The span's records are classified once, by the first rule that asks (several rules ask of
 // every attempt), and the classes found kept on the span (Span.recorded).
-func (r *rules) recordsType(s *Span, class typeClass) bool {
+func (r *Signals) recordsType(s *Span, class typeClass) bool {
 	if s.recorded&recordedKnown == 0 {
 		s.recorded = recordedKnown | r.recordedClasses(s)
 	}
@@ -193,7 +198,7 @@ func recordedClass(class typeClass) recordedTypes {
 }
 
 // recordedClasses classifies each of the span's error.type, exception types and messages.
-func (r *rules) recordedClasses(s *Span) recordedTypes {
+func (r *Signals) recordedClasses(s *Span) recordedTypes {
 	got := recordedClass(r.classify(s.ErrorType))
 	for _, t := range s.ExceptionTypes {
 		got |= recordedClass(r.classify(t))
@@ -206,21 +211,28 @@ func (r *rules) recordedClasses(s *Span) recordedTypes {
 
 // gRPC status codes (grpc/doc/statuscodes.md).
 const (
-	grpcOK               = 0
+	GRPCStatusOK         = 0
 	grpcCancelled        = 1
 	grpcDeadlineExceeded = 4
 )
 
-// cancelSignal reports whether the span recorded that its caller went away: HTTP 499 (client
+// CancelSignal reports whether the span recorded that its caller went away: HTTP 499 (client
 // closed request, nginx), gRPC CANCELLED, a cancellation error.type or exception (in any of the
 // common languages: Go, Python, Java and Kotlin, C#, JavaScript, Swift, Rust), or an HTTP
 // CLIENT span with unset status and no response status code (HTTP semantic conventions leave a
 // deliberately cancelled client call that way).
-func (r *rules) cancelSignal(s *Span) bool {
+func (r *Signals) CancelSignal(s *Span) bool {
 	if s.HTTPStatus == 499 || s.GRPCStatus == grpcCancelled || r.recordsType(s, typeCancel) {
 		return true
 	}
-	return silentlyCancelledCall(s) || proxySawClientLeave(s)
+	return SilentlyCancelledCall(s) || proxySawClientLeave(s)
+}
+
+// SilentlyCancelledCall reports whether s is an HTTP CLIENT span with unset status, no response
+// status code and no error.type: recent HTTP conventions leave a deliberately cancelled client
+// call that way (DESIGN.md "Words": end reason).
+func SilentlyCancelledCall(s *Span) bool {
+	return s.Kind == KindClient && s.IsHTTP && s.HTTPStatus == 0 && s.Status == StatusUnset && s.ErrorType == ""
 }
 
 // proxySawClientLeave reports whether a proxy recorded that its client disconnected (DESIGN.md
@@ -251,24 +263,24 @@ func hasFlag(flags, flag string) bool {
 	return false
 }
 
-// deadlineSignal reports whether the span recorded a passed deadline: gRPC DEADLINE_EXCEEDED
+// DeadlineSignal reports whether the span recorded a passed deadline: gRPC DEADLINE_EXCEEDED
 // or a deadline error.type or exception.
-func (r *rules) deadlineSignal(s *Span) bool {
+func (r *Signals) DeadlineSignal(s *Span) bool {
 	return s.GRPCStatus == grpcDeadlineExceeded || r.recordsType(s, typeDeadline)
 }
 
-// noticeSignal reports whether the span recorded the cancellation or a passed deadline.
-func (r *rules) noticeSignal(s *Span) bool { return r.cancelSignal(s) || r.deadlineSignal(s) }
+// NoticeSignal reports whether the span recorded the cancellation or a passed deadline.
+func (r *Signals) NoticeSignal(s *Span) bool { return r.CancelSignal(s) || r.DeadlineSignal(s) }
 
-// gaveUpWithoutResponse reports whether a CLIENT span ended without a response (DESIGN.md
+// GaveUpWithoutResponse reports whether a CLIENT span ended without a response (DESIGN.md
 // "Words": a caller that gave up): it recorded a cancellation or a passed deadline
 // (noticeSignal: HTTP 499, gRPC CANCELLED or DEADLINE_EXCEEDED, a cancellation or deadline
 // type, an HTTP client span with unset status and no response status code), a timeout error
 // (timeoutError), or a gateway timeout, HTTP 504 or 408. Any other response is one: a caller
 // that got it did not give up. A protocol that records no code (a span that is not HTTP) gives
 // up only by an error.
-func (r *rules) gaveUpWithoutResponse(s *Span) bool {
-	return s.HTTPStatus == 504 || s.HTTPStatus == 408 || r.noticeSignal(s) || timeoutError(s)
+func (r *Signals) GaveUpWithoutResponse(s *Span) bool {
+	return s.HTTPStatus == 504 || s.HTTPStatus == 408 || r.NoticeSignal(s) || timeoutError(s)
 }
 
 // timeoutError reports whether the span's error.type or one of its exception types names a
@@ -296,45 +308,45 @@ func namesTimeout(v string) bool {
 	return strings.Contains(seg, "timeout") || strings.Contains(seg, "timedout")
 }
 
-// failed reports whether the span records an error of any kind.
-func failed(s *Span) bool {
-	return s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > grpcOK || s.ErrorType != "" || s.ErrorTag
+// Failed reports whether the span records an error of any kind.
+func Failed(s *Span) bool {
+	return s.Status == StatusError || s.HTTPStatus >= 400 || s.GRPCStatus > GRPCStatusOK || s.ErrorType != "" || s.ErrorTag
 }
 
-// attemptResult classifies how one attempt ended.
-func (r *rules) attemptResult(s *Span) result {
-	if r.noticeSignal(s) {
-		return resultCancelled
+// AttemptResult classifies how one attempt ended.
+func (r *Signals) AttemptResult(s *Span) Result {
+	if r.NoticeSignal(s) {
+		return ResultCancelled
 	}
-	if !failed(s) {
-		return resultOK
+	if !Failed(s) {
+		return ResultOK
 	}
 	if s.HTTPStatus >= 400 {
 		if _, ok := r.retryHTTP[s.HTTPStatus]; ok {
-			return resultRetryable
+			return ResultRetryable
 		}
-		return resultHard
+		return ResultHard
 	}
-	if s.GRPCStatus > grpcOK {
+	if s.GRPCStatus > GRPCStatusOK {
 		if _, ok := r.retryGRPC[s.GRPCStatus]; ok {
-			return resultRetryable
+			return ResultRetryable
 		}
-		return resultHard
+		return ResultHard
 	}
 	if r.retryable.matchExact(s.ErrorType) {
-		return resultRetryable
+		return ResultRetryable
 	}
 	for _, t := range s.ExceptionTypes { // litellm.RateLimitError recorded as an exception
 		if r.retryable.matchExact(t) {
-			return resultRetryable
+			return ResultRetryable
 		}
 	}
-	return resultHard
+	return ResultHard
 }
 
-// isModelCall reports whether the span itself is a model call candidate: it names a model and
+// IsModelCall reports whether the span itself is a model call candidate: it names a model and
 // carries token usage or a model operation name.
-func (r *rules) isModelCall(s *Span) bool {
+func (r *Signals) IsModelCall(s *Span) bool {
 	if s.Model == "" {
 		return false
 	}
@@ -345,27 +357,27 @@ func (r *rules) isModelCall(s *Span) bool {
 	return ok
 }
 
-// isAttempt reports whether a span is one try of an operation (docs/verdicts.md "Which spans
+// IsAttempt reports whether a span is one try of an operation (docs/verdicts.md "Which spans
 // are attempts"): CLIENT and PRODUCER spans, deliveries of a known message (isDelivery), model
 // calls and other GenAI operations, tool calls (an agent framework's INTERNAL tool-call span
 // is work like any call), and spans that carry an attempt number. A SERVER span is never an
 // attempt, whatever it carries (gen_ai.tool.name on a tool server's span included): it is the
 // callee's side of one (DESIGN.md "Words": attempt).
-func (r *rules) isAttempt(s *Span) bool {
+func (r *Signals) IsAttempt(s *Span) bool {
 	switch s.Kind {
 	case KindServer:
 		return false
 	case KindClient, KindProducer:
 		return true
 	case KindConsumer:
-		return isDelivery(s)
+		return IsDelivery(s)
 	}
-	return s.Operation != "" || s.ToolCall || s.ResendCount >= 0 || s.Attempt > 0 || r.isModelCall(s)
+	return s.Operation != "" || s.ToolCall || s.ResendCount >= 0 || s.Attempt > 0 || r.IsModelCall(s)
 }
 
-// isDelivery reports whether s delivers a known message to a CONSUMER: its message identity
+// IsDelivery reports whether s delivers a known message to a CONSUMER: its message identity
 // (MessageHash) or a configured idempotency key names it, so that a redelivery of the same
 // message (its ack or commit lost) is another attempt of the same run (DESIGN.md "Words": run).
-func isDelivery(s *Span) bool {
+func IsDelivery(s *Span) bool {
 	return s.Kind == KindConsumer && (s.MessageHash != 0 || s.KeyHash != 0)
 }

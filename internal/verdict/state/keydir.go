@@ -1,6 +1,10 @@
-package verdict
+package state
 
-import "github.com/orphanwatch/orphanwatch/internal/bounded"
+import (
+	"github.com/orphanwatch/orphanwatch/internal/bounded"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
+)
 
 // Key sharing across a tier of collectors (README "Scale"; processor README "Key sharing across
 // a tier"). Routing by trace ID puts a trace that carries idempotency key K (a queue
@@ -9,7 +13,7 @@ import "github.com/orphanwatch/orphanwatch/internal/bounded"
 // Correlator publishes each key it sees in a trace whose root is known and not detached, and
 // asks the directory when its own index does not bind a key.
 //
-// The hooks in state.go are four calls (keyDirRootLocked, keyDirKeyLocked, keyDirLinksLocked
+// The hooks in tables.go are four calls (keyDirRootLocked, keyDirKeyLocked, keyDirLinksLocked
 // and the fallback in lookupKeyLocked); with no directory set they return at once.
 
 // RootRef is what a directory holds of a root request: what judging work bound to it needs,
@@ -18,9 +22,9 @@ import "github.com/orphanwatch/orphanwatch/internal/bounded"
 type RootRef struct {
 	Gone    int64 // unix ns: the earliest of the root's end and its deadline
 	Service string
-	Reason  EndReason
-	Trace   TraceID // the trace whose root this is
-	Root    SpanID  // the root span
+	Reason  record.EndReason
+	Trace   record.TraceID // the trace whose root this is
+	Root    record.SpanID  // the root span
 }
 
 // KeyDirectory shares idempotency-key bindings beyond one Correlator. Key hashes are the
@@ -33,17 +37,17 @@ type KeyDirectory interface {
 	// Lookup returns the root that key hash h binds to, as another member published it. When
 	// several requests (traces) published h, it returns the record of a trace in linked if
 	// there is one (linked may be nil), else the first record it holds.
-	Lookup(h uint64, linked []TraceID) (RootRef, bool)
+	Lookup(h uint64, linked []record.TraceID) (RootRef, bool)
 	// Publish tells the directory that key hash h was carried by a trace whose root is known
 	// and is not detached work. It may be called more than once for a key.
 	Publish(h uint64, root RootRef)
 	// Carried tells the directory that trace t carried key hash h (every key-carrying span that
 	// Observe sees), so that a trace can wait for a binding that has not come yet.
-	Carried(t TraceID, h uint64)
+	Carried(t record.TraceID, h uint64)
 	// Linked tells the directory that a span of trace t links to the traces in to (other traces
 	// only; every linking span that Observe sees), so that a trace can wait for the binding of
 	// the request it links to rather than take another request's that sent the same key.
-	Linked(t TraceID, to []TraceID)
+	Linked(t record.TraceID, to []record.TraceID)
 }
 
 // Binding says where a key hash binds.
@@ -60,32 +64,30 @@ const (
 // their trace's root, the traces waiting for their root to publish their keys.
 type keyDir struct {
 	d       KeyDirectory
-	pending *bounded.Table[TraceID, []uint64] // within MaxKeys traces, the oldest forgotten first
+	pending *bounded.Table[record.TraceID, []uint64] // within MaxKeys traces, the oldest forgotten first
 }
 
 // maxPendingKeysPerTrace bounds the keys remembered for one trace whose root has not come.
 const maxPendingKeysPerTrace = 8
 
-// SetKeyDirectory makes the Correlator publish keys to d and consult d when a key does not
-// bind locally. Call it before the Correlator is used; nil turns key sharing off.
-func (c *Correlator) SetKeyDirectory(d KeyDirectory) {
+// SetKeyDirectory is the Correlator's SetKeyDirectory, under mu.
+func (c *Tables) SetKeyDirectory(d KeyDirectory) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d == nil {
 		c.dir = nil
 		return
 	}
-	c.dir = &keyDir{d: d, pending: bounded.New[TraceID, []uint64](c.cfg.MaxKeys, nil)}
+	c.dir = &keyDir{d: d, pending: bounded.New[record.TraceID, []uint64](c.cfg.MaxKeys, nil)}
 }
 
-// KeyBinding tells where key hash h binds now: to a trace of this Correlator's own index whose
-// root is known and not detached, through the directory, or nowhere.
-func (c *Correlator) KeyBinding(h uint64) Binding {
+// KeyBinding is the Correlator's KeyBinding, under mu.
+func (c *Tables) KeyBinding(h uint64) Binding {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if kt, ok := c.keys.get(h); ok {
 		for i := uint8(0); i < kt.n; i++ {
-			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
+			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
 				return BindingLocal
 			}
 		}
@@ -98,10 +100,8 @@ func (c *Correlator) KeyBinding(h uint64) Binding {
 	return BindingNone
 }
 
-// KeyBindingLinked is KeyBinding for a trace that links to the traces in linked: with links,
-// only a binding to one of them counts (here, or a record of one of them through the
-// directory); without, any binding does.
-func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
+// KeyBindingLinked is the Correlator's KeyBindingLinked, under mu.
+func (c *Tables) KeyBindingLinked(h uint64, linked []record.TraceID) Binding {
 	if len(linked) == 0 {
 		return c.KeyBinding(h)
 	}
@@ -109,16 +109,16 @@ func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
 	defer c.mu.Unlock()
 	if kt, ok := c.keys.get(h); ok {
 		for i := uint8(0); i < kt.n; i++ {
-			if !containsTrace(linked, kt.traces[i]) {
+			if !rules.ContainsTrace(linked, kt.traces[i]) {
 				continue
 			}
-			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.detached {
+			if rec, ok := c.roots.Get(kt.traces[i]); ok && !rec.Detached {
 				return BindingLocal
 			}
 		}
 	}
 	if c.dir != nil {
-		if ref, ok := c.dir.d.Lookup(h, linked); ok && containsTrace(linked, ref.Trace) {
+		if ref, ok := c.dir.d.Lookup(h, linked); ok && rules.ContainsTrace(linked, ref.Trace) {
 			return BindingRemote
 		}
 	}
@@ -126,13 +126,13 @@ func (c *Correlator) KeyBindingLinked(h uint64, linked []TraceID) Binding {
 }
 
 // keyDirLinksLocked: span s links to other traces; the directory is told which.
-func (c *Correlator) keyDirLinksLocked(s *Span) {
+func (c *Tables) keyDirLinksLocked(s *record.Span) {
 	if c.dir == nil || len(s.Links) == 0 {
 		return
 	}
-	var to []TraceID
+	var to []record.TraceID
 	for _, l := range s.Links {
-		if !l.TraceID.IsZero() && l.TraceID != s.TraceID && !containsTrace(to, l.TraceID) {
+		if !l.TraceID.IsZero() && l.TraceID != s.TraceID && !rules.ContainsTrace(to, l.TraceID) {
 			to = append(to, l.TraceID)
 		}
 	}
@@ -141,20 +141,20 @@ func (c *Correlator) keyDirLinksLocked(s *Span) {
 	}
 }
 
-func refOf(t TraceID, rec rootRecord) RootRef {
-	return RootRef{Gone: rec.gone, Service: rec.service, Reason: rec.reason, Trace: t, Root: rec.id}
+func refOf(t record.TraceID, rec rules.RootRecord) RootRef {
+	return RootRef{Gone: rec.Gone, Service: rec.Service, Reason: rec.Reason, Trace: t, Root: rec.ID}
 }
 
 // keyDirKeyLocked: span s carries a key. Published at once when its trace's root is known and
 // not detached; remembered until the root comes otherwise.
-func (c *Correlator) keyDirKeyLocked(s *Span) {
+func (c *Tables) keyDirKeyLocked(s *record.Span) {
 	kd := c.dir
 	if kd == nil {
 		return
 	}
 	kd.d.Carried(s.TraceID, s.KeyHash)
 	if rec, ok := c.roots.Get(s.TraceID); ok {
-		if !rec.detached {
+		if !rec.Detached {
 			kd.d.Publish(s.KeyHash, refOf(s.TraceID, rec))
 		}
 		return
@@ -172,7 +172,7 @@ func (c *Correlator) keyDirKeyLocked(s *Span) {
 
 // keyDirRootLocked: trace t's root record is known (or changed): the keys its trace carried
 // before are published, unless the root is detached work.
-func (c *Correlator) keyDirRootLocked(t TraceID) {
+func (c *Tables) keyDirRootLocked(t record.TraceID) {
 	kd := c.dir
 	if kd == nil {
 		return
@@ -182,7 +182,7 @@ func (c *Correlator) keyDirRootLocked(t TraceID) {
 		return
 	}
 	kd.pending.Delete(t)
-	if rec, ok := c.roots.Get(t); ok && !rec.detached {
+	if rec, ok := c.roots.Get(t); ok && !rec.Detached {
 		for _, k := range keys {
 			kd.d.Publish(k, refOf(t, rec))
 		}
@@ -191,13 +191,13 @@ func (c *Correlator) keyDirRootLocked(t TraceID) {
 
 // keyDirLookupLocked asks the directory for a key the local index does not bind; it returns the
 // record's root and trace.
-func (c *Correlator) keyDirLookupLocked(h uint64, linked []TraceID) (rootRecord, TraceID, bool) {
+func (c *Tables) keyDirLookupLocked(h uint64, linked []record.TraceID) (rules.RootRecord, record.TraceID, bool) {
 	if c.dir == nil {
-		return rootRecord{}, TraceID{}, false
+		return rules.RootRecord{}, record.TraceID{}, false
 	}
 	ref, ok := c.dir.d.Lookup(h, linked)
 	if !ok {
-		return rootRecord{}, TraceID{}, false
+		return rules.RootRecord{}, record.TraceID{}, false
 	}
-	return rootRecord{gone: ref.Gone, service: ref.Service, reason: ref.Reason, id: ref.Root}, ref.Trace, true
+	return rules.RootRecord{Gone: ref.Gone, Service: ref.Service, Reason: ref.Reason, ID: ref.Root}, ref.Trace, true
 }

@@ -1,18 +1,20 @@
-package verdict
+package state
 
 import (
 	"sync"
 	"testing"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 )
 
 // TestKeyIndexObserve: a key keeps the first four distinct traces that carried it, once each.
 func TestKeyIndexObserve(t *testing.T) {
 	x := newKeyIndex(100)
 	for _, tr := range []byte{1, 2, 1, 3, 4, 5, 2} {
-		x.observe(42, TraceID{tr})
+		x.observe(42, record.TraceID{tr})
 	}
 	kt, ok := x.get(42)
-	if !ok || kt.n != 4 || kt.traces != [4]TraceID{{1}, {2}, {3}, {4}} {
+	if !ok || kt.n != 4 || kt.traces != [4]record.TraceID{{1}, {2}, {3}, {4}} {
 		t.Fatalf("key 42: %+v %v, want traces 1, 2, 3, 4", kt, ok)
 	}
 	if _, ok := x.get(43); ok {
@@ -28,7 +30,7 @@ func TestKeyIndexBounds(t *testing.T) {
 		t.Fatalf("MaxKeys 3: %d shards, want 1", len(small.shards))
 	}
 	for h := uint64(1); h <= 5; h++ {
-		small.observe(h, TraceID{byte(h)})
+		small.observe(h, record.TraceID{byte(h)})
 	}
 	if small.len() != 3 || small.evicted() != 2 {
 		t.Fatalf("MaxKeys 3 after 5 keys: %d kept, %d evicted; want 3, 2", small.len(), small.evicted())
@@ -46,7 +48,7 @@ func TestKeyIndexBounds(t *testing.T) {
 	const n = 3 * keyShardMin
 	mix := func(h uint64) uint64 { return h * 0x2545F4914F6CDD1D }
 	for h := uint64(1); h <= n; h++ {
-		large.observe(mix(h), TraceID{1})
+		large.observe(mix(h), record.TraceID{1})
 	}
 	if got := large.len(); got > keyShardMin || got < keyShardMin*9/10 {
 		t.Fatalf("MaxKeys %d after %d keys: %d kept", keyShardMin, n, got)
@@ -71,7 +73,7 @@ func TestKeyIndexConcurrent(t *testing.T) {
 	for g := range 4 {
 		wg.Go(func() {
 			for h := uint64(1); h <= 5000; h++ {
-				x.observe(h*0x9E3779B97F4A7C15, TraceID{byte(g + 1)})
+				x.observe(h*0x9E3779B97F4A7C15, record.TraceID{byte(g + 1)})
 			}
 		})
 	}

@@ -1,31 +1,33 @@
-package verdict
+package rules
 
 import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
 )
 
-// runKey identifies the attempts of one logical operation: same parent span, same operation key.
-type runKey struct {
-	parent SpanID
-	op     uint64
+// RunKey identifies the attempts of one logical operation: same parent span, same operation key.
+type RunKey struct {
+	Parent record.SpanID
+	Op     uint64
 }
 
-// opKey is the hashed idempotency key where there is one, else a delivery's message identity,
+// OpKey is the hashed idempotency key where there is one, else a delivery's message identity,
 // otherwise name, kind and target.
-func opKey(s *Span) uint64 {
+func OpKey(s *record.Span) uint64 {
 	if s.KeyHash != 0 {
 		return s.KeyHash
 	}
-	if s.Kind == KindConsumer && s.MessageHash != 0 {
+	if s.Kind == record.KindConsumer && s.MessageHash != 0 {
 		return s.MessageHash
 	}
 	// FNV-1a (TargetHash) over name, {0, kind, 0} and the target's hash, without allocating.
-	h := NewTargetHash().Add(s.Name).addByte(0).addByte(byte(s.Kind)).addByte(0)
+	h := record.NewTargetHash().Add(s.Name).AddByte(0).AddByte(byte(s.Kind)).AddByte(0)
 	if t := uint64(s.Target); t != 0 {
 		for range 8 {
-			h = h.addByte(byte(t))
+			h = h.AddByte(byte(t))
 			t >>= 8
 		}
 	}
@@ -34,20 +36,20 @@ func opKey(s *Span) uint64 {
 
 // attemptRef is one attempt span and the key of the run it belongs to.
 type attemptRef struct {
-	key runKey
+	key RunKey
 	i   int32
 }
 
 // explicitRetry reports whether the span says itself that it repeats an earlier attempt.
-func explicitRetry(s *Span) bool { return s.ResendCount >= 1 || s.Attempt >= 2 }
+func explicitRetry(s *record.Span) bool { return s.ResendCount >= 1 || s.Attempt >= 2 }
 
 // goesOnAcrossTraces: a run whose attempts carry an idempotency key, or deliveries of one
 // message, may go on in another trace (a client re-sending because it never got the answer, a
 // queue redelivering): neither a success nor its loop's end ends it (DESIGN.md "Run outcomes").
-func goesOnAcrossTraces(s *Span) bool { return s.KeyHash != 0 || isDelivery(s) }
+func goesOnAcrossTraces(s *record.Span) bool { return s.KeyHash != 0 || record.IsDelivery(s) }
 
 // runSoFar is what the rules of a run's end read of a run as its attempts are gathered in
-// start order (decideRuns), and of a run left open (openRun).
+// start order (decideRuns), and of a run left open (OpenRun).
 type runSoFar struct {
 	attempts int   // attempts so far, from the run's first (an open run's earlier ones counted)
 	end      int64 // the latest end among them (unix ns)
@@ -55,8 +57,8 @@ type runSoFar struct {
 	// loopEnd is the end of the attempts' parent span (their loop), 0 when it is not in the
 	// decision.
 	loopEnd int64
-	members []int32 // its attempts in this decision
-	prior   *Span   // the final attempt of the open run it continues, when that is not in the decision
+	members []int32      // its attempts in this decision
+	prior   *record.Span // the final attempt of the open run it continues, when that is not in the decision
 	// followed: a later attempt of the operation began a new run after it (startsNewRun).
 	followed bool
 	// before: it was decided over in an earlier release (decidedBefore).
@@ -64,32 +66,32 @@ type runSoFar struct {
 }
 
 // add counts attempt i in the run.
-func (c *Correlator) add(r *runSoFar, spans []Span, i int32) {
+func (c *Rules) add(r *runSoFar, spans []record.Span, i int32) {
 	s := &spans[i]
 	r.attempts++
 	r.end = max(r.end, s.End)
-	r.ok = r.ok || c.rules.attemptResult(s) == resultOK
+	r.ok = r.ok || c.Signals.AttemptResult(s) == record.ResultOK
 	r.members = append(r.members, i)
 }
 
 // attemptsOf lists the attempt spans of the decision with their run keys (sc.attempts). A span
 // there only for its context (an incremental decision's ancestor) is marked an attempt, its run
 // decided before, and not listed.
-func (c *Correlator) attemptsOf(sc *scratch, spans []Span, nodes []node, out []Verdict) []attemptRef {
+func (c *Rules) attemptsOf(sc *scratch, spans []record.Span, nodes []Node, out []record.Verdict) []attemptRef {
 	in := sc.input()
 	refs := sc.attempts[:0]
 	for i := range spans {
 		s := &spans[i]
-		if !nodes[i].valid || nodes[i].isRoot && !isDelivery(s) || !c.rules.isAttempt(s) {
+		if !nodes[i].Valid || nodes[i].IsRoot && !record.IsDelivery(s) || !c.Signals.IsAttempt(s) {
 			continue // roots are never attempts, but for a delivery that begins a trace
 		}
-		if in != nil && in.context != nil && in.context[i] {
+		if in != nil && in.Context != nil && in.Context[i] {
 			// Read only for its context (an incremental decision's ancestor): an attempt, its
 			// run decided before.
 			out[i].Attempt = 1
 			continue
 		}
-		refs = append(refs, attemptRef{runKey{parent: s.ParentID, op: opKey(s)}, int32(i)})
+		refs = append(refs, attemptRef{RunKey{Parent: s.ParentID, Op: OpKey(s)}, int32(i)})
 	}
 	sc.attempts = refs
 	return refs
@@ -98,16 +100,16 @@ func (c *Correlator) attemptsOf(sc *scratch, spans []Span, nodes []node, out []V
 // decideRuns groups the attempts refs into runs and decides each run's outcome (DESIGN.md "Run
 // outcomes"; docs/verdicts.md "How attempts group into runs"). runs is the open-run table,
 // locked by the caller (runStep), within the time model; unused in a decision of its own.
-func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []Verdict, refs []attemptRef, runs lockedRuns, st *Stats) {
+func (c *Rules) decideRuns(sc *scratch, spans []record.Span, nodes []Node, out []record.Verdict, refs []attemptRef, runs LockedRuns, st *record.Stats) {
 	in := sc.input()
 	// Group the attempts by run key, each group in start order (startOrder). Groups share no
 	// span, so the order in which they are taken does not matter.
 	slices.SortFunc(refs, func(a, b attemptRef) int {
-		if a.key.parent != b.key.parent {
-			return cmp.Compare(string(a.key.parent[:]), string(b.key.parent[:]))
+		if a.key.Parent != b.key.Parent {
+			return cmp.Compare(string(a.key.Parent[:]), string(b.key.Parent[:]))
 		}
-		if a.key.op != b.key.op {
-			return cmp.Compare(a.key.op, b.key.op)
+		if a.key.Op != b.key.Op {
+			return cmp.Compare(a.key.Op, b.key.Op)
 		}
 		return startOrder(spans, a.i, b.i)
 	})
@@ -124,7 +126,7 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 		split := cont.split // the run began because the one before it was over
 		r := runSoFar{attempts: cont.offset, loopEnd: loopEnd, members: sc.members[:0]}
 		if p := cont.prior; p != nil && !cont.inDecision {
-			r.end, r.ok, r.prior = p.end, p.ok, &p.last
+			r.end, r.ok, r.prior = p.end, p.OK, &p.Last
 		}
 		for _, ref := range refs[g:e] {
 			if (len(run) > 0 || r.prior != nil) && c.startsNewRun(spans, &r, &spans[ref.i]) {
@@ -158,12 +160,12 @@ func (c *Correlator) decideRuns(sc *scratch, spans []Span, nodes []node, out []V
 
 // ownsPrior: the run's attempts hold the final attempt of the open run the group continues
 // (when that run's attempts are among the decision's spans), or there is none such.
-func ownsPrior(spans []Span, run []int32, cont continuation) bool {
+func ownsPrior(spans []record.Span, run []int32, cont continuation) bool {
 	if cont.prior == nil || !cont.inDecision {
 		return true
 	}
 	for _, i := range run {
-		if s := &spans[i]; s.SpanID == cont.prior.last.SpanID && s.Kind == cont.prior.last.Kind && s.TraceID == cont.prior.last.TraceID {
+		if s := &spans[i]; s.SpanID == cont.prior.Last.SpanID && s.Kind == cont.prior.Last.Kind && s.TraceID == cont.prior.Last.TraceID {
 			return true
 		}
 	}
@@ -172,8 +174,8 @@ func ownsPrior(spans []Span, run []int32, cont continuation) bool {
 
 // loopEndOf is the end of attempt i's parent span (the loop around its run's attempts), 0 when
 // that span is not in the decision.
-func loopEndOf(spans []Span, nodes []node, i int32) int64 {
-	if p := nodes[i].parent; p >= 0 && nodes[p].timed {
+func loopEndOf(spans []record.Span, nodes []Node, i int32) int64 {
+	if p := nodes[i].Parent; p >= 0 && nodes[p].timed {
 		return spans[p].End
 	}
 	return 0
@@ -192,7 +194,7 @@ func loopEndOf(spans []Span, nodes []node, i int32) int64 {
 //
 // Otherwise cur joins: an error, retryable or not, and a recorded cancellation do not end a
 // run that another try follows; a keyed re-send and a redelivery join after a success.
-func (c *Correlator) startsNewRun(spans []Span, r *runSoFar, cur *Span) bool {
+func (c *Rules) startsNewRun(spans []record.Span, r *runSoFar, cur *record.Span) bool {
 	switch {
 	case c.attemptsExhausted(r.attempts): // 1.
 		return true
@@ -210,14 +212,14 @@ func (c *Correlator) startsNewRun(spans []Span, r *runSoFar, cur *Span) bool {
 
 // noAttemptWithin: rule 2, cur started more than run_timeout (0: never) after the run's
 // attempts ended.
-func (c *Correlator) noAttemptWithin(r *runSoFar, cur *Span) bool {
+func (c *Rules) noAttemptWithin(r *runSoFar, cur *record.Span) bool {
 	return c.cfg.RunTimeout > 0 && cur.Start-r.end > int64(c.cfg.RunTimeout)
 }
 
 // loopEndedBefore: rule 5, the run was over when its loop's span ended, after every attempt of
 // the run ended (loopEndedAfter), and cur started after that: a new run under the same parent.
 // A try that started while the loop's span was still open joins (the loop outlives its parent).
-func loopEndedBefore(r *runSoFar, cur *Span) bool {
+func loopEndedBefore(r *runSoFar, cur *record.Span) bool {
 	return loopEndedAfter(r) && cur.Start >= r.loopEnd
 }
 
@@ -233,11 +235,11 @@ func loopEndedAfter(r *runSoFar) bool {
 // grpc-previous-rpc-attempts, Envoy's x-envoy-attempt-count), it carries the run's idempotency
 // key or is a redelivery of its message, or it raced an attempt of the run as a hedge
 // (hedgedPair). Other overlapping same-name siblings are parallel work.
-func (c *Correlator) hedged(spans []Span, r *runSoFar, cur *Span) bool {
+func (c *Rules) hedged(spans []record.Span, r *runSoFar, cur *record.Span) bool {
 	if explicitRetry(cur) || goesOnAcrossTraces(cur) {
 		return true
 	}
-	overlaps := func(a *Span) bool { return a.Start < cur.End && cur.Start < a.End }
+	overlaps := func(a *record.Span) bool { return a.Start < cur.End && cur.Start < a.End }
 	if r.prior != nil && overlaps(r.prior) && c.hedgedPair(r.prior, cur) {
 		return true
 	}
@@ -253,9 +255,9 @@ func (c *Correlator) hedged(spans []Span, r *runSoFar, cur *Span) bool {
 // target, or key) raced as hedges: one succeeded and its own client cancelled the other, before
 // that success or within cancellation.grace after it, whichever ended first (DESIGN.md "Words":
 // attempt). Without that cancellation, overlapping siblings are genuinely parallel work.
-func (c *Correlator) hedgedPair(a, b *Span) bool {
-	won := func(w, l *Span) bool {
-		return c.rules.attemptResult(w) == resultOK && c.rules.cancelSignal(l) && l.End-w.End <= int64(c.cfg.CancellationGrace)
+func (c *Rules) hedgedPair(a, b *record.Span) bool {
+	won := func(w, l *record.Span) bool {
+		return c.Signals.AttemptResult(w) == record.ResultOK && c.Signals.CancelSignal(l) && l.End-w.End <= int64(c.cfg.CancellationGrace)
 	}
 	return won(a, b) || won(b, a)
 }
@@ -264,11 +266,11 @@ func (c *Correlator) hedgedPair(a, b *Span) bool {
 // outcomes": decided from the run's final attempt): the first that succeeded (the earliest to
 // end among those that succeeded), else the last to end (of two that ended together, the later
 // to start). Hedged tries that lost, and keyed re-sends after a success, are never final.
-func (c *Correlator) finalAttempt(spans []Span, run []int32) int32 {
+func (c *Rules) finalAttempt(spans []record.Span, run []int32) int32 {
 	winner, latest := int32(-1), run[0]
 	for _, i := range run {
 		s := &spans[i]
-		if c.rules.attemptResult(s) == resultOK && (winner < 0 || s.End < spans[winner].End) {
+		if c.Signals.AttemptResult(s) == record.ResultOK && (winner < 0 || s.End < spans[winner].End) {
 			winner = i
 		}
 		if s.End >= spans[latest].End {
@@ -285,11 +287,11 @@ func (c *Correlator) finalAttempt(spans []Span, run []int32) int32 {
 // trace or an earlier release whose memo is gone) stays the run's final attempt against cand,
 // the final attempt among the attempts of this decision: it succeeded, or neither did and it
 // ended later.
-func (c *Correlator) priorStaysFinal(prior *openRun, spans []Span, cand int32) bool {
-	if prior.ok {
+func (c *Rules) priorStaysFinal(prior *OpenRun, spans []record.Span, cand int32) bool {
+	if prior.OK {
 		return true
 	}
-	return c.rules.attemptResult(&spans[cand]) != resultOK && prior.last.End > spans[cand].End
+	return c.Signals.AttemptResult(&spans[cand]) != record.ResultOK && prior.Last.End > spans[cand].End
 }
 
 // closeRun numbers the attempts of one run and, when the run is over, writes its outcome on the
@@ -299,7 +301,7 @@ func (c *Correlator) priorStaysFinal(prior *openRun, spans []Span, cand int32) b
 // continued from an earlier decision (cont) goes on from that decision's count. What the time
 // model needs (runs left open, outcomes carried) goes to the decision's return (sc.out) and to
 // the open-run table runs (locked by runStep).
-func (c *Correlator) closeRun(sc *scratch, runs lockedRuns, spans []Span, nodes []node, out []Verdict, run []int32, split bool, cont continuation, r *runSoFar, st *Stats) {
+func (c *Rules) closeRun(sc *scratch, runs LockedRuns, spans []record.Span, nodes []Node, out []record.Verdict, run []int32, split bool, cont continuation, r *runSoFar, st *record.Stats) {
 	in := sc.input()
 	for pos, i := range run {
 		s := &spans[i]
@@ -320,22 +322,22 @@ func (c *Correlator) closeRun(sc *scratch, runs lockedRuns, spans []Span, nodes 
 	if p := cont.prior; p != nil && !cont.inDecision && c.priorStaysFinal(p, spans, last) {
 		// The final attempt left before, in another trace or release: it keeps its outcome,
 		// carried when the run is over.
-		at := c.runOverAt(in, &p.last, total, r)
+		at := c.runOverAt(in, &p.Last, total, r)
 		if !runOver(in, at) {
-			sc.out.opened = append(sc.out.opened, openedRun{pos: run[len(run)-1], until: at})
-			runStaysOpen(in, runs, &p.last, -1, total, cont, split || cont.split, p.outcome, p.ok, r, at)
+			sc.out.Opened = append(sc.out.Opened, OpenedRun{Pos: run[len(run)-1], Until: at})
+			runStaysOpen(in, runs, &p.Last, -1, total, cont, split || cont.split, p.Outcome, p.OK, r, at)
 			return
 		}
-		carryRun(&sc.out, &p.last, p.outcome, total, p.ok)
+		carryRun(&sc.out, &p.Last, p.Outcome, total, p.OK)
 		return
 	}
 	at := c.runOverAt(in, &spans[last], total, r)
 	outcome := c.runOutcome(spans, nodes, out, last, r.end)
-	ok := c.rules.attemptResult(&spans[last]) == resultOK
+	ok := c.Signals.AttemptResult(&spans[last]) == record.ResultOK
 	if !runOver(in, at) {
 		// Until when it stays open while its attempts and the spans above them stay as they are:
-		// the moment runOverAt gives, which the incremental path reads (openedRun.until).
-		sc.out.opened = append(sc.out.opened, openedRun{pos: last, until: at})
+		// the moment runOverAt gives, which the incremental path reads (OpenedRun.until).
+		sc.out.Opened = append(sc.out.Opened, OpenedRun{Pos: last, Until: at})
 		runStaysOpen(in, runs, &spans[last], last, total, cont, split || cont.split, outcome, ok, r, at)
 		return
 	}
@@ -343,7 +345,7 @@ func (c *Correlator) closeRun(sc *scratch, runs lockedRuns, spans []Span, nodes 
 	v.RunAttempts = total
 	v.Outcome = outcome
 	v.RunOK = ok
-	if v.Outcome == OutcomeUnknownRoot {
+	if v.Outcome == record.OutcomeUnknownRoot {
 		st.UnknownRootRuns++
 	}
 	runClosed(in, runs, &sc.out, spans, out, run, last)
@@ -352,21 +354,21 @@ func (c *Correlator) closeRun(sc *scratch, runs lockedRuns, spans []Span, nodes 
 // Moments of runOverAt beyond any time.
 const (
 	overNow   = math.MinInt64 // over whatever the time
-	overNever = math.MaxInt64 // over by no time: only a later attempt, or the final decision, ends it
+	OverNever = math.MaxInt64 // over by no time: only a later attempt, or the final decision, ends it
 )
 
 // runOver reports whether a run that runOverAt says is over after at is over in the decision
 // in: at once in a decision of its own (in nil), else when the decision's time (the collector's
 // clock, unix ns) is past at.
-func runOver(in *decisionIn, at int64) bool {
-	return in == nil || at == overNow || at != overNever && in.now > at
+func runOver(in *DecisionIn, at int64) bool {
+	return in == nil || at == overNow || at != OverNever && in.Now > at
 }
 
 // runOverAt is the one source of "until when a run stays open" (DESIGN.md "Run outcomes": when
 // a run is over; docs/verdicts.md "When a run is over"): the moment on the collector's clock
 // after which the run r, whose final attempt so far is s and which has total attempts, is over
-// while nothing of it changes (overNow: already; overNever: by no time). Releases and sweeps
-// compare their time with it (runOver, Sweep) and the incremental path keeps it (openedRun.until),
+// while nothing of it changes (overNow: already; OverNever: by no time). Releases and sweeps
+// compare their time with it (runOver, Sweep) and the incremental path keeps it (OpenedRun.until),
 // so a rule added here holds on every path. One named step per rule, in this order:
 //  1. the decision is whole (in nil: all of a trace's spans at once): every run is over;
 //  2. followed: a later attempt of the operation began a new run after it (startsNewRun); or
@@ -387,15 +389,15 @@ func runOver(in *decisionIn, at int64) bool {
 // (settled: decision_wait, the longest the processor holds a span, and the clock-skew
 // tolerance, the attempts' ends being on their own service's clock). A loop that outlives its
 // parent (an attempt ended after the loop's span) waits for step 8.
-func (c *Correlator) runOverAt(in *decisionIn, s *Span, total int, r *runSoFar) int64 {
+func (c *Rules) runOverAt(in *DecisionIn, s *record.Span, total int, r *runSoFar) int64 {
 	switch {
 	case in == nil: // 1.
 		return overNow
 	case r.followed || r.before: // 2.
 		return overNow
-	case in.mode == modeFinal: // 3.
+	case in.Mode == ModeFinal: // 3.
 		if goesOnAcrossTraces(s) {
-			return overNever
+			return OverNever
 		}
 		return overNow
 	case c.attemptsExhausted(total): // 4.
@@ -414,12 +416,12 @@ func (c *Correlator) runOverAt(in *decisionIn, s *Span, total int, r *runSoFar) 
 // trace and no open run continues it: the run was over then (its outcome written or carried,
 // or a sweep closed it), and deciding it again (a whole decision of the trace) must not open it
 // again.
-func decidedBefore(in *decisionIn, run []int32, cont continuation) bool {
+func decidedBefore(in *DecisionIn, run []int32, cont continuation) bool {
 	if in == nil || cont.prior != nil {
 		return false
 	}
 	for _, i := range run {
-		if int(i) >= in.nOld || !in.emitted[i] {
+		if int(i) >= in.NOld || !in.Emitted[i] {
 			return false
 		}
 	}
@@ -427,47 +429,47 @@ func decidedBefore(in *decisionIn, run []int32, cont continuation) bool {
 }
 
 // attemptsExhausted: a run of total attempts has reached max_attempts (0: no limit).
-func (c *Correlator) attemptsExhausted(total int) bool {
+func (c *Rules) attemptsExhausted(total int) bool {
 	return c.cfg.MaxAttempts > 0 && total >= c.cfg.MaxAttempts
 }
 
 // settled is when every span that ended by t (on its service's clock) has been released: t plus
 // decision_wait (ReleaseWait: the longest a component holds a span after it arrived) and the
 // clock-skew tolerance.
-func (c *Correlator) settled(t int64) int64 {
+func (c *Rules) settled(t int64) int64 {
 	return t + int64(c.cfg.ReleaseWait+c.cfg.ClockSkew)
 }
 
 // noAttemptAfter: step 8, when no further attempt can come any more: run_timeout (0: never)
 // after the run's attempts ended at end, settled.
-func (c *Correlator) noAttemptAfter(end int64) int64 {
+func (c *Rules) noAttemptAfter(end int64) int64 {
 	if c.cfg.RunTimeout <= 0 {
-		return overNever
+		return OverNever
 	}
 	return c.settled(end + int64(c.cfg.RunTimeout))
 }
 
 // loopSettled: step 7, when a try that started before the loop's span ended (at loopEnd) and
 // ended soon after it has come: loopEnd, settled.
-func (c *Correlator) loopSettled(loopEnd int64) int64 {
+func (c *Rules) loopSettled(loopEnd int64) int64 {
 	return c.settled(loopEnd)
 }
 
 // runOutcome is where a run's outcome is decided (DESIGN.md "Run outcomes"; docs/verdicts.md
 // "How a run's outcome is decided"), from its final attempt and the liveness of the root when
 // the run ended. One named step per rule, in the order of docs/verdicts.md.
-func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last int32, runEnd int64) Outcome {
+func (c *Rules) runOutcome(spans []record.Span, nodes []Node, out []record.Verdict, last int32, runEnd int64) record.Outcome {
 	s, n, v := &spans[last], &nodes[last], &out[last]
-	res := c.rules.attemptResult(s)
+	res := c.Signals.AttemptResult(s)
 	switch {
 	case rootUnknown(n, v): // 1.
-		return OutcomeUnknownRoot
+		return record.OutcomeUnknownRoot
 	case c.finalAttemptNoticed(s, n) && c.nothingWentOn(n, runEnd): // 2.
-		return OutcomeCancelled
+		return record.OutcomeCancelled
 	case c.loopNoticed(spans, n, res, runEnd): // 3.
-		return OutcomeCancelled
+		return record.OutcomeCancelled
 	case finalAttemptOrphaned(v): // 4.
-		return OutcomeDeliveredToNobody
+		return record.OutcomeDeliveredToNobody
 	}
 	return resultOutcome(res) // 5.
 }
@@ -475,31 +477,31 @@ func (c *Correlator) runOutcome(spans []Span, nodes []node, out []Verdict, last 
 // resultOutcome: rule 5, the outcome the final attempt's own result gives a run whose root was
 // live when it ended: success, a retryable failure (a cancellation or timeout far from the gone
 // time is the attempt's own timeout), else a hard failure.
-func resultOutcome(res result) Outcome {
+func resultOutcome(res record.Result) record.Outcome {
 	switch res {
-	case resultOK:
-		return OutcomeSuccess
-	case resultRetryable, resultCancelled:
-		return OutcomeRetryableFailure
+	case record.ResultOK:
+		return record.OutcomeSuccess
+	case record.ResultRetryable, record.ResultCancelled:
+		return record.OutcomeRetryableFailure
 	}
-	return OutcomeHardFailure
+	return record.OutcomeHardFailure
 }
 
 // rootUnknown: rule 1, the run's root was never seen (and no deadline lets it be judged).
-func rootUnknown(n *node, v *Verdict) bool {
-	return v.Liveness == LivenessUnknown && !n.hasRoot && n.deadline == 0
+func rootUnknown(n *Node, v *record.Verdict) bool {
+	return v.Liveness == record.LivenessUnknown && !n.hasRoot && n.deadline == 0
 }
 
 // finalAttemptOrphaned: rule 4, the final attempt (its verdict v) is orphaned: it ended after
 // the gone time, beyond the clock-skew tolerance where the services differ (judgeLiveness), and
 // did not notice: the run delivered its result to nobody, whatever its result and whatever the
 // loop recorded.
-func finalAttemptOrphaned(v *Verdict) bool { return v.Liveness == LivenessOrphaned }
+func finalAttemptOrphaned(v *record.Verdict) bool { return v.Liveness == record.LivenessOrphaned }
 
 // finalAttemptNoticed: rule 2, the final attempt itself recorded the cancellation or a passed
 // deadline at about the gone time (within cancellation.grace of it).
-func (c *Correlator) finalAttemptNoticed(s *Span, n *node) bool {
-	return c.rules.noticeSignal(s) && c.nearGone(n, s.End)
+func (c *Rules) finalAttemptNoticed(s *record.Span, n *Node) bool {
+	return c.Signals.NoticeSignal(s) && c.nearGone(n, s.End)
 }
 
 // loopNoticed: rule 3, the loop around the attempts (the final attempt's parent span) recorded
@@ -507,12 +509,12 @@ func (c *Correlator) finalAttemptNoticed(s *Span, n *node) bool {
 // succeed and ended no later than cancellation.grace after the gone time. A loop whose parent
 // recorded the cancellation while its attempts went on long after (an LLM gateway's upstream
 // retries, a Python retry decorator around a cancelled coroutine) did not notice: rule 4.
-func (c *Correlator) loopNoticed(spans []Span, n *node, res result, lastEnd int64) bool {
-	if res == resultOK || n.parent < 0 {
+func (c *Rules) loopNoticed(spans []record.Span, n *Node, res record.Result, lastEnd int64) bool {
+	if res == record.ResultOK || n.Parent < 0 {
 		return false
 	}
-	p := &spans[n.parent]
-	if !c.rules.noticeSignal(p) || !c.nearGone(n, p.End) {
+	p := &spans[n.Parent]
+	if !c.Signals.NoticeSignal(p) || !c.nearGone(n, p.End) {
 		return false
 	}
 	return c.nothingWentOn(n, lastEnd)
@@ -521,14 +523,14 @@ func (c *Correlator) loopNoticed(spans []Span, n *node, res result, lastEnd int6
 // nothingWentOn: no attempt of the run ended later than cancellation.grace after the gone time
 // (runEnd: the latest end among its attempts): a run whose attempts went on past the grace is
 // delivered_to_nobody, whoever recorded the cancellation (DESIGN.md "Run outcomes": cancelled).
-func (c *Correlator) nothingWentOn(n *node, runEnd int64) bool {
+func (c *Rules) nothingWentOn(n *Node, runEnd int64) bool {
 	gone, known := c.goneOf(n)
 	return !known || runEnd <= gone+int64(c.cfg.CancellationGrace)
 }
 
 // nearGone reports whether t is within cancellation.grace of the span's gone time ("at about
 // the gone time"); true when no gone time is known.
-func (c *Correlator) nearGone(n *node, t int64) bool {
+func (c *Rules) nearGone(n *Node, t int64) bool {
 	gone, known := c.goneOf(n)
 	if !known {
 		return true

@@ -1,4 +1,4 @@
-package verdict
+package record
 
 // Liveness says whether a span ended while somebody still waited for its root request.
 type Liveness uint8
@@ -223,4 +223,18 @@ func (s *Stats) InvalidTotal() int {
 		n += c
 	}
 	return n
+}
+
+// Add adds o's counts to s (the counts of decisions summed).
+func (s *Stats) Add(o Stats) {
+	for i := range s.Invalid {
+		s.Invalid[i] += o.Invalid[i]
+	}
+	s.UnknownRootRuns += o.UnknownRootRuns
+	s.AmbiguousRoot += o.AmbiguousRoot
+	s.NoDuration += o.NoDuration
+	s.RootMissingSpans += o.RootMissingSpans
+	s.RootMissing = s.RootMissing || o.RootMissing
+	s.RootUnusable = s.RootUnusable || o.RootUnusable
+	s.Spans += o.Spans
 }

@@ -1,28 +1,13 @@
-// Package verdict decides, for the spans of a trace, whether each was still wanted when it ran
-// (liveness), how retry attempts group into runs, how each run ended (its outcome), and what
-// model spend it carried. It is the correlation and classification core of orphanwatch and has
-// no OpenTelemetry Collector types in its API: readers (the orphan processor, the offline CLI)
-// turn their span format into [Span] values, call [Correlator.Observe] when spans arrive, and
-// [Correlator.Release] as a trace's spans leave the processor (the time model: what is kept
-// between releases, carried verdicts, open runs), or [Correlator.Decide] to decide one batch
-// whole, and write the returned [Verdict] values back.
+// Package record holds what the verdict core reads and writes of a span, and what a span's
+// records signal: the [Span] a reader fills, its IDs, kinds and [TargetHash]; the [Verdict] and
+// its values (liveness, outcome, end reason, validity); the [Config] and its validation; the
+// attribute names the readers read; and the signal readers of the rules ([Rules]: cancellation,
+// deadline, retryable and model-call signals, compiled from the Config). It imports nothing of
+// the core: the rules (in package verdict) and the time model build on it, never the other way.
 //
-// Where each verdict is decided:
-//   - the steps in order: [Correlator.decide] in decide.go;
-//   - root end reason and gone time: [Correlator.rootRecordOf] in root.go;
-//   - detached work and liveness: liveness.go ([Correlator.startsDetachedWork], [bindDetached],
-//     [Correlator.judgeLiveness]); the gone time of a hop whose caller gave up:
-//     [Correlator.callerGaveUp], used by [Correlator.goneOf] in decide.go;
-//   - attempts, runs and outcomes: runs.go ([Correlator.decideRuns], [Correlator.runOver],
-//     [Correlator.runOutcome]); runs left open: openruns.go;
-//   - model spend and cost: spend.go; edges and cancellation reach: reach.go;
-//   - what is kept between releases: memo.go ([Correlator.Release], trace memos and their
-//     bounds; memobufs.go recycles their records), incremental.go (a later release decides
-//     only what it changes), state.go and keyindex.go (root records, idempotency keys).
-//
-// The words are those of the project's DESIGN.md; docs/verdicts.md records the choices made
-// where it was silent.
-package verdict
+// Package verdict re-exports every exported name here (type aliases), so that readers and
+// components import verdict alone.
+package record
 
 import "strconv"
 
@@ -161,6 +146,19 @@ type Span struct {
 	Extra any
 }
 
+// Future reports whether the span came to the correlator with a clock it ended beyond, plus
+// FutureTolerance (MarkFuture): such a span is invalid (end_in_future) for good.
+func (s *Span) Future() bool { return s.future }
+
+// MarkFuture notes that the span came to the correlator with a clock it ended beyond, plus
+// FutureTolerance. Only the correlator marks spans; readers leave them unmarked.
+func (s *Span) MarkFuture() { s.future = true }
+
+// KeepClassified copies to s what the rules found in the records of from, a copy of the same
+// span (the classes of its error.type, exception types and messages, classified once by the
+// first rule that asks), so that they are not classified again.
+func (s *Span) KeepClassified(from *Span) { s.recorded = from.recorded }
+
 // TargetHash is FNV-1a (hash/fnv's New64a) over a span's target text, fed part by part so that
 // "service" + "/" + "method" hashes as the joined string would, without building it:
 // NewTargetHash().Add(service).Add("/").Add(method). The zero value means no target.
@@ -175,20 +173,20 @@ func NewTargetHash() TargetHash { return fnvOffset64 }
 // Add returns h extended by the bytes of part.
 func (h TargetHash) Add(part string) TargetHash {
 	for i := 0; i < len(part); i++ {
-		h = h.addByte(part[i])
+		h = h.AddByte(part[i])
 	}
 	return h
 }
 
-// addByte returns h extended by b: one FNV-1a step.
-func (h TargetHash) addByte(b byte) TargetHash { return (h ^ TargetHash(b)) * fnvPrime64 }
+// AddByte returns h extended by b: one FNV-1a step.
+func (h TargetHash) AddByte(b byte) TargetHash { return (h ^ TargetHash(b)) * fnvPrime64 }
 
 // AddInt returns h extended by the decimal digits of n, as strconv.FormatInt(n, 10) would
 // write them.
 func (h TargetHash) AddInt(n int64) TargetHash {
 	var buf [20]byte
 	for _, b := range strconv.AppendInt(buf[:0], n, 10) {
-		h = h.addByte(b)
+		h = h.AddByte(b)
 	}
 	return h
 }

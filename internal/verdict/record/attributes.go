@@ -1,4 +1,4 @@
-package verdict
+package record
 
 // Names of the span attributes that carry verdicts (docs/verdicts.md). The `orphanwatch.`
 // prefix marks the project's own attributes, as the OpenTelemetry attribute naming rules ask
