@@ -249,13 +249,7 @@ func TestPairingOtelhttpWithoutTransportInside(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			exp, tp := memExporter(t)
-			var hits atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if hits.Add(1) < 3 {
-					w.WriteHeader(http.StatusServiceUnavailable)
-				}
-			}))
-			defer srv.Close()
+			srv := unavailableTwice(t)
 			client := &http.Client{Transport: transport()}
 			resp, err := Retry(context.Background(), func(ctx context.Context) (*http.Response, error) {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
@@ -300,13 +294,7 @@ func TestPairingOtelhttpOwnProviderNeedsInstrumentedClient(t *testing.T) {
 // its children.
 func TestPairingLoopSpanFromContextProvider(t *testing.T) {
 	exp, tp := memExporter(t)
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hits.Add(1) < 3 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-	}))
-	defer srv.Close()
+	srv := unavailableTwice(t)
 	client := &http.Client{Transport: otelhttp.NewTransport(NewTransport(nil), otelhttp.WithTracerProvider(tp))}
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "POST /agent", trace.WithSpanKind(trace.SpanKindServer))
 	resp, err := Retry(ctx, func(ctx context.Context) (*http.Response, error) {
@@ -387,4 +375,17 @@ func (l *lockedLog) Reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf.Reset()
+}
+
+// unavailableTwice starts a server that answers 503 to the first two requests and 200 to the
+// others; it is closed when the test ends.
+func unavailableTwice(t *testing.T) *httptest.Server {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbytraceprocessor"
+	collectorcomponent "go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer"
@@ -21,7 +22,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -263,10 +265,7 @@ func (f *floor) close(testing.TB) {}
 func orphanConfig() *orphanprocessor.Config {
 	cfg := orphanprocessor.NewFactory().CreateDefaultConfig().(*orphanprocessor.Config)
 	cfg.DecisionWait = 0
-	cfg.Prices = map[string]orphanprocessor.PriceConfig{
-		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-	}
+	cfg.Prices = prices.Scenarios()
 	return cfg
 }
 
@@ -274,15 +273,21 @@ type orphan struct {
 	p processor.Traces
 }
 
-func newOrphan(tb testing.TB, cfg *orphanprocessor.Config, next consumer.Traces) *orphan {
-	f := orphanprocessor.NewFactory()
-	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, next)
+// start starts c, created with err, on a no-op host; any error fails tb.
+func start(tb testing.TB, c collectorcomponent.Component, err error) {
+	tb.Helper()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+func newOrphan(tb testing.TB, cfg *orphanprocessor.Config, next consumer.Traces) *orphan {
+	f := orphanprocessor.NewFactory()
+	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, next)
+	start(tb, p, err)
 	return &orphan{p: p}
 }
 
@@ -408,12 +413,7 @@ func newGroupByTrace(tb testing.TB) *groupByTrace {
 	cfg.WaitDuration = time.Millisecond
 	sink := &countingSink{}
 	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		tb.Fatal(err)
-	}
+	start(tb, p, err)
 	return &groupByTrace{p: p, sink: sink}
 }
 
@@ -454,12 +454,7 @@ func newSpanMetrics(tb testing.TB) *spanMetricsConn {
 	f := spanmetricsconnector.NewFactory()
 	cfg := f.CreateDefaultConfig()
 	c, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(f.Type()), cfg, consumertest.NewNop())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		tb.Fatal(err)
-	}
+	start(tb, c, err)
 	return &spanMetricsConn{conn: c}
 }
 
@@ -510,7 +505,7 @@ type heldOrphan struct {
 func newHeldOrphan(m *Mix) *heldOrphan {
 	var last pcommon.Timestamp
 	for _, td := range m.Batches {
-		forEachSpan(td, func(sp ptrace.Span) { last = max(last, sp.EndTimestamp()) })
+		tdwalk.Spans(td, func(sp ptrace.Span) { last = max(last, sp.EndTimestamp()) })
 	}
 	return &heldOrphan{start: last.AsTime().Add(time.Second), interval: spreadInterval}
 }
@@ -559,10 +554,7 @@ func (o *heldOrphan) close(testing.TB) {}
 // time model: decision_wait 30 s, decision_wait_after_root 2 s) with the README's prices.
 func observeConfig() *orphanmetrics.Settings {
 	cfg := orphanmetrics.NewDefaultSettings()
-	cfg.Prices = map[string]rules.PriceConfig{
-		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-	}
+	cfg.Prices = prices.Scenarios()
 	return cfg
 }
 

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // Kinds of traces in the mix, with the share of traces each gets (MixShares).
@@ -105,19 +106,11 @@ func TraceID(t int, round uint32) pcommon.TraceID {
 // Restamp gives every span of the batches the trace ID of round, keeping the trace number.
 func Restamp(batches []ptrace.Traces, round uint32) {
 	for _, td := range batches {
-		rss := td.ResourceSpans()
-		for i := range rss.Len() {
-			sss := rss.At(i).ScopeSpans()
-			for j := range sss.Len() {
-				spans := sss.At(j).Spans()
-				for k := range spans.Len() {
-					sp := spans.At(k)
-					id := sp.TraceID()
-					binary.BigEndian.PutUint32(id[4:], round)
-					sp.SetTraceID(id)
-				}
-			}
-		}
+		tdwalk.Spans(td, func(sp ptrace.Span) {
+			id := sp.TraceID()
+			binary.BigEndian.PutUint32(id[4:], round)
+			sp.SetTraceID(id)
+		})
 	}
 }
 

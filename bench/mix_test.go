@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -34,7 +35,7 @@ func TestMix(t *testing.T) {
 	n := 0
 	for _, td := range out {
 		n += td.SpanCount()
-		forEachSpan(td, func(sp ptrace.Span) {
+		tdwalk.Spans(td, func(sp ptrace.Span) {
 			if v, ok := sp.Attributes().Get("orphanwatch.liveness"); ok {
 				counts["liveness="+v.Str()]++
 			}
@@ -56,19 +57,6 @@ func TestMix(t *testing.T) {
 		m.Traces, m.Spans, per, m.ByKind, m.Retries, m.ModelCalls, counts)
 }
 
-func forEachSpan(td ptrace.Traces, f func(ptrace.Span)) {
-	rss := td.ResourceSpans()
-	for i := range rss.Len() {
-		sss := rss.At(i).ScopeSpans()
-		for j := range sss.Len() {
-			spans := sss.At(j).Spans()
-			for k := range spans.Len() {
-				f(spans.At(k))
-			}
-		}
-	}
-}
-
 // TestSpreadHeld checks the spread mix and the held benchmark's path: every span of the mix
 // arrives once, each trace over spreadParts batches with its root in the last, and the
 // processor holding traces on its own clock (heldOrphan) writes on every span the verdict the
@@ -84,7 +72,7 @@ func TestSpreadHeld(t *testing.T) {
 	traces := map[pcommon.TraceID]*seen{}
 	n := 0
 	for bi, td := range spread {
-		forEachSpan(td, func(sp ptrace.Span) {
+		tdwalk.Spans(td, func(sp ptrace.Span) {
 			n++
 			s := traces[sp.TraceID()]
 			if s == nil {
@@ -118,7 +106,7 @@ func TestSpreadHeld(t *testing.T) {
 		raws, deferred := map[string][]map[string]any{}, map[string]bool{}
 		carried := map[string]map[string]any{}
 		for _, td := range out {
-			forEachSpan(td, func(sp ptrace.Span) {
+			tdwalk.Spans(td, func(sp ptrace.Span) {
 				for i := range sp.Events().Len() {
 					ev := sp.Events().At(i)
 					if ev.Name() != verdict.EventVerdict {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/dashboards"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
 // The committed JSON files are exactly what the generator writes.
@@ -245,21 +246,6 @@ func servedMetrics(t *testing.T) (scraped, pushed map[string]bool) {
 		require.True(t, scraped[m], "the exporter did not serve %s: the test's traces miss a verdict", m)
 	}
 
-	// The telemetry of the components that decide verdicts: the processor (annotate mode), the
-	// exporter and the connector (observe mode).
-	re := regexp.MustCompile(`\b(?:m|meter)\.(Int64Counter|Float64Counter|Int64UpDownCounter|Float64UpDownCounter|Float64Histogram|Int64Histogram|Int64ObservableGauge|Float64ObservableGauge|Int64ObservableCounter|Int64Gauge|Float64Gauge)\(\s*"([a-z0-9_]+)",\s*metric\.WithDescription\("(?:[^"\\]|\\.)*"\),\s*metric\.WithUnit\("([^"]*)"\)`)
-	var matches [][]string
-	for _, f := range []string{
-		"../processor/orphanprocessor/internal/metadata/generated_telemetry.go",
-		"../exporter/orphanmetricsexporter/internal/metadata/generated_telemetry.go",
-		"../connector/orphanmetricsconnector/internal/metadata/generated_telemetry.go",
-	} {
-		src, err := os.ReadFile(f)
-		require.NoError(t, err)
-		m := re.FindAllStringSubmatch(string(src), -1)
-		require.NotEmpty(t, m, f)
-		matches = append(matches, m...)
-	}
 	type instrument struct{ kind, name, unit string }
 	instruments := []instrument{
 		{"Int64Counter", "otelcol_receiver_accepted_spans", "{spans}"},
@@ -268,9 +254,23 @@ func servedMetrics(t *testing.T) (scraped, pushed map[string]bool) {
 		{"Int64Counter", "otelcol_exporter_sent_spans", "{spans}"},
 		{"Int64Counter", "otelcol_exporter_send_failed_spans", "{spans}"},
 	}
-	for _, m := range matches {
-		instruments = append(instruments, instrument{m[1], m[2], m[3]})
+	// The telemetry of the components that decide verdicts: the processor (annotate mode), the
+	// exporter and the connector (observe mode), as their metadata.yaml declares it (each
+	// component's TestMetadataMatchesTelemetry checks its builder creates exactly that).
+	kinds := map[string]string{"Sumtrue": "Counter", "Sumfalse": "UpDownCounter", "Gauge": "Gauge", "Histogram": "Histogram"}
+	for _, f := range []string{
+		"../processor/orphanprocessor/metadata.yaml",
+		"../exporter/orphanmetricsexporter/metadata.yaml",
+		"../connector/orphanmetricsconnector/metadata.yaml",
+	} {
+		declared, err := telemetrydoc.FromMetadata(f)
+		require.NoError(t, err)
+		require.NotEmpty(t, declared, f)
+		for _, in := range declared {
+			instruments = append(instruments, instrument{kinds[in.Type+in.Monotonic], in.Name, in.Unit})
+		}
 	}
+	re := regexp.MustCompile(`\b(?:m|meter)\.(Int64Counter|Float64Counter|Int64UpDownCounter|Float64UpDownCounter|Float64Histogram|Int64Histogram|Int64ObservableGauge|Float64ObservableGauge|Int64ObservableCounter|Int64Gauge|Float64Gauge)\(\s*"([a-z0-9_]+)",\s*metric\.WithDescription\("(?:[^"\\]|\\.)*"\),\s*metric\.WithUnit\("([^"]*)"\)`)
 	// The kafka receiver's own telemetry (the tier's members), from the contrib module this
 	// repository is built with.
 	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver").Output()

@@ -35,6 +35,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -271,28 +272,21 @@ func runCollector(data []byte) (res collectorRun, err error) {
 	}
 
 	// Spans without an end time first (they end nowhere), then each span when it ends.
-	spans := flat(td)
-	sort.SliceStable(spans, func(i, j int) bool { return spans[i].sp.EndTimestamp() < spans[j].sp.EndTimestamp() })
 	rooted := map[pcommon.TraceID]bool{}
 	traces := map[pcommon.TraceID]bool{}
-	for _, s := range spans {
-		if id := s.sp.TraceID(); !id.IsEmpty() {
+	for _, s := range tdwalk.Flatten(td) {
+		if id := s.Span.TraceID(); !id.IsEmpty() {
 			traces[id] = true
-			if s.sp.ParentSpanID().IsEmpty() {
+			if s.Span.ParentSpanID().IsEmpty() {
 				rooted[id] = true
 			}
 		}
 	}
-	for i := 0; i < len(spans); {
-		end := spans[i].sp.EndTimestamp()
-		batch := ptrace.NewTraces()
-		for ; i < len(spans) && spans[i].sp.EndTimestamp() == end; i++ {
-			spans[i].appendTo(batch)
+	for _, e := range tdwalk.ByEnd(td) {
+		if e.End != 0 {
+			time.Sleep(time.Until(e.End.AsTime()))
 		}
-		if end != 0 {
-			time.Sleep(time.Until(end.AsTime()))
-		}
-		if err := proc.ConsumeTraces(ctx, batch); err != nil {
+		if err := proc.ConsumeTraces(ctx, e.Traces()); err != nil {
 			return res, err
 		}
 	}
@@ -323,8 +317,8 @@ func runCollector(data []byte) (res collectorRun, err error) {
 
 	res.verdicts = finalVerdicts(out)
 	for _, td := range out {
-		for _, s := range flat(td) {
-			if !isCarrierSpan(s.sp) && !s.sp.TraceID().IsEmpty() {
+		for _, s := range tdwalk.Flatten(td) {
+			if !isCarrierSpan(s.Span) && !s.Span.TraceID().IsEmpty() {
 				res.spans++
 			}
 		}
@@ -351,9 +345,9 @@ func finalVerdicts(out []ptrace.Traces) map[string][]string {
 	}
 	events := map[string][]ev{}
 	for _, td := range out {
-		for _, s := range flat(td) {
-			for i := 0; i < s.sp.Events().Len(); i++ {
-				e := s.sp.Events().At(i)
+		for _, s := range tdwalk.Flatten(td) {
+			for i := 0; i < s.Span.Events().Len(); i++ {
+				e := s.Span.Events().At(i)
 				if e.Name() != verdict.EventVerdict {
 					continue
 				}
@@ -369,13 +363,13 @@ func finalVerdicts(out []ptrace.Traces) map[string][]string {
 	kinds := []string{"unspecified", "internal", "server", "client", "producer", "consumer"}
 	res := map[string][]string{}
 	for _, td := range out {
-		for _, s := range flat(td) {
-			if isCarrierSpan(s.sp) || s.sp.TraceID().IsEmpty() {
+		for _, s := range tdwalk.Flatten(td) {
+			if isCarrierSpan(s.Span) || s.Span.TraceID().IsEmpty() {
 				continue
 			}
-			k := s.sp.TraceID().String() + "/" + s.sp.SpanID().String() + "/" + kinds[s.sp.Kind()]
+			k := s.Span.TraceID().String() + "/" + s.Span.SpanID().String() + "/" + kinds[s.Span.Kind()]
 			v := map[string]any{}
-			s.sp.Attributes().Range(func(name string, val pcommon.Value) bool {
+			s.Span.Attributes().Range(func(name string, val pcommon.Value) bool {
 				if strings.HasPrefix(name, "orphanwatch.") {
 					v[name] = val.AsRaw()
 				}
@@ -455,44 +449,14 @@ func seriesOf(t *testing.T, text string) map[string]float64 {
 	return res
 }
 
-// flatSpan is a span with its resource and scope.
-type flatSpan struct {
-	rs ptrace.ResourceSpans
-	ss ptrace.ScopeSpans
-	sp ptrace.Span
-}
-
-func flat(td ptrace.Traces) []flatSpan {
-	var out []flatSpan
-	for i := 0; i < td.ResourceSpans().Len(); i++ {
-		rs := td.ResourceSpans().At(i)
-		for j := 0; j < rs.ScopeSpans().Len(); j++ {
-			ss := rs.ScopeSpans().At(j)
-			for k := 0; k < ss.Spans().Len(); k++ {
-				out = append(out, flatSpan{rs, ss, ss.Spans().At(k)})
-			}
-		}
-	}
-	return out
-}
-
-// appendTo appends a copy of the span, with its resource and scope, to td.
-func (f flatSpan) appendTo(td ptrace.Traces) {
-	drs := td.ResourceSpans().AppendEmpty()
-	f.rs.Resource().CopyTo(drs.Resource())
-	dss := drs.ScopeSpans().AppendEmpty()
-	f.ss.Scope().CopyTo(dss.Scope())
-	f.sp.CopyTo(dss.Spans().AppendEmpty())
-}
-
 // lasts is the time from the first span start to the last span end of td.
 func lasts(td ptrace.Traces) time.Duration {
 	var first, last pcommon.Timestamp
-	for _, s := range flat(td) {
-		if st := s.sp.StartTimestamp(); st != 0 && (first == 0 || st < first) {
+	for _, s := range tdwalk.Flatten(td) {
+		if st := s.Span.StartTimestamp(); st != 0 && (first == 0 || st < first) {
 			first = st
 		}
-		last = max(last, s.sp.EndTimestamp())
+		last = max(last, s.Span.EndTimestamp())
 	}
 	return time.Duration(last - first)
 }
@@ -502,8 +466,8 @@ func lasts(td ptrace.Traces) time.Duration {
 // milliseconds) by one amount, so that its first span end falls on at (within a second after). Zero times stay zero.
 func shiftToNow(td ptrace.Traces, at time.Time) {
 	var first pcommon.Timestamp
-	for _, s := range flat(td) {
-		if e := s.sp.EndTimestamp(); e != 0 && (first == 0 || e < first) {
+	for _, s := range tdwalk.Flatten(td) {
+		if e := s.Span.EndTimestamp(); e != 0 && (first == 0 || e < first) {
 			first = e
 		}
 	}
@@ -518,15 +482,15 @@ func shiftToNow(td ptrace.Traces, at time.Time) {
 		}
 		return pcommon.Timestamp(int64(ts) + delta)
 	}
-	for _, s := range flat(td) {
-		s.sp.SetStartTimestamp(shift(s.sp.StartTimestamp()))
-		s.sp.SetEndTimestamp(shift(s.sp.EndTimestamp()))
-		for i := 0; i < s.sp.Events().Len(); i++ {
-			e := s.sp.Events().At(i)
+	for _, s := range tdwalk.Flatten(td) {
+		s.Span.SetStartTimestamp(shift(s.Span.StartTimestamp()))
+		s.Span.SetEndTimestamp(shift(s.Span.EndTimestamp()))
+		for i := 0; i < s.Span.Events().Len(); i++ {
+			e := s.Span.Events().At(i)
 			e.SetTimestamp(shift(e.Timestamp()))
 		}
 		for key, unit := range map[string]float64{"http.request.header.x-deadline": 1e9, "http.request.header.x-deadline-ms": 1e6} {
-			if v, ok := s.sp.Attributes().Get(key); ok {
+			if v, ok := s.Span.Attributes().Get(key); ok {
 				shiftDeadline(v, float64(delta)/unit)
 			}
 		}

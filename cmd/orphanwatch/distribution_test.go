@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // TestDistributionAsSpansEndEqualsAnalyze (issue 27, item 2): the collector distribution, built
@@ -22,9 +22,6 @@ import (
 // owes nothing, equal `orphanwatch analyze --metrics` of the same file with the same waits. S25
 // is the seed's own case: one run of five tries delivered_to_nobody, not one per try.
 func TestDistributionAsSpansEndEqualsAnalyze(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the collector")
-	}
 	bin := e2e.BuildCollector(t, t.TempDir())
 	// Short waits, the same for the collector and analyze: a run that outlives its loop's parent
 	// is over run_timeout + decision_wait after its last try.
@@ -48,16 +45,9 @@ func TestDistributionAsSpansEndEqualsAnalyze(t *testing.T) {
 			require.NoError(t, os.WriteFile(file, data, 0o600))
 
 			// Each span when it ends, those that end together in one request.
-			spans := flat(td)
-			sort.SliceStable(spans, func(i, j int) bool { return spans[i].sp.EndTimestamp() < spans[j].sp.EndTimestamp() })
-			for i := 0; i < len(spans); {
-				end := spans[i].sp.EndTimestamp()
-				batch := ptrace.NewTraces()
-				for ; i < len(spans) && spans[i].sp.EndTimestamp() == end; i++ {
-					spans[i].appendTo(batch)
-				}
-				time.Sleep(time.Until(end.AsTime()))
-				body, err := (&ptrace.JSONMarshaler{}).MarshalTraces(batch)
+			for _, e := range tdwalk.ByEnd(td) {
+				time.Sleep(time.Until(e.End.AsTime()))
+				body, err := (&ptrace.JSONMarshaler{}).MarshalTraces(e.Traces())
 				require.NoError(t, err)
 				require.Equal(t, 200, e2e.Post(t, c.OTLPHTTP, "/v1/traces", "application/json", body))
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/otelcol"
@@ -119,18 +120,7 @@ func TestScaleOutConfigs(t *testing.T) {
 	t.Setenv("ORPHANWATCH_KEY_SECRET", "a-secret-of-at-least-16-bytes")
 	for _, f := range []string{"front.yaml", "member.yaml"} {
 		path := filepath.Join("..", "..", "config", "scaleout", f)
-		col, err := otelcol.NewCollector(otelcol.CollectorSettings{
-			BuildInfo: component.NewDefaultBuildInfo(),
-			Factories: components,
-			ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
-				URIs:              []string{"file:" + path},
-				ProviderFactories: providerFactories(),
-			}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := col.DryRun(context.Background()); err != nil {
+		if err := dryRun(t, "file:"+path); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 		b, err := os.ReadFile(path)
@@ -173,4 +163,20 @@ func TestScaleOutConfigs(t *testing.T) {
 			t.Errorf("%s: %d listeners found, want %d", f, n, want)
 		}
 	}
+}
+
+// dryRun creates the distribution's collector (its components and config providers) on the
+// config at uri ("file:...", "yaml:...") and returns its DryRun's error: nil when the config
+// resolves and validates.
+func dryRun(t *testing.T, uri string) error {
+	t.Helper()
+	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
+		BuildInfo: component.NewDefaultBuildInfo(),
+		Factories: components,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+			URIs: []string{uri}, ProviderFactories: providerFactories(),
+		}},
+	})
+	require.NoError(t, err)
+	return col.DryRun(context.Background())
 }

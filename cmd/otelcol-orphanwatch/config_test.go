@@ -1,17 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -162,21 +153,10 @@ func resolved(t *testing.T, files ...string) resolvedConf {
 	return conf.ToStringMap()
 }
 
-// writeCA writes a self-signed CA certificate (PEM) into a temporary folder and returns its path.
+// writeCA writes a self-signed CA certificate (PEM) into a temporary folder and returns its path
+// (the CA of newTestPKI).
 func writeCA(t *testing.T) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "orphanwatch test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	return path
+	return filepath.Join(newTestPKI(t).dir, "ca.pem")
 }
 
 // TestShippedConfigsReadPortsFromEnv: every port of the shipped configs is a
@@ -216,9 +196,6 @@ func TestShippedConfigsReadPortsFromEnv(t *testing.T) {
 // port by the README's --set form (a YAML-flow list for service::telemetry::metrics::readers),
 // and reads each listener.
 func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the collector")
-	}
 	bin := e2e.BuildCollector(t, t.TempDir())
 	ports := map[string]int{}
 	var env []string
@@ -233,7 +210,7 @@ func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
 	form := regexp.MustCompile(`'(--set=service::telemetry::metrics::readers=\[.*port: 18888.*\])'`).FindSubmatch(readme)
 	require.NotNil(t, form, "README: the --set form for the telemetry port")
 	set := strings.Replace(string(form[1]), "18888", strconv.Itoa(telemetry), 1)
-	log := &lockedBuffer{}
+	log := &e2e.SyncBuffer{}
 	cmd := exec.Command(bin, set)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -269,24 +246,6 @@ func TestDefaultConfigPortsFromEnvAndSet(t *testing.T) {
 	assert.NotZero(t, code, "OTLP/HTTP not on OTLP_HTTP_PORT")
 	code, _ = get(ports["ZIPKIN_PORT"], "/api/v2/spans")
 	assert.NotZero(t, code, "zipkin not on ZIPKIN_PORT")
-}
-
-// lockedBuffer collects a process's output for the test to read meanwhile.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestReadmeManifestIsBuilt: the manifest README "Build your own distribution" shows is

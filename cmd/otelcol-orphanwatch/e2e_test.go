@@ -17,9 +17,6 @@ import (
 // scrapes /metrics and checks what ../shared/testdata-real/SOURCES.md says a correct reading is:
 // in both ways to run, observing (the shipped default) and annotating.
 func TestRealTraces(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the collector")
-	}
 	dir := e2e.RealTestdata()
 	if dir == "" {
 		t.Skip("../shared/testdata-real is absent")

@@ -10,9 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/otelcol"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -125,15 +122,7 @@ func TestHelmValues(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "relay.yaml")
 	require.NoError(t, os.WriteFile(path, cfg, 0o600))
 	t.Setenv("MY_POD_IP", "127.0.0.1")
-	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
-		BuildInfo: component.NewDefaultBuildInfo(),
-		Factories: components,
-		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
-			URIs: []string{"file:" + path}, ProviderFactories: providerFactories(),
-		}},
-	})
-	require.NoError(t, err)
-	require.NoError(t, col.DryRun(t.Context()))
+	require.NoError(t, dryRun(t, "file:"+path))
 
 	ml := v.Config["processors"].(map[string]any)["memory_limiter"].(map[string]any)
 	checkMemory(t, v, float64(ml["limit_mib"].(int)), float64(ml["spike_limit_mib"].(int)))

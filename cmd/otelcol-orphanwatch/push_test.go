@@ -1,18 +1,10 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/provider/envprovider"
-	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
-	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
-	"go.opentelemetry.io/collector/otelcol"
 )
 
 // TestPushConfigs: the pipelines README "Push the metrics" shows (config/push: the
@@ -31,18 +23,7 @@ func TestPushConfigs(t *testing.T) {
 	}
 	for _, f := range []string{"otlp_http.yaml", "prometheusremotewrite.yaml"} {
 		path := filepath.Join("..", "..", "config", "push", f)
-		col, err := otelcol.NewCollector(otelcol.CollectorSettings{
-			BuildInfo: component.NewDefaultBuildInfo(),
-			Factories: components,
-			ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
-				URIs:              []string{"file:" + path},
-				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
-			}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := col.DryRun(context.Background()); err != nil {
+		if err := dryRun(t, "file:"+path); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 		b, err := os.ReadFile(path)
@@ -59,11 +40,7 @@ func TestPushConfigs(t *testing.T) {
 
 // TestPushConfigMistake: a connector mistake fails validation with a message naming the field.
 func TestPushConfigMistake(t *testing.T) {
-	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
-		BuildInfo: component.NewDefaultBuildInfo(),
-		Factories: components,
-		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
-			URIs: []string{"yaml:" + `
+	err := dryRun(t, "yaml:"+`
 receivers: {otlp: {protocols: {http: {endpoint: localhost:0}}}}
 connectors: {orphanmetrics: {metrics_flush_interval: 0s, outlive_buckets: [1, 0.5]}}
 exporters: {debug: {}}
@@ -71,14 +48,7 @@ service:
   pipelines:
     traces: {receivers: [otlp], exporters: [orphanmetrics]}
     metrics: {receivers: [orphanmetrics], exporters: [debug]}
-`},
-			ProviderFactories: []confmap.ProviderFactory{yamlprovider.NewFactory()},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = col.DryRun(context.Background())
+`)
 	if err == nil {
 		t.Fatal("invalid connector config accepted")
 	}
@@ -95,18 +65,7 @@ service:
 func TestPushConfigWithoutHostname(t *testing.T) {
 	t.Setenv("HOSTNAME", "")
 	for _, f := range []string{"otlp_http.yaml", "prometheusremotewrite.yaml"} {
-		col, err := otelcol.NewCollector(otelcol.CollectorSettings{
-			BuildInfo: component.NewDefaultBuildInfo(),
-			Factories: components,
-			ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
-				URIs:              []string{"file:" + filepath.Join("..", "..", "config", "push", f)},
-				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
-			}},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = col.DryRun(context.Background())
+		err := dryRun(t, "file:"+filepath.Join("..", "..", "config", "push", f))
 		if err == nil || !strings.Contains(err.Error(), "const_labels::collector: value is empty") {
 			t.Errorf("%s without HOSTNAME: %v, want the empty const label named", f, err)
 		}

@@ -69,12 +69,18 @@ func testReader() *Reader {
 	})
 }
 
-func TestReadSemanticConventions(t *testing.T) {
+// serviceSpan is a resource of service and its span 2 of trace 1, to be filled in.
+func serviceSpan(service string) (pcommon.Resource, ptrace.Span) {
 	res := pcommon.NewResource()
-	res.Attributes().PutStr("service.name", "researcher")
+	res.Attributes().PutStr("service.name", service)
 	sp := ptrace.NewSpan()
 	sp.SetTraceID(pcommon.TraceID{1})
 	sp.SetSpanID(pcommon.SpanID{2})
+	return res, sp
+}
+
+func TestReadSemanticConventions(t *testing.T) {
+	res, sp := serviceSpan("researcher")
 	sp.SetParentSpanID(pcommon.SpanID{3})
 	sp.SetKind(ptrace.SpanKindClient)
 	sp.SetStartTimestamp(pcommon.Timestamp(1767225600e9))
@@ -218,11 +224,7 @@ func TestReadEmptyAttributeKey(t *testing.T) {
 }
 
 func TestReadNewerConventionsAndMessages(t *testing.T) {
-	res := pcommon.NewResource()
-	res.Attributes().PutStr("service.name", "proxy")
-	sp := ptrace.NewSpan()
-	sp.SetTraceID(pcommon.TraceID{1})
-	sp.SetSpanID(pcommon.SpanID{2})
+	res, sp := serviceSpan("proxy")
 	sp.SetStartTimestamp(pcommon.Timestamp(1767225600e9))
 	sp.SetEndTimestamp(pcommon.Timestamp(1767225601e9))
 	sp.Status().SetMessage("context canceled")

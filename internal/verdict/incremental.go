@@ -3,6 +3,8 @@ package verdict
 import (
 	"math"
 	"slices"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
 )
 
 // Incremental decisions (issue 18, item 3). A release of a trace whose memo holds spans released
@@ -37,7 +39,7 @@ import (
 //     (another trace's may be continued: continuedRun);
 //   - the ancestors of all of these up to the root (or to an absent parent), and the root:
 //     read for what their descendants inherit (context, liveness, being an attempt), their own
-//     runs not decided again (decisionIn.context): those are over, or in the subset above.
+//     runs not decided again (DecisionIn.context): those are over, or in the subset above.
 //
 // Within that subset every rule reads exactly what it reads in the decision of the whole trace,
 // so the verdicts, the carried verdicts and the open runs are those of the whole decision
@@ -93,8 +95,8 @@ type memoIndex struct {
 	byID    map[SpanID]int32
 	waiting map[SpanID]int32
 	groups  []memoGroup
-	byGroup map[runKey]int32 // made with byID
-	root    int32            // the trace's root in the memo, -1 when none
+	byGroup map[rules.RunKey]int32 // made with byID
+	root    int32                  // the trace's root in the memo, -1 when none
 	// reach, depth: the root's cancellation reach and orphaned depth as the trace's
 	// decisions saw them (Decision.Reach); a span outside the subset still counts in them.
 	reach, depth int
@@ -113,7 +115,7 @@ type ixNode struct {
 	gnext   int32  // next member of the same run group
 	pend    bool   // left with its edge pending (Verdict.EdgePending)
 	prov    bool   // decided provisional (Verdict.Provisional): owes its verdict to its chain
-	// stale: settled by ChainWait (modeChains) since the trace's last release: pend is the
+	// stale: settled by ChainWait (ModeChains) since the trace's last release: pend is the
 	// settling's, not what a release sees (a release leaves the edge of every span whose chain
 	// is incomplete pending), so the next release decides it again (subset).
 	stale bool
@@ -121,7 +123,7 @@ type ixNode struct {
 
 // memoGroup is one run group of a memo: attempts with the same parent span and operation key.
 type memoGroup struct {
-	key   runKey
+	key   rules.RunKey
 	first int32 // first member; members are chained by memoIndex.gnext
 	last  int32
 	keyed bool // its attempts carry an idempotency key: an open run of another trace may continue
@@ -130,9 +132,9 @@ type memoGroup struct {
 	// is while nothing above the group changes (runOver's rules of time).
 	open   bool
 	nOpen  int
-	openID runID
+	openID rules.RunID
 	until  int64
-	ids    []runID // keyed: the open-run IDs of its attempts (per service, kind and name)
+	ids    []rules.RunID // keyed: the open-run IDs of its attempts (per service, kind and name)
 }
 
 // incrShard is one memo shard's counts of its decision paths and the incremental path's
@@ -143,25 +145,18 @@ type incrShard struct {
 	spansDecided uint64               // span records decided (SpansDecided)
 	mark, ctx    []bool               // subset: by memo index, in the subset; there for context only
 	gmark        []bool               // subset: by run group, its members added
-	ctxPos       []bool               // ctx by position in the subset (decisionIn.context)
+	ctxPos       []bool               // ctx by position in the subset (rules.DecisionIn.Context)
 	emit         []bool               // the subset's emitted marks
 	all          []Span               // the subset's records, copied for decide
 	subset       []int32              // the subset, memo indexes in memo order
-	opened       []openedRun          // release.opened
+	opened       []rules.OpenedRun    // release.opened
 	settled      []int32              // settleChainsLocked: positions settled
-}
-
-// openedRun is a run a decision left open: its final attempt (decision index) and the release
-// time up to which it stays open while nothing of it changes.
-type openedRun struct {
-	pos   int32
-	until int64
 }
 
 // runsLeftOpen records which run groups of the memo the decision (out, its return; of the spans
 // sub, or of every span when sub is nil) left a run of open, and until when. ms, the memo's
 // shard, is locked.
-func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, sub []int32) {
+func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *rules.DecisionOut, sub []int32) {
 	ix := m.ix
 	for g := range ix.groups {
 		if sub == nil || ms.inc.gmark[g] {
@@ -169,15 +164,15 @@ func (c *Correlator) runsLeftOpen(ms lockedShard, m *traceMemo, t TraceID, out *
 			gr.open, gr.nOpen, gr.until = false, 0, math.MaxInt64
 		}
 	}
-	for _, o := range out.opened {
-		i := o.pos
+	for _, o := range out.Opened {
+		i := o.Pos
 		if sub != nil {
-			i = sub[o.pos]
+			i = sub[o.Pos]
 		}
 		if g := ix.n[i].grp; g >= 0 {
 			gr := &ix.groups[g]
-			gr.open, gr.nOpen, gr.until = true, gr.nOpen+1, min(gr.until, o.until)
-			gr.openID = runIDOf(t, &m.spans[i])
+			gr.open, gr.nOpen, gr.until = true, gr.nOpen+1, min(gr.until, o.Until)
+			gr.openID = rules.RunIDOf(t, &m.spans[i])
 		}
 	}
 }
@@ -196,7 +191,7 @@ func (c *Correlator) openStays(ix *memoIndex, gr *memoGroup, t TraceID, nOld int
 		}
 	}
 	r, ok := c.open.Get(gr.openID)
-	return ok && r.trace == t
+	return ok && r.Trace == t
 }
 
 // keepIndexed adds the memo's spans from from on to its index, when it has one.
@@ -294,7 +289,7 @@ func (ix *memoIndex) complete(i int32) bool {
 func (ix *memoIndex) mapped() {
 	ix.byID = make(map[SpanID]int32, 2*len(ix.n))
 	ix.waiting = map[SpanID]int32{}
-	ix.byGroup = make(map[runKey]int32, len(ix.groups))
+	ix.byGroup = make(map[rules.RunKey]int32, len(ix.groups))
 	for g := range ix.groups {
 		ix.byGroup[ix.groups[g].key] = int32(g)
 	}
@@ -354,7 +349,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 			}
 		}
 	}
-	valid := validity(s, c.maxDuration()) == Valid
+	valid := rules.Validity(s, c.rules.MaxDuration()) == Valid
 	switch p, ok := ix.lookup(s.ParentID); {
 	case s.ParentID.IsZero():
 		if valid {
@@ -379,8 +374,8 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 		}
 		ix.waiting[s.ParentID] = i
 	}
-	if valid && !s.ParentID.IsZero() && c.rules.isAttempt(s) {
-		key := runKey{parent: s.ParentID, op: opKey(s)}
+	if valid && !s.ParentID.IsZero() && c.rules.Signals.IsAttempt(s) {
+		key := rules.RunKey{Parent: s.ParentID, Op: rules.OpKey(s)}
 		g := int32(-1)
 		if ix.byGroup != nil {
 			if q, ok := ix.byGroup[key]; ok {
@@ -405,7 +400,7 @@ func (c *Correlator) link(ix *memoIndex, i int32, s *Span) {
 			ix.groups[g].last = i
 		}
 		ix.n[i].grp = g
-		if id := runIDOf(s.TraceID, s); s.KeyHash != 0 && !slices.Contains(ix.groups[g].ids, id) {
+		if id := rules.RunIDOf(s.TraceID, s); s.KeyHash != 0 && !slices.Contains(ix.groups[g].ids, id) {
 			ix.groups[g].ids = append(ix.groups[g].ids, id)
 		}
 	}
@@ -431,11 +426,8 @@ func (c *Correlator) incrementalReason(t TraceID, m *traceMemo) wholeReason {
 	case full:
 		return wholeOpenFull
 	}
-	c.mu.Lock()
-	rec, ok := c.roots.Get(t)
-	_, multi := c.multi.Get(t)
-	c.mu.Unlock()
-	if multi || ok && (rec.nroots >= 2 || rec.detached) {
+	rec, ok, multi := c.tables.RootOf(t)
+	if multi || ok && (rec.NRoots >= 2 || rec.Detached) {
 		return wholeRoots
 	}
 	return wholeNone
@@ -450,9 +442,9 @@ func (c *Correlator) subset(ms lockedShard, m *traceMemo, t TraceID, nOld int, n
 	ix := m.ix
 	n := len(ix.n)
 	b := &ms.inc
-	mark := grown(b.mark, n)
-	ctx := grown(b.ctx, n)
-	gmark := grown(b.gmark, len(ix.groups))
+	mark := rules.Grown(b.mark, n)
+	ctx := rules.Grown(b.ctx, n)
+	gmark := rules.Grown(b.gmark, len(ix.groups))
 	list := b.subset[:0]
 	add := func(i int32) {
 		if !mark[i] {
@@ -562,9 +554,9 @@ func (c *Correlator) DecisionPaths() (incremental uint64, whole [wholeReasons]ui
 // memo index) tells the incremental path: the runs left open, the edges pending (of every span,
 // or of the spans listed in only), the root's reach, whether detached work was seen. ms, the
 // memo's shard, and relMu are locked.
-func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, every bool, only []int32) {
+func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, out *rules.DecisionOut, verdicts []Verdict, every bool, only []int32) {
 	ix := m.ix
-	if out.detached && ix.whole == wholeNone {
+	if out.Detached && ix.whole == wholeNone {
 		ix.whole = wholeDetached
 	}
 	if ix.whole != wholeNone {
@@ -591,7 +583,7 @@ func (c *Correlator) afterWholeLocked(ms lockedShard, m *traceMemo, t TraceID, o
 // and memo bookkeeping a decision of the whole trace gives. ms, t's shard, is locked.
 //
 // Its steps: the subset is chosen (subset) and its records gathered; the subset is decided,
-// its ancestors read for context only (decisionIn.context); the carried verdicts, stats and
+// its ancestors read for context only (DecisionIn.context); the carried verdicts, stats and
 // reach are gathered as for a whole decision (gatherDecision); the memo is booked as a whole
 // decision books it (decidedAgain, released, bookMemoLocked), the spans outside the subset
 // keeping their marks (emitted, or provisional still) and its counts adjusted for the subset
@@ -610,13 +602,13 @@ func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t Tr
 	}
 	all = append(all, spans...)
 	b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
-	in := decisionIn{t: t, mode: modeRelease, now: now, extra: extra, nOld: len(old), emitted: emitted, context: b.ctxPos}
-	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]})
+	in := rules.DecisionIn{Trace: t, Mode: rules.ModeRelease, Now: now, Extra: extra, NOld: len(old), Emitted: emitted, Context: b.ctxPos}
+	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, rules.DecisionOut{Opened: b.opened[:0]}, c.ruleState())
 	b.spansDecided += uint64(len(all))
 	keepCached(m, all, sub)
 	defer func() {
 		clear(all) // the buffer's copies point into span strings
-		b.all, b.emit, b.opened = all[:0], emitted[:0], out.opened[:0]
+		b.all, b.emit, b.opened = all[:0], emitted[:0], out.Opened[:0]
 		clear(verdicts)
 		ms.verdictBuf = verdicts[:0]
 	}()
@@ -655,7 +647,7 @@ func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t Tr
 		}
 	}
 	c.runsLeftOpen(ms, m, t, &out, sub)
-	if out.detached {
+	if out.Detached {
 		ix.whole = wholeDetached
 	}
 	ix.openEvicted = c.open.Evicted()
@@ -665,10 +657,10 @@ func (c *Correlator) decideIncrementalLocked(ms lockedShard, dst []Verdict, t Tr
 }
 
 // keepCached copies back to the memo's records what the decision of the subset sub (all: its
-// records, copied) cached of them (Span.recorded), as a decision in place leaves it.
+// records, copied) cached of them (Span.KeepClassified), as a decision in place leaves it.
 func keepCached(m *traceMemo, all []Span, sub []int32) {
 	for p, i := range sub {
-		m.spans[i].recorded = all[p].recorded
+		m.spans[i].KeepClassified(&all[p])
 	}
 }
 
@@ -676,7 +668,7 @@ func keepCached(m *traceMemo, all []Span, sub []int32) {
 // (verdicts by position in sub) tells the incremental path: the runs left open among those it
 // decided, the edges pending of the spans at the positions listed in only, the root's reach,
 // whether detached work was seen. ms, the memo's shard, and relMu are locked.
-func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, out *decisionOut, verdicts []Verdict, sub []int32, only []int32) {
+func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, out *rules.DecisionOut, verdicts []Verdict, sub []int32, only []int32) {
 	ix := m.ix
 	c.runsLeftOpen(ms, m, t, out, sub)
 	for _, p := range only {
@@ -687,7 +679,7 @@ func (c *Correlator) afterSubsetLocked(ms lockedShard, m *traceMemo, t TraceID, 
 			ix.reach, ix.depth = max(ix.reach, verdicts[p].ReachHops), max(ix.depth, verdicts[p].OrphanedDepthHops)
 		}
 	}
-	if out.detached {
+	if out.Detached {
 		ix.whole = wholeDetached
 	}
 	ix.openEvicted = c.open.Evicted()

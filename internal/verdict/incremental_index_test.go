@@ -3,6 +3,8 @@ package verdict
 import (
 	"testing"
 	"time"
+
+	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
 )
 
 // indexSpan is a span of trace tr for the index tests: id under parent (0: a root), ended at
@@ -42,7 +44,7 @@ func checkIndex(t *testing.T, m *traceMemo) {
 	members := 0
 	for g := range ix.groups {
 		for k := ix.groups[g].first; k >= 0; k = ix.n[k].gnext {
-			if ix.n[k].grp != int32(g) || (runKey{parent: m.spans[k].ParentID, op: opKey(&m.spans[k])}) != ix.groups[g].key {
+			if ix.n[k].grp != int32(g) || (rules.RunKey{Parent: m.spans[k].ParentID, Op: rules.OpKey(&m.spans[k])}) != ix.groups[g].key {
 				t.Fatalf("group %d chains node %d of group %d", g, k, ix.n[k].grp)
 			}
 			members++

@@ -123,7 +123,7 @@ func TestKeyDirectoryPendingBounded(t *testing.T) {
 	for i := range 100 {
 		c.Observe([]Span{{TraceID: TraceID{byte(i), 1}, SpanID: SpanID{1}, ParentID: SpanID{2}, KeyHash: uint64(i + 1)}})
 	}
-	if n := c.dir.pending.Len(); n > 4 {
+	if n := c.tables.KeysPending(); n > 4 {
 		t.Fatalf("%d traces pending", n)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // TestLockOrder drives one correlator with tight limits through every scenario (each span its
 // own release, roots last so that spans are deferred; sweeps past ChainWait and run_timeout;
 // memos forgotten, given up and evicted; Finish) and checks at every memo-shard lock that
-// neither relMu nor the state's mu is held (verdict.CheckLockOrder): the lock order of state.go
+// neither relMu nor the state's mu is held (verdict.CheckLockOrder): the lock order of correlator.go
 // is tested, not only written.
 func TestLockOrder(t *testing.T) {
 	_, files := allScenarioSpans(t)

@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/orphanwatch/orphanwatch/internal/shard"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/record"
+	"github.com/orphanwatch/orphanwatch/internal/verdict/rules"
 )
 
 // The time model (DESIGN.md "When verdicts are decided"; docs/verdicts.md "When verdicts are
@@ -33,48 +35,6 @@ import (
 // Carried verdicts leave on another span of their trace (the processor puts them on the root
 // when it can) or on a span made to carry them.
 
-// Carried is a final verdict of a span that already left: written as an EventVerdict event by
-// the processor. Part says which part of the span's verdict it is.
-type Carried struct {
-	Span    CarriedSpan
-	Verdict Verdict
-	Part    Part
-}
-
-// CarriedSpan is what a carried verdict keeps of its span: what names it in the event (trace
-// and span ID, name, kind, start, service), its end (the event's time), and the reader's Extra.
-// 96 bytes where the span's whole record is 328: a carried verdict is made for most spans of a
-// trace released in many parts.
-type CarriedSpan struct {
-	TraceID    TraceID
-	SpanID     SpanID
-	Service    string
-	Name       string
-	Start, End int64 // unix ns
-	Kind       Kind
-	Extra      any
-}
-
-// carriedOf is what a carried verdict keeps of s.
-func carriedOf(s *Span) CarriedSpan {
-	return CarriedSpan{TraceID: s.TraceID, SpanID: s.SpanID, Service: s.Service, Name: s.Name, Start: s.Start, End: s.End, Kind: s.Kind, Extra: s.Extra}
-}
-
-// Part is the part of a span's verdict a Carried holds.
-type Part uint8
-
-// Parts of a verdict carried.
-const (
-	// PartAll: the whole verdict of a span that left deferred.
-	PartAll Part = iota
-	// PartRun: only the outcome of a run whose final attempt, Span, left with the run open
-	// (Outcome, RunAttempts, RunOK); the rest of Span's verdict was written on it.
-	PartRun
-	// PartEdge: only the edge (CallerService) of an orphaned span that entered its service
-	// from a caller whose span arrived after it left.
-	PartEdge
-)
-
 // Decision is what [Correlator.Release] decided of the spans given.
 type Decision struct {
 	// Verdicts of the spans given, in their order. Empty when Deferred.
@@ -97,63 +57,6 @@ type RootReach struct {
 	SpanID                       SpanID
 	ReachHops, OrphanedDepthHops int
 }
-
-// decisionIn is what the time model gives a decision of a trace within it (a release, a
-// settling, a memo forgotten, a trace given up), besides its spans: read by the rules, never
-// written. A decision of its own (Decide) has none.
-type decisionIn struct {
-	t       TraceID
-	mode    releaseMode
-	nOld    int    // spans[:nOld] of the decision come from the trace's memo
-	emitted []bool // of those: the verdict was written on the span when it left
-	now     int64  // unix ns
-	// extra gives the reader's Extra of the decision's new span i (spans[nOld+i]) whose record
-	// an open run keeps; nil: none.
-	extra func(i int) any
-	// context, when set, marks by decision index the spans there only for what the spans
-	// below them read: their runs are not decided (decideRuns; incremental.go).
-	context []bool
-}
-
-// decisionOut is what the time model needs from a decision besides its verdicts and stats: the
-// decision's return value (decide), written by the rules into the decision's working memory and
-// handed back, never kept by them.
-type decisionOut struct {
-	carried []Carried // run outcomes that became final, of attempts that left before
-	unknown int       // runs closed unknown_root among carried
-	// opened lists the runs the decision left open (incremental.go reads until when).
-	opened []openedRun
-	// detached tells that a span of the decision is detached work (the incremental path does
-	// not apply to the trace: incremental.go).
-	detached bool
-}
-
-// releaseMode is what a decision within the time model may leave for later.
-type releaseMode uint8
-
-const (
-	// modeRelease: a release of spans that leave now. Runs may stay open; spans whose chain to
-	// the root is incomplete are provisional, their edges pending.
-	modeRelease releaseMode = iota
-	// modeFinal: every run is over; the trace is given up (its root never came, or the
-	// processor shuts down) and its memo dropped.
-	modeFinal
-	// modeEdges: a settled memo is forgotten: the edges of orphaned entries whose chain is
-	// incomplete are named now (no more of its spans will be seen with them).
-	modeEdges
-	// modeChains: ChainWait passed: spans whose chain is incomplete are judged against the root
-	// the absent-parent rule gives them instead of waiting; their edges stay pending.
-	modeChains
-)
-
-// chainsWhole tells that an incomplete chain to the root will not be completed: edges are named
-// without it (a decision of its own, in nil).
-func (in *decisionIn) chainsWhole() bool {
-	return in == nil || in.mode == modeFinal || in.mode == modeEdges
-}
-
-// chainsWait tells that spans whose chain is incomplete wait (provisional) for it.
-func (in *decisionIn) chainsWait() bool { return in != nil && in.mode == modeRelease }
 
 // memoShard is the trace memos of the traces whose ID hashes to it (memoShardOf), with the
 // buffers of a release, under its own mutex.
@@ -225,7 +128,7 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 	if len(spans) == 0 {
 		return Decision{}
 	}
-	c.markFuture(spans, now)
+	c.rules.MarkFuture(spans, now)
 	t := spans[0].TraceID
 	ms := c.memoShardOf(t).lock()
 	if !c.Knows(t) {
@@ -234,7 +137,7 @@ func (c *Correlator) Release(dst []Verdict, spans []Span, now int64, extra func(
 		c.evictOver(queuePending, now)
 		return Decision{Deferred: true}
 	}
-	d := c.decideMemoLocked(ms, dst, t, spans, modeRelease, now, extra)
+	d := c.decideMemoLocked(ms, dst, t, spans, rules.ModeRelease, now, extra)
 	ms.unlock()
 	c.evictOver(queueSettled, now)
 	return d
@@ -248,10 +151,10 @@ func (c *Correlator) ReleaseLast(dst []Verdict, spans []Span, now int64, extra f
 	if len(spans) == 0 {
 		return Decision{}
 	}
-	c.markFuture(spans, now)
+	c.rules.MarkFuture(spans, now)
 	ms := c.memoShardOf(spans[0].TraceID).lock()
 	defer ms.unlock()
-	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, modeFinal, now, extra)
+	return c.decideMemoLocked(ms, dst, spans[0].TraceID, spans, rules.ModeFinal, now, extra)
 }
 
 // deferLocked keeps the spans in their trace's memo, owing their verdicts. ms, t's shard, is
@@ -293,7 +196,7 @@ const (
 	queuePending = 1
 )
 
-// decideMemoLocked decides spans with the trace's memo at now (unix ns); modeFinal closes every
+// decideMemoLocked decides spans with the trace's memo at now (unix ns); ModeFinal closes every
 // run and judges deferred spans with whatever is known, and drops the memo. ms, t's shard, is
 // locked; after a release the caller keeps MaxContextSpans (evictOver).
 //
@@ -302,8 +205,8 @@ const (
 // applies); the whole trace is decided; the carried verdicts and the stats are gathered
 // (gatherDecision); the memo is booked (decidedAgain, released, bookMemoLocked) and its index
 // built or brought up to date.
-func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, spans []Span, mode releaseMode, now int64, extra func(i int) any) Decision {
-	final := mode == modeFinal
+func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, spans []Span, mode rules.ReleaseMode, now int64, extra func(i int) any) Decision {
+	final := mode == rules.ModeFinal
 	m := ms.memos[t]
 	all := spans
 	// With a memo, the spans join it first and the decision reads the memo in place (the
@@ -319,18 +222,18 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 		emitted = m.emitted
 	}
 	build := false
-	if mode == modeRelease {
+	if mode == rules.ModeRelease {
 		var incremental bool
 		incremental, build = c.choosePath(ms, t, m, nOld)
 		if incremental {
 			return c.decideIncrementalLocked(ms, dst, t, m, nOld, now, extra)
 		}
 	}
-	in := decisionIn{t: t, mode: mode, now: now, extra: extra, nOld: nOld, emitted: emitted}
-	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: ms.inc.opened[:0]})
+	in := rules.DecisionIn{Trace: t, Mode: mode, Now: now, Extra: extra, NOld: nOld, Emitted: emitted}
+	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, rules.DecisionOut{Opened: ms.inc.opened[:0]}, c.ruleState())
 	ms.inc.spansDecided += uint64(len(all))
-	ms.inc.opened = out.opened[:0]
-	d := gatherDecision(dst, m, all, verdicts, in.nOld, nil, st, &out, nil)
+	ms.inc.opened = out.Opened[:0]
+	d := gatherDecision(dst, m, all, verdicts, in.NOld, nil, st, &out, nil)
 	defer func() {
 		clear(verdicts)
 		ms.verdictBuf = verdicts[:0]
@@ -348,8 +251,8 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 	c.relMu.Lock()
 	if final {
 		if inMemo { // the spans joined the memo for the decision only: not counted in memoSpans
-			clear(m.spans[in.nOld:])
-			m.spans = m.spans[:in.nOld]
+			clear(m.spans[in.NOld:])
+			m.spans = m.spans[:in.NOld]
 		}
 		c.dropMemo(ms, t, m)
 		c.relMu.Unlock()
@@ -367,7 +270,7 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 		c.growMemo(m, len(spans))
 		m.spans = append(m.spans, spans...)
 	}
-	m.released(in.nOld, d.Verdicts, extra)
+	m.released(in.NOld, d.Verdicts, extra)
 	for i := range m.emitted {
 		if !m.emitted[i] {
 			m.owing++
@@ -399,11 +302,11 @@ func (c *Correlator) decideMemoLocked(ms lockedShard, dst []Verdict, t TraceID, 
 // verdicts carried, and the reach of the abandoned roots decided. With root set (a decision of
 // a subset: the index's reach and depth of its root, memo index root.at), the root's reach and
 // depth are raised to what the spans outside the subset gave, and root learns the result.
-func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict, nOld int, memoPos []int32, st Stats, out *decisionOut, root *rootReachSoFar) Decision {
+func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict, nOld int, memoPos []int32, st Stats, out *rules.DecisionOut, root *rootReachSoFar) Decision {
 	var d Decision
-	d.Verdicts = grown(dst, len(all)-nOld)
+	d.Verdicts = rules.Grown(dst, len(all)-nOld)
 	copy(d.Verdicts, verdicts[nOld:])
-	d.Carried = out.carried
+	d.Carried = out.Carried
 	for p := range nOld {
 		i := p
 		if memoPos != nil {
@@ -414,7 +317,7 @@ func gatherDecision(dst []Verdict, m *traceMemo, all []Span, verdicts []Verdict,
 	d.Stats = statsOf(all[nOld:], verdicts[nOld:], st.RootMissing)
 	d.Stats.RootUnusable = d.Stats.RootMissing && st.RootUnusable
 	d.addCarriedStats(st.RootMissing)
-	d.Stats.UnknownRootRuns += out.unknown
+	d.Stats.UnknownRootRuns += out.Unknown
 	for p := range verdicts {
 		if v := &verdicts[p]; v.HasReach {
 			rr := RootReach{SpanID: all[p].SpanID, ReachHops: v.ReachHops, OrphanedDepthHops: v.OrphanedDepthHops}
@@ -491,9 +394,9 @@ func (m *traceMemo) released(nOld int, vs []Verdict, extra func(i int) any) {
 func carryEarlier(d *Decision, m *traceMemo, i int, v *Verdict) {
 	switch {
 	case !m.emitted[i] && !v.Provisional:
-		d.Carried = append(d.Carried, Carried{Span: carriedOf(&m.spans[i]), Verdict: *v})
+		d.Carried = append(d.Carried, Carried{Span: record.CarriedOf(&m.spans[i]), Verdict: *v})
 	case m.emitted[i] && v.CallerService != "" && !m.edged[i]:
-		d.Carried = append(d.Carried, Carried{Span: carriedOf(&m.spans[i]), Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
+		d.Carried = append(d.Carried, Carried{Span: record.CarriedOf(&m.spans[i]), Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
 		m.edged[i] = true
 	}
 }
@@ -503,7 +406,7 @@ func carryEarlier(d *Decision, m *traceMemo, i int, v *Verdict) {
 func (d *Decision) addCarriedStats(rootMissing bool) {
 	for i := range d.Carried {
 		if cv := &d.Carried[i]; cv.Part == PartAll {
-			d.Stats.add(statsOf([]Span{{Start: cv.Span.Start, End: cv.Span.End}}, []Verdict{cv.Verdict}, rootMissing)) // statsOf reads a span's times only
+			d.Stats.Add(statsOf([]Span{{Start: cv.Span.Start, End: cv.Span.End}}, []Verdict{cv.Verdict}, rootMissing)) // statsOf reads a span's times only
 		}
 	}
 }
@@ -600,17 +503,17 @@ func (c *Correlator) evictMemoLocked(ms lockedShard, q int, t TraceID, now int64
 // of all its spans would (their chains will not be completed here any more); they are carried
 // by the next Sweep.
 func (c *Correlator) nameEdgesLocked(ms lockedShard, t TraceID, m *traceMemo, now int64) {
-	in := decisionIn{t: t, mode: modeEdges, now: now, nOld: len(m.spans), emitted: m.emitted}
-	verdicts, _, out := c.decide(ms.verdictBuf[:0], m.spans, &in, decisionOut{})
+	in := rules.DecisionIn{Trace: t, Mode: rules.ModeEdges, Now: now, NOld: len(m.spans), Emitted: m.emitted}
+	verdicts, _, out := c.rules.Decide(ms.verdictBuf[:0], m.spans, &in, rules.DecisionOut{}, c.ruleState())
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	for i := range verdicts {
 		if v := &verdicts[i]; v.CallerService != "" && !m.edged[i] {
-			c.swept = append(c.swept, Carried{Span: carriedOf(&m.spans[i]), Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
+			c.swept = append(c.swept, Carried{Span: record.CarriedOf(&m.spans[i]), Verdict: Verdict{CallerService: v.CallerService}, Part: PartEdge})
 			m.edged[i] = true
 		}
 	}
-	c.swept = append(c.swept, out.carried...)
+	c.swept = append(c.swept, out.Carried...)
 	clear(verdicts)
 	ms.verdictBuf = verdicts[:0]
 }
@@ -633,11 +536,11 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 		}
 		b.ctxPos = contextOnly(b.ctxPos, b.ctx, sub)
 	}
-	in := decisionIn{t: t, mode: modeChains, now: now, nOld: len(all), emitted: emitted}
+	in := rules.DecisionIn{Trace: t, Mode: rules.ModeChains, Now: now, NOld: len(all), Emitted: emitted}
 	if sub != nil {
-		in.context = b.ctxPos
+		in.Context = b.ctxPos
 	}
-	verdicts, st, out := c.decide(ms.verdictBuf[:0], all, &in, decisionOut{opened: b.opened[:0]})
+	verdicts, st, out := c.rules.Decide(ms.verdictBuf[:0], all, &in, rules.DecisionOut{Opened: b.opened[:0]}, c.ruleState())
 	b.spansDecided += uint64(len(all))
 	if sub != nil {
 		keepCached(m, all, sub)
@@ -651,8 +554,8 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 			i = int(sub[p])
 		}
 		if !m.emitted[i] {
-			c.swept = append(c.swept, Carried{Span: carriedOf(&m.spans[i]), Verdict: verdicts[p]})
-			c.sweptStats.add(statsOf(m.spans[i:i+1], verdicts[p:p+1], st.RootMissing))
+			c.swept = append(c.swept, Carried{Span: record.CarriedOf(&m.spans[i]), Verdict: verdicts[p]})
+			c.sweptStats.Add(statsOf(m.spans[i:i+1], verdicts[p:p+1], st.RootMissing))
 			m.emitted[i] = true
 			m.edged[i] = verdicts[p].CallerService != ""
 			if verdicts[p].EdgePending {
@@ -669,8 +572,8 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 		c.afterWholeLocked(ms, m, t, &out, verdicts, false, settled)
 	}
 	b.settled = settled[:0]
-	b.opened = out.opened[:0]
-	c.swept = append(c.swept, out.carried...)
+	b.opened = out.Opened[:0]
+	c.swept = append(c.swept, out.Carried...)
 	c.pendingSpans -= m.owing
 	m.owing, m.provisional = 0, false
 	delete(ms.owingMemos, t)
@@ -685,11 +588,11 @@ func (c *Correlator) settleChainsLocked(ms lockedShard, t TraceID, now int64) {
 // giveUpLocked judges a trace's deferred spans without their root and closes its runs; their
 // verdicts are carried by the next Sweep. ms, t's shard, is locked.
 func (c *Correlator) giveUpLocked(ms lockedShard, t TraceID, now int64) {
-	d := c.decideMemoLocked(ms, nil, t, nil, modeFinal, now, nil)
+	d := c.decideMemoLocked(ms, nil, t, nil, rules.ModeFinal, now, nil)
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	c.swept = append(c.swept, d.Carried...)
-	c.sweptStats.add(d.Stats)
+	c.sweptStats.Add(d.Stats)
 }
 
 // Sweep gives up, at now (unix ns), the traces whose verdicts were deferred for longer than
@@ -715,8 +618,8 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	c.open.All(func(id runID, r *openRun) bool {
-		if r.overAt != overNever && now > r.overAt { // runOverAt: the rules of time
+	c.open.All(func(id rules.RunID, r *rules.OpenRun) bool {
+		if r.OverAt != rules.OverNever && now > r.OverAt { // runOverAt: the rules of time
 			c.open.Delete(id)
 			c.sweptRun(r)
 		}
@@ -741,7 +644,7 @@ func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 	}
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
-	c.open.All(func(id runID, r *openRun) bool {
+	c.open.All(func(id rules.RunID, r *rules.OpenRun) bool {
 		c.open.Delete(id)
 		c.sweptRun(r)
 		return true
@@ -781,7 +684,7 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 		if v.Ambiguous {
 			st.AmbiguousRoot++
 		}
-		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && unknownEnd(s) && v.Liveness == LivenessUnknown {
+		if v.Invalid == Valid && !v.Detached && v.EndReason == EndReasonNone && rules.UnknownEnd(s) && v.Liveness == LivenessUnknown {
 			st.NoDuration++
 		}
 		if v.Outcome == OutcomeUnknownRoot {
@@ -807,20 +710,6 @@ func statsOf(spans []Span, vs []Verdict, rootMissing bool) Stats {
 func withoutRoot(s *Span, v *Verdict) bool {
 	return v.Invalid == Valid && !v.Provisional && !v.Detached && !v.Ambiguous && v.EndReason == EndReasonNone &&
 		s.End != s.Start && v.Liveness == LivenessUnknown
-}
-
-// add adds o's counts to s.
-func (s *Stats) add(o Stats) {
-	for i := range s.Invalid {
-		s.Invalid[i] += o.Invalid[i]
-	}
-	s.UnknownRootRuns += o.UnknownRootRuns
-	s.AmbiguousRoot += o.AmbiguousRoot
-	s.NoDuration += o.NoDuration
-	s.RootMissingSpans += o.RootMissingSpans
-	s.RootMissing = s.RootMissing || o.RootMissing
-	s.RootUnusable = s.RootUnusable || o.RootUnusable
-	s.Spans += o.Spans
 }
 
 // WithoutRoot reports whether a span's verdict is "unknown" for want of a root (withoutRoot),

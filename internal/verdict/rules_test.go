@@ -10,29 +10,7 @@ import (
 // Rules of issue 10, each on the smallest trace that shows it.
 
 func TestCancellationTypesOfMoreLanguages(t *testing.T) {
-	r := compileRules(DefaultConfig())
-	for _, c := range []struct {
-		typ  string
-		want typeClass
-	}{
-		{"kotlinx.coroutines.JobCancellationException", typeCancel},
-		{"kotlin.coroutines.cancellation.CancellationException", typeCancel},
-		{"kotlinx.coroutines.StandaloneCoroutineCancellationException", typeCancel}, // a subclass by name
-		{"kotlinx.coroutines.TimeoutCancellationException", typeDeadline},           // listed exactly: a deadline
-		{"Swift.CancellationError", typeCancel},
-		{"CancellationError", typeCancel},
-		{"JoinError::Cancelled", typeCancel},
-		{"task 12 was cancelled", typeCancel},
-		{"tokio::task::JoinError", typeOther}, // a panic or a cancellation: the type alone does not say
-		{"asyncio.CancelledError", typeCancel},
-		{"System.OperationCanceledException", typeCancel},
-		{"context deadline exceeded", typeDeadline},
-		{"java.lang.IllegalStateException", typeOther},
-		{"ConnectionError", typeOther},
-		{"", typeOther},
-	} {
-		assert.Equal(t, c.want, r.classify(c.typ), c.typ)
-	}
+	// The classes of the names alone: record's TestClassifyCancellationTypesOfMoreLanguages.
 	root := sp(1, 0, "gw", KindServer, 0, 3)
 	root.ExceptionTypes = []string{"kotlinx.coroutines.TimeoutCancellationException"}
 	assert.Equal(t, EndReasonDeadlineExceeded, decide(t, DefaultConfig(), root)[0].EndReason)

@@ -30,17 +30,17 @@ func TestPrefixPriced(t *testing.T) {
 	}
 	for range 3 {
 		for _, m := range []string{"gpt-4o", "gpt-4o-mini", "gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18", "claude-3-5-sonnet", "llama-3"} {
-			c.priceOf(m)
+			c.rules.PriceOf(m)
 		}
 	}
 	want := []told{{"gpt-4o-2024-08-06", "gpt-4o"}, {"gpt-4o-mini-2024-07-18", "gpt-4o-mini"}, {"claude-3-5-sonnet", "claude"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("told %v, want %v", got, want)
 	}
-	if p, ok := c.priceOf("gpt-4o-mini-2024-07-18"); !ok || p.InputPerMillion != 0.15 {
+	if p, ok := c.rules.PriceOf("gpt-4o-mini-2024-07-18"); !ok || p.InputPerMillion != 0.15 {
 		t.Errorf("gpt-4o-mini-2024-07-18 priced %v %v, want the gpt-4o-mini entry", p, ok)
 	}
-	if _, ok := c.priceOf("llama-3"); ok {
+	if _, ok := c.rules.PriceOf("llama-3"); ok {
 		t.Error("llama-3 priced without an entry")
 	}
 }
@@ -67,7 +67,7 @@ func TestPrefixPricedBounded(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 2 * MaxPrefixPricedReported {
-				c.priceOf(fmt.Sprintf("m-%d", (i+g*7)%(2*MaxPrefixPricedReported)))
+				c.rules.PriceOf(fmt.Sprintf("m-%d", (i+g*7)%(2*MaxPrefixPricedReported)))
 			}
 		}()
 	}

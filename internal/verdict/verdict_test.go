@@ -144,7 +144,7 @@ func TestRunOutcomes(t *testing.T) {
 
 func TestModelCallsCountedOnce(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Prices = map[string]Price{"gpt-4o": {2.5, 10}, "gpt-4o-mini": {0.15, 0.6}}
+	cfg.Prices = map[string]Price{"gpt-4o": {InputPerMillion: 2.5, OutputPerMillion: 10}, "gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.6}}
 	root := sp(1, 0, "app", KindInternal, 0, 3)
 	root.Model, root.InputTokens, root.OutputTokens = "gpt-4o-mini", 412, 27 // repeats its child's usage
 	call := sp(2, 1, "app", KindInternal, 0.1, 2)
@@ -238,7 +238,7 @@ func TestConfigValidate(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.ClockSkew = -1
 	cfg.RetryableGRPCStatus = []int{99}
-	cfg.Prices = map[string]Price{"m": {-1, 0}}
+	cfg.Prices = map[string]Price{"m": {InputPerMillion: -1, OutputPerMillion: 0}}
 	err := cfg.Validate()
 	require.Error(t, err)
 	for _, want := range []string{"clock_skew_tolerance: ", "retryable.grpc_status_codes", "prices.m.input_per_million"} {

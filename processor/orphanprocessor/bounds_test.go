@@ -37,6 +37,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -75,16 +76,7 @@ func (s *store) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	s.requests++
 	s.spans += n
 	s.largest = max(s.largest, n)
-	rss := td.ResourceSpans()
-	for i := range rss.Len() {
-		sss := rss.At(i).ScopeSpans()
-		for j := range sss.Len() {
-			spans := sss.At(j).Spans()
-			for k := range spans.Len() {
-				s.ids[spans.At(k).SpanID()]++
-			}
-		}
-	}
+	tdwalk.Spans(td, func(sp ptrace.Span) { s.ids[sp.SpanID()]++ })
 	return nil
 }
 
@@ -365,8 +357,8 @@ func (s *callSink) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	if s.ids == nil {
 		s.ids = map[pcommon.SpanID]int{}
 	}
-	for _, f := range flatten(td) {
-		s.ids[f.sp.SpanID()]++
+	for _, f := range tdwalk.Flatten(td) {
+		s.ids[f.Span.SpanID()]++
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package orphanprocessor
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -11,14 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // oneSpanBatches splits td into one batch per span, in td's order.
 func oneSpanBatches(td ptrace.Traces) []ptrace.Traces {
 	var out []ptrace.Traces
-	for _, f := range flatten(td) {
+	for _, f := range tdwalk.Flatten(td) {
 		b := ptrace.NewTraces()
-		f.appendTo(b)
+		f.AppendTo(b)
 		out = append(out, b)
 	}
 	return out
@@ -53,8 +54,8 @@ func runConcurrently(t *testing.T, batches []ptrace.Traces, senders int) []ptrac
 func heldSpans(batches []ptrace.Traces) int {
 	n := 0
 	for _, b := range batches {
-		for _, f := range flatten(b) {
-			if !f.sp.TraceID().IsEmpty() {
+		for _, f := range tdwalk.Flatten(b) {
+			if !f.Span.TraceID().IsEmpty() {
 				n++
 			}
 		}
@@ -93,17 +94,14 @@ func TestReplayTogetherScenarios(t *testing.T) {
 			r, err := NewReplay(nopSettings(), cfg, sink)
 			require.NoError(t, err)
 			ctx := context.Background()
-			spans := flatten(sc.traces)
-			sort.SliceStable(spans, func(i, j int) bool { return spans[i].sp.EndTimestamp() < spans[j].sp.EndTimestamp() })
-			for i := 0; i < len(spans); {
-				end := spans[i].sp.EndTimestamp()
+			for _, e := range tdwalk.ByEnd(sc.traces) {
 				var batches []ptrace.Traces
-				for ; i < len(spans) && spans[i].sp.EndTimestamp() == end; i++ {
+				for _, f := range e.Spans {
 					b := ptrace.NewTraces()
-					spans[i].appendTo(b)
+					f.AppendTo(b)
 					batches = append(batches, b)
 				}
-				require.NoError(t, r.ConsumeTogether(ctx, end.AsTime(), batches))
+				require.NoError(t, r.ConsumeTogether(ctx, e.End.AsTime(), batches))
 			}
 			_, err = r.Drain(ctx)
 			require.NoError(t, err)

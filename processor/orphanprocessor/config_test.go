@@ -1,8 +1,6 @@
 package orphanprocessor
 
 import (
-	"github.com/orphanwatch/orphanwatch/internal/rules"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,20 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
 )
 
+// loadConfig is the config of the processor named name in testdata/config.yaml.
 func loadConfig(t *testing.T, name string) *Config {
-	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-	cfg := createDefaultConfig().(*Config)
-	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-	require.NoError(t, err)
-	require.NoError(t, sub.Unmarshal(cfg))
-	return cfg
+	return componentcheck.Config(t, NewFactory(), component.NewIDWithName(metadata.Type, name).String()).(*Config)
 }
 
 func TestDefaultConfigIsValid(t *testing.T) {

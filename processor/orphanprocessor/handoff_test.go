@@ -56,8 +56,7 @@ func gauge(t *testing.T, tel *componenttest.Telemetry, name string) int64 {
 // spans are handed on, and a collection of the gauges waits for a sweep's hand-off: whenever
 // open_runs reads 0, the carrier span with the run's outcome has been passed on.
 func TestOwedUntilHandedOn(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = time.Second
 	cfg.RunTimeout = time.Minute
@@ -68,10 +67,7 @@ func TestOwedUntilHandedOn(t *testing.T) {
 
 	// A root and a keyed attempt that failed retryably: the run stays open for run_timeout.
 	td := ptrace.NewTraces()
-	addSpan(td, "shop", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
-	call := addSpan(td, "shop", 1, 2, 1, ptrace.SpanKindClient, 0.1, 1.9)
-	call.Attributes().PutStr("http.request.header.idempotency-key", "order-7")
-	call.Attributes().PutInt("http.response.status_code", 503)
+	openKeyedRun(td)
 	require.NoError(t, p.ConsumeTraces(ctx, td))
 	require.Equal(t, int64(2), gauge(t, tel, "otelcol_processor_orphan_spans_held"))
 

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -27,9 +28,9 @@ func canonicalSpans(t testing.TB, tds ...ptrace.Traces) []string {
 	var out []string
 	m := ptrace.ProtoMarshaler{}
 	for _, td := range tds {
-		for _, f := range flatten(td) {
+		for _, f := range tdwalk.Flatten(td) {
 			one := ptrace.NewTraces()
-			f.appendTo(one)
+			f.AppendTo(one)
 			sp := one.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 			if v, ok := sp.Attributes().Get(verdict.AttrCarrier); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
 				continue // made by the processor to carry verdicts (or such a span given to it)
@@ -52,8 +53,7 @@ func canonicalSpans(t testing.TB, tds ...ptrace.Traces) []string {
 func hostileBatch() ptrace.Traces {
 	td := ptrace.NewTraces()
 	// A good trace: root cancelled at 3 s, an orphaned callee.
-	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-	root.Attributes().PutInt("http.response.status_code", 499)
+	httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
 	addSpan(td, "researcher", 1, 2, 1, ptrace.SpanKindServer, 0.1, 5)
 
 	// A cycle of three, and a span that is its own parent.
@@ -95,8 +95,7 @@ func hostileBatch() ptrace.Traces {
 
 func TestHostileInputPassesThroughUnchanged(t *testing.T) {
 	cfg := testConfig(time.Hour)
-	p, _ := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, _, sink := newSinkProcessor(t, cfg)
 	in := hostileBatch()
 	// Upstream exporters that retry send the same spans twice.
 	again := ptrace.NewTraces()
@@ -110,10 +109,10 @@ func TestHostileInputPassesThroughUnchanged(t *testing.T) {
 
 	attrs := map[string][]pcommon.Map{}
 	for _, td := range sink.AllTraces() {
-		for _, f := range flatten(td) {
-			tid, sid := f.sp.TraceID(), f.sp.SpanID()
+		for _, f := range tdwalk.Flatten(td) {
+			tid, sid := f.Span.TraceID(), f.Span.SpanID()
 			k := string(tid[:1]) + string(sid[:1])
-			attrs[k] = append(attrs[k], f.sp.Attributes())
+			attrs[k] = append(attrs[k], f.Span.Attributes())
 		}
 	}
 	get := func(trace, span byte) []pcommon.Map { return attrs[string([]byte{trace, span})] }
@@ -165,8 +164,7 @@ func TestHugeTracesStayBounded(t *testing.T) {
 		t.Skip("100k spans")
 	}
 	cfg := testConfig(time.Hour)
-	p, _ := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, _, sink := newSinkProcessor(t, cfg)
 	const n = 100_000
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -280,8 +278,8 @@ func TestIdempotencyKeysNeverInClear(t *testing.T) {
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	require.NoError(t, p.Shutdown(context.Background()))
 	for _, out := range sink.AllTraces() {
-		for _, f := range flatten(out) {
-			f.sp.Attributes().Range(func(k string, v pcommon.Value) bool {
+		for _, f := range tdwalk.Flatten(out) {
+			f.Span.Attributes().Range(func(k string, v pcommon.Value) bool {
 				if strings.HasPrefix(k, "orphanwatch.") {
 					assert.NotContains(t, v.AsString(), key)
 				}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/keystest"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 func TestKeySharingOffByDefault(t *testing.T) {
@@ -135,17 +136,11 @@ func TestKeySharingBrokersDown(t *testing.T) {
 	b := ptrace.NewTraces()
 	td.CopyTo(b)
 	var idA pcommon.TraceID
-	b.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(sp ptrace.Span) bool {
-				if idA.IsEmpty() {
-					idA = sp.TraceID()
-				}
-				return sp.TraceID() == idA
-			})
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
+	tdwalk.RemoveSpans(b, func(sp ptrace.Span) bool {
+		if idA.IsEmpty() {
+			idA = sp.TraceID()
+		}
+		return sp.TraceID() == idA
 	})
 	n := b.SpanCount()
 	start := time.Now()

@@ -57,8 +57,7 @@ func TestVerdictLatency(t *testing.T) {
 			ctx := context.Background()
 			clk.Advance(at(3).AsTime().Sub(clk.Now()))
 			td := ptrace.NewTraces()
-			root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-			root.Attributes().PutInt("http.response.status_code", 499)
+			httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
 			addSpan(td, "researcher", 1, 2, 1, ptrace.SpanKindServer, 0.01, 3.01)
 			call := addSpan(td, "researcher", 1, 3, 2, ptrace.SpanKindClient, 0.1, c.attemptEnd)
 			if c.keyed {

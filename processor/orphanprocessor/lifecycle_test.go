@@ -51,8 +51,7 @@ func TestRestartStartsClean(t *testing.T) {
 // for the wait like any other and judged against the kept root record.
 func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
 	cfg := testConfig(time.Minute)
-	p, clk := newTestProcessor(t, cfg, nil) // due() is driven by hand
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg) // due() is driven by hand
 	now := clk.Now()
 	td := ptrace.NewTraces()
 	addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 2) // completed: not held after its release
@@ -82,15 +81,12 @@ func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
 func TestAbandonedRootHeldForItsDepth(t *testing.T) {
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = 5 * time.Second
-	p, clk := newTestProcessor(t, cfg, nil) // due() is driven by hand
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg) // due() is driven by hand
 	ctx := context.Background()
 	start := clk.Now()
 	td := ptrace.NewTraces()
-	root := addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
-	root.Attributes().PutInt("http.response.status_code", 499)
-	call := addSpan(td, "gw", 1, 2, 1, ptrace.SpanKindClient, 0.1, 2)
-	call.Attributes().PutStr("error.type", "context canceled")
+	httpStatus(addSpan(td, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 2), 499)
+	canceled(addSpan(td, "gw", 1, 2, 1, ptrace.SpanKindClient, 0.1, 2))
 	require.NoError(t, p.ConsumeTraces(ctx, td))
 	clk.Advance(5 * time.Second)
 	require.NoError(t, p.release(ctx, p.due(clk.Now())))
@@ -121,8 +117,7 @@ func TestAbandonedRootHeldForItsDepth(t *testing.T) {
 // every span comes out exactly once.
 func TestConcurrentConsumeWhileReleasing(t *testing.T) {
 	cfg := testConfig(5 * time.Millisecond)
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	startTestProcessor(t, p, clk)
 	stop, ticking := make(chan struct{}), make(chan struct{})
 	go func() {

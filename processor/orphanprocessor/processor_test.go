@@ -19,15 +19,12 @@ import (
 func TestHoldsForTheWaitAfterRootThenReleasesWithVerdicts(t *testing.T) {
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = 5 * time.Second
-	p, clk := newTestProcessor(t, cfg, nil) // due() is driven by hand
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg) // due() is driven by hand
 	now := clk.Now()
 
 	td := ptrace.NewTraces()
-	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-	root.Attributes().PutInt("http.response.status_code", 499)
-	cl := addSpan(td, "gateway", 1, 2, 1, ptrace.SpanKindClient, 0.01, 3)
-	cl.Attributes().PutStr("error.type", "context canceled")
+	httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
+	canceled(addSpan(td, "gateway", 1, 2, 1, ptrace.SpanKindClient, 0.01, 3))
 	addSpan(td, "researcher", 1, 3, 2, ptrace.SpanKindServer, 0.02, 6.55)
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	assert.Equal(t, 0, sink.SpanCount(), "spans must wait for the decision")
@@ -62,8 +59,7 @@ func TestHoldsForTheWaitAfterRootThenReleasesWithVerdicts(t *testing.T) {
 
 func TestShutdownReleasesEverySpan(t *testing.T) {
 	cfg := testConfig(time.Hour)
-	p, _ := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, _, sink := newSinkProcessor(t, cfg)
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	td := ptrace.NewTraces()
 	for tr := byte(1); tr <= 20; tr++ {
@@ -79,8 +75,7 @@ func TestShutdownReleasesEverySpan(t *testing.T) {
 func TestMaxTracesDecidesTheOldestEarly(t *testing.T) {
 	cfg := testConfig(time.Hour)
 	cfg.Limits.MaxTraces = 3
-	p, _ := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, _, sink := newSinkProcessor(t, cfg)
 	for tr := byte(1); tr <= 5; tr++ {
 		td := ptrace.NewTraces()
 		addSpan(td, "a", tr, 1, 0, ptrace.SpanKindServer, 0, 1)
@@ -101,8 +96,7 @@ func TestMaxTracesDecidesTheOldestEarly(t *testing.T) {
 func TestMaxSpansPerTraceDecidesEarly(t *testing.T) {
 	cfg := testConfig(time.Hour)
 	cfg.Limits.MaxSpansPerTrace = 10
-	p, _ := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, _, sink := newSinkProcessor(t, cfg)
 	td := ptrace.NewTraces()
 	addSpan(td, "a", 1, 1, 0, ptrace.SpanKindServer, 0, 10)
 	for i := byte(2); i < 26; i++ {
@@ -122,8 +116,7 @@ func TestMaxSpansPerTraceDecidesEarly(t *testing.T) {
 
 func TestZeroWaitDecidesEachBatch(t *testing.T) {
 	cfg := testConfig(0)
-	p, _ := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, _, sink := newSinkProcessor(t, cfg)
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	td := ptrace.NewTraces()
 	addSpan(td, "a", 1, 1, 0, ptrace.SpanKindServer, 0, 1)
@@ -137,8 +130,7 @@ func TestZeroWaitDecidesEachBatch(t *testing.T) {
 
 func TestZeroTraceIDPassesThroughUnchanged(t *testing.T) {
 	cfg := testConfig(time.Hour)
-	p, _ := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, _, sink := newSinkProcessor(t, cfg)
 	td := ptrace.NewTraces()
 	sp := addSpan(td, "a", 0, 1, 0, ptrace.SpanKindServer, 0, 1)
 	sp.SetTraceID(pcommon.TraceID{})
@@ -160,8 +152,7 @@ func TestLoopReleasesAfterTheWait(t *testing.T) {
 	const wait, afterRoot = 30 * time.Second, 5 * time.Second
 	cfg := testConfig(wait)
 	cfg.DecisionWaitAfterRoot = afterRoot
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	startTestProcessor(t, p, clk)
 	clk.Advance(time.Hour) // idle: nothing to fire
 	arrived := clk.Now()
@@ -200,8 +191,7 @@ func TestArrivalWakesTheLoop(t *testing.T) {
 	const wait = 10 * time.Second
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = wait
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	startTestProcessor(t, p, clk)
 	clk.Advance(3 * time.Second)
 	first := clk.Now()

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -24,16 +25,9 @@ func replay(t *testing.T, cfg *Config, td ptrace.Traces) ([]ptrace.Traces, time.
 	r, err := NewReplay(nopSettings(), cfg, sink)
 	require.NoError(t, err)
 	ctx := context.Background()
-	spans := flatten(td)
-	sort.SliceStable(spans, func(i, j int) bool { return spans[i].sp.EndTimestamp() < spans[j].sp.EndTimestamp() })
-	for i := 0; i < len(spans); {
-		end := spans[i].sp.EndTimestamp()
-		batch := ptrace.NewTraces()
-		for ; i < len(spans) && spans[i].sp.EndTimestamp() == end; i++ {
-			spans[i].appendTo(batch)
-		}
-		require.NoError(t, r.ConsumeTraces(ctx, end.AsTime(), batch))
-		require.True(t, r.Now().Equal(end.AsTime()), "the clock is where the batch was handed over")
+	for _, e := range tdwalk.ByEnd(td) {
+		require.NoError(t, r.ConsumeTraces(ctx, e.End.AsTime(), e.Traces()))
+		require.True(t, r.Now().Equal(e.End.AsTime()), "the clock is where the batch was handed over")
 	}
 	reached, err := r.Drain(ctx)
 	require.NoError(t, err)
@@ -65,17 +59,21 @@ func TestReplayScenarios(t *testing.T) {
 func keyedResends(last int64) ptrace.Traces {
 	td := ptrace.NewTraces()
 	for i, status := range []int64{504, 503, last} {
-		tr := byte(i + 1)
-		start := float64(i) * 10
-		addSpan(td, "shop", tr, 1, 0, ptrace.SpanKindServer, start, start+2)
-		call := addSpan(td, "shop", tr, 2, 1, ptrace.SpanKindClient, start+0.1, start+1.9)
-		call.SetName("POST")
-		call.Attributes().PutStr("http.request.method", "POST")
-		call.Attributes().PutStr("server.address", "payments")
-		call.Attributes().PutStr("http.request.header.idempotency-key", "order-42")
-		call.Attributes().PutInt("http.response.status_code", status)
+		keyedResend(td, byte(i+1), float64(i)*10, status)
 	}
 	return td
+}
+
+// keyedResend adds trace tr of keyedResends to td: the shop's root from start to start+2 s and
+// its POST to payments with Idempotency-Key order-42, answered status.
+func keyedResend(td ptrace.Traces, tr byte, start float64, status int64) {
+	addSpan(td, "shop", tr, 1, 0, ptrace.SpanKindServer, start, start+2)
+	call := addSpan(td, "shop", tr, 2, 1, ptrace.SpanKindClient, start+0.1, start+1.9)
+	call.SetName("POST")
+	call.Attributes().PutStr("http.request.method", "POST")
+	call.Attributes().PutStr("server.address", "payments")
+	call.Attributes().PutStr("http.request.header.idempotency-key", "order-42")
+	call.Attributes().PutInt("http.response.status_code", status)
 }
 
 // TestReplayJoinsKeyedRunAcrossTraces: the re-sends are one run, as on a collector
@@ -87,9 +85,9 @@ func TestReplayJoinsKeyedRunAcrossTraces(t *testing.T) {
 	attempts := func(out []ptrace.Traces) []pcommon.Map {
 		var as []pcommon.Map
 		for _, td := range out {
-			for _, f := range flatten(td) {
-				if f.sp.Name() == "POST" {
-					as = append(as, f.sp.Attributes())
+			for _, f := range tdwalk.Flatten(td) {
+				if f.Span.Name() == "POST" {
+					as = append(as, f.Span.Attributes())
 				}
 			}
 		}
@@ -143,10 +141,10 @@ func TestReplayDrainsPastRunTimeout(t *testing.T) {
 	assert.Equal(t, "3", str(ev[0], verdict.AttrRunAttempts))
 	carriers := 0
 	for _, td := range out {
-		for _, f := range flatten(td) {
-			if v, ok := f.sp.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
+		for _, f := range tdwalk.Flatten(td) {
+			if v, ok := f.Span.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
 				carriers++
-				assert.True(t, f.sp.StartTimestamp().AsTime().Equal(reached), "made when the sweep closed the run, the last moment of the replay")
+				assert.True(t, f.Span.StartTimestamp().AsTime().Equal(reached), "made when the sweep closed the run, the last moment of the replay")
 			}
 		}
 	}
@@ -162,8 +160,7 @@ func TestReplayHoldsAsACollector(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	td := ptrace.NewTraces()
-	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-	root.Attributes().PutInt("http.response.status_code", 499)
+	httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
 	addSpan(td, "gateway", 1, 2, 1, ptrace.SpanKindClient, 0.1, 2.9)
 	require.NoError(t, r.ConsumeTraces(ctx, at(3).AsTime(), td))
 	require.NoError(t, r.AdvanceTo(ctx, at(4.9).AsTime()))

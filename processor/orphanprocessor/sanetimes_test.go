@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
@@ -46,12 +45,10 @@ func TestRootWithInsaneTimesJudgesItsTraceAtOnce(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tel := componenttest.NewTelemetry()
-			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+			tel := testTelemetry(t)
 			cfg := testConfig(time.Minute)
 			td := ptrace.NewTraces()
-			root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-			root.Attributes().PutInt("http.response.status_code", 499)
+			root := httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
 			call := addSpan(td, "gateway", 1, 2, 1, ptrace.SpanKindClient, 0.1, 0.5)
 			call.Attributes().PutInt("http.request.resend_count", 1)
 			addSpan(td, "researcher", 1, 3, 2, ptrace.SpanKindServer, 0.2, 0.4)
@@ -97,8 +94,7 @@ func TestRootWithInsaneTimesJudgesItsTraceAtOnce(t *testing.T) {
 // counts time (liveness unknown, no after_gone, no attempt, no run), each counted by its
 // reason; their sibling that outlived the root is still orphaned.
 func TestSpanWithInsaneTimesCountsNoTime(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	cfg := testConfig(time.Minute)
 	cfg.MaxRequestDuration = 20 * time.Second
 	p, clk := newTestProcessorWith(t, settingsFor(tel, component.NewID(metadata.Type)), cfg, nil)
@@ -106,8 +102,7 @@ func TestSpanWithInsaneTimesCountsNoTime(t *testing.T) {
 	now := clk.Now()
 
 	td := ptrace.NewTraces()
-	root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-	root.Attributes().PutInt("http.response.status_code", 499)
+	httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
 	future := addSpan(td, "researcher", 1, 2, 1, ptrace.SpanKindClient, 1, 2)
 	future.SetEndTimestamp(year2200)
 	addSpan(td, "researcher", 1, 3, 1, ptrace.SpanKindClient, 1, 25) // 24 s > max_request_duration
@@ -146,8 +141,7 @@ func TestSpanWithInsaneTimesCountsNoTime(t *testing.T) {
 // TestZeroWaitChecksTheClockToo: with decision_wait 0 (each batch decided as it comes) a span
 // ending beyond the clock is refused alike.
 func TestZeroWaitChecksTheClockToo(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	p, _ := newTestProcessorWith(t, settingsFor(tel, component.NewID(metadata.Type)), testConfig(0), nil)
 	td := ptrace.NewTraces()
 	addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3).Attributes().PutInt("http.response.status_code", 499)
@@ -164,8 +158,7 @@ func TestZeroWaitChecksTheClockToo(t *testing.T) {
 // line, naming the counter; never a span's keys or attribute values. Spans judged unknown for
 // want of a root are counted, not logged.
 func TestBadInputLoggedSampled(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	set := settingsFor(tel, component.NewID(metadata.Type))
 	core, logs := observer.New(zap.InfoLevel)
 	set.Logger = zap.New(core)

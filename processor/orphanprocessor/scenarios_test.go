@@ -21,7 +21,10 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -31,10 +34,7 @@ const scenarioDir = "../../testdata/scenarios"
 func scenarioConfig() *Config {
 	cfg := createDefaultConfig().(*Config)
 	cfg.DecisionWait = time.Hour // released by Shutdown: every span arrives within the wait
-	cfg.Prices = map[string]PriceConfig{
-		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-	}
+	cfg.Prices = prices.Scenarios()
 	return cfg
 }
 
@@ -86,11 +86,11 @@ func verdictsOf(out []ptrace.Traces) (map[string][]string, int) {
 	m := map[string][]string{}
 	n := 0
 	for _, td := range out {
-		for _, f := range flatten(td) {
+		for _, f := range tdwalk.Flatten(td) {
 			n++
-			tid, sid := f.sp.TraceID(), f.sp.SpanID()
-			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + f.sp.Name()
-			m[key] = append(m[key], encodeVerdict(f.sp.Attributes()))
+			tid, sid := f.Span.TraceID(), f.Span.SpanID()
+			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + f.Span.Name()
+			m[key] = append(m[key], encodeVerdict(f.Span.Attributes()))
 			sort.Strings(m[key])
 		}
 	}
@@ -178,41 +178,21 @@ func TestScenarios(t *testing.T) {
 // split into random batches (at least five where there are enough spans) give exactly the same
 // verdicts.
 func TestScenariosAnyArrivalOrder(t *testing.T) {
-	cases := loadScenarios(t)
-	rapid.Check(t, func(rt *rapid.T) {
-		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
-		spans := flatten(sc.traces)
+	forAnyScenario(t, func(rt *rapid.T, sc scenarioCase) {
+		spans := tdwalk.Flatten(sc.traces)
 		perm := rapid.Permutation(indexes(len(spans))).Draw(rt, "order")
 		minBatches := min(5, len(spans))
 		nb := rapid.IntRange(minBatches, len(spans)).Draw(rt, "batches")
-		cuts := map[int]bool{}
-		for len(cuts) < nb-1 {
-			cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
-		}
-		var batches []ptrace.Traces
-		cur := ptrace.NewTraces()
-		for i, pi := range perm {
-			if cuts[i] {
-				batches = append(batches, cur)
-				cur = ptrace.NewTraces()
-			}
-			spans[pi].appendTo(cur)
-		}
-		batches = append(batches, cur)
-		checkScenario(rt, sc, effective(rt, runBatches(rt, batches)))
+		checkScenario(rt, sc, effective(rt, runBatches(rt, cutBatches(rt, spans, perm, nb))))
 	})
 }
 
-// appendTo appends a copy of the span, with its resource and scope, to td. The source stays
-// untouched (the processor's own moveSpan moves spans: it owns its input).
-func (f flatSpan) appendTo(td ptrace.Traces) {
-	drs := td.ResourceSpans().AppendEmpty()
-	f.rs.Resource().CopyTo(drs.Resource())
-	drs.SetSchemaUrl(f.rs.SchemaUrl())
-	dss := drs.ScopeSpans().AppendEmpty()
-	f.ss.Scope().CopyTo(dss.Scope())
-	dss.SetSchemaUrl(f.ss.SchemaUrl())
-	f.sp.CopyTo(dss.Spans().AppendEmpty())
+// forAnyScenario checks prop on the scenarios rapid draws.
+func forAnyScenario(t *testing.T, prop func(rt *rapid.T, sc scenarioCase)) {
+	cases := loadScenarios(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		prop(rt, cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")])
+	})
 }
 
 func indexes(n int) []int {
@@ -229,9 +209,7 @@ func indexes(n int) []int {
 // batches: a root's wait after it, decision_wait without it), and the verdicts, those written
 // on the spans and those carried for them, are exactly those of one decision.
 func TestScenariosAnySplit(t *testing.T) {
-	cases := loadScenarios(t)
-	rapid.Check(t, func(rt *rapid.T) {
-		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
+	forAnyScenario(t, func(rt *rapid.T, sc scenarioCase) {
 		batches := endOrderSplit(rt, sc.traces)
 		checkScenario(rt, sc, effective(rt, runDecisions(rt, batches)))
 	})
@@ -251,8 +229,8 @@ func runDecisions(t interface{ Fatal(...any) }, batches []ptrace.Traces) []ptrac
 	p.clock = clk
 	ctx := context.Background()
 	for _, b := range batches {
-		for _, f := range flatten(b) {
-			if end := f.sp.EndTimestamp().AsTime().Add(time.Second); end.After(clk.Now()) {
+		for _, f := range tdwalk.Flatten(b) {
+			if end := f.Span.EndTimestamp().AsTime().Add(time.Second); end.After(clk.Now()) {
 				clk.Advance(end.Sub(clk.Now()))
 			}
 		}
@@ -280,8 +258,8 @@ func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
 	}
 	byID := map[string][]carried{}
 	for _, td := range out {
-		for _, f := range flatten(td) {
-			evs := f.sp.Events()
+		for _, f := range tdwalk.Flatten(td) {
+			evs := f.Span.Events()
 			for i := 0; i < evs.Len(); i++ {
 				ev := evs.At(i)
 				if ev.Name() != verdict.EventVerdict {
@@ -304,51 +282,45 @@ func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
 	for _, td := range out {
 		td2 := ptrace.NewTraces()
 		td.CopyTo(td2)
-		td2.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-			rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-				ss.Spans().RemoveIf(func(sp ptrace.Span) bool {
-					if v, ok := sp.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
-						return true
+		tdwalk.RemoveSpans(td2, func(sp ptrace.Span) bool {
+			if v, ok := sp.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
+				return true
+			}
+			sp.Events().RemoveIf(func(ev ptrace.SpanEvent) bool { return ev.Name() == verdict.EventVerdict })
+			a := sp.Attributes()
+			deferred := false
+			if v, ok := a.Get(verdict.AttrDeferred); ok && v.Bool() {
+				deferred = true
+				a.Remove(verdict.AttrDeferred)
+			}
+			tid, sid := sp.TraceID(), sp.SpanID()
+			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + kindNames[sp.Kind()]
+			// A deferred span takes one whole verdict; parts go to the span they name
+			// (the first of exact duplicates).
+			var rest []carried
+			took := false
+			for _, c := range byID[key] {
+				if !c.runOnly && (!deferred || took) {
+					rest = append(rest, c)
+					continue
+				}
+				if !c.runOnly {
+					took = true
+				}
+				c.attrs.Range(func(k string, v pcommon.Value) bool {
+					if strings.HasPrefix(k, "orphanwatch.") && !strings.HasPrefix(k, "orphanwatch.span.") {
+						v.CopyTo(a.PutEmpty(k))
 					}
-					sp.Events().RemoveIf(func(ev ptrace.SpanEvent) bool { return ev.Name() == verdict.EventVerdict })
-					a := sp.Attributes()
-					deferred := false
-					if v, ok := a.Get(verdict.AttrDeferred); ok && v.Bool() {
-						deferred = true
-						a.Remove(verdict.AttrDeferred)
-					}
-					tid, sid := sp.TraceID(), sp.SpanID()
-					key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + kindNames[sp.Kind()]
-					// A deferred span takes one whole verdict; parts go to the span they name
-					// (the first of exact duplicates).
-					var rest []carried
-					took := false
-					for _, c := range byID[key] {
-						if !c.runOnly && (!deferred || took) {
-							rest = append(rest, c)
-							continue
-						}
-						if !c.runOnly {
-							took = true
-						}
-						c.attrs.Range(func(k string, v pcommon.Value) bool {
-							if strings.HasPrefix(k, "orphanwatch.") && !strings.HasPrefix(k, "orphanwatch.span.") {
-								v.CopyTo(a.PutEmpty(k))
-							}
-							return true
-						})
-					}
-					assert.Equal(t, deferred, took, "span %s: deferred %v, took a whole verdict %v", key, deferred, took)
-					if len(rest) > 0 {
-						byID[key] = rest
-					} else {
-						delete(byID, key)
-					}
-					return false
+					return true
 				})
-				return ss.Spans().Len() == 0
-			})
-			return rs.ScopeSpans().Len() == 0
+			}
+			assert.Equal(t, deferred, took, "span %s: deferred %v, took a whole verdict %v", key, deferred, took)
+			if len(rest) > 0 {
+				byID[key] = rest
+			} else {
+				delete(byID, key)
+			}
+			return false
 		})
 		res = append(res, td2)
 	}
@@ -363,9 +335,7 @@ func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
 // orphanmetrics exporter's recorder (which counts carried verdicts as the spans they are for
 // and deferred spans nowhere), give exactly the series of one decision.
 func TestScenariosAnySplitMetrics(t *testing.T) {
-	cases := loadScenarios(t)
-	rapid.Check(t, func(rt *rapid.T) {
-		sc := cases[rapid.IntRange(0, len(cases)-1).Draw(rt, "scenario")]
+	forAnyScenario(t, func(rt *rapid.T, sc scenarioCase) {
 		batches := endOrderSplit(rt, sc.traces)
 		one := ptrace.NewTraces()
 		sc.traces.CopyTo(one)
@@ -383,43 +353,23 @@ func recordedSeries(t require.TestingT, out []ptrace.Traces) map[string]float64 
 	for _, td := range out {
 		rec.Record(td)
 	}
-	fams, err := rec.Gatherer().Gather()
-	require.NoError(t, err)
-	res := map[string]float64{}
-	for _, f := range fams {
-		name := f.GetName()
-		if name == "orphanwatch_label_overflow_total" || name == "orphanwatch_spans_skipped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			key := name
-			for _, lp := range m.GetLabel() {
-				key += "," + lp.GetName() + "=" + lp.GetValue()
-			}
-			if c := m.GetCounter(); c != nil && c.GetValue() != 0 {
-				res[key] = math.Round(c.GetValue()*1e9) / 1e9
-			}
-			if h := m.GetHistogram(); h != nil && h.GetSampleCount() != 0 {
-				res[key+"_count"] = float64(h.GetSampleCount())
-				res[key+"_sum"] = math.Round(h.GetSampleSum()*1e9) / 1e9
-				for _, b := range h.GetBucket() {
-					res[fmt.Sprintf("%s_bucket_%v", key, b.GetUpperBound())] = float64(b.GetCumulativeCount())
-				}
-			}
-		}
-	}
-	return res
+	return e2e.GatheredSeries(t, rec.Gatherer(), "orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total")
 }
 
 // endOrderSplit draws a split of td's spans, in the order they end (ties in any order), into
 // any number of batches.
 func endOrderSplit(rt *rapid.T, td ptrace.Traces) []ptrace.Traces {
-	spans := flatten(td)
+	spans := tdwalk.Flatten(td)
 	order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
 	sort.SliceStable(order, func(a, b int) bool {
-		return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
+		return spans[order[a]].Span.EndTimestamp() < spans[order[b]].Span.EndTimestamp()
 	})
 	nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
+	return cutBatches(rt, spans, order, nb)
+}
+
+// cutBatches sends spans in order (indexes into spans) as nb batches, cut where rt draws.
+func cutBatches(rt *rapid.T, spans []tdwalk.Flat, order []int, nb int) []ptrace.Traces {
 	cuts := map[int]bool{}
 	for len(cuts) < nb-1 {
 		cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
@@ -431,8 +381,7 @@ func endOrderSplit(rt *rapid.T, td ptrace.Traces) []ptrace.Traces {
 			batches = append(batches, cur)
 			cur = ptrace.NewTraces()
 		}
-		spans[pi].appendTo(cur)
+		spans[pi].AppendTo(cur)
 	}
-	batches = append(batches, cur)
-	return batches
+	return append(batches, cur)
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
 )
 
@@ -48,34 +49,12 @@ func addSpan(td ptrace.Traces, service string, trace byte, id, parent byte, kind
 	return sp
 }
 
-// flatSpan is one span with its resource and scope, so it can be sent alone.
-type flatSpan struct {
-	rs ptrace.ResourceSpans
-	ss ptrace.ScopeSpans
-	sp ptrace.Span
-}
-
-// flatten lists the spans of td with their resource and scope.
-func flatten(td ptrace.Traces) []flatSpan {
-	var out []flatSpan
-	for i := range td.ResourceSpans().Len() {
-		rs := td.ResourceSpans().At(i)
-		for j := range rs.ScopeSpans().Len() {
-			ss := rs.ScopeSpans().At(j)
-			for k := range ss.Spans().Len() {
-				out = append(out, flatSpan{rs, ss, ss.Spans().At(k)})
-			}
-		}
-	}
-	return out
-}
-
 // spanAttrs maps every span ID of td to the span's attributes.
 func spanAttrs(td []ptrace.Traces) map[pcommon.SpanID]pcommon.Map {
 	out := map[pcommon.SpanID]pcommon.Map{}
 	for _, t := range td {
-		for _, f := range flatten(t) {
-			out[f.sp.SpanID()] = f.sp.Attributes()
+		for _, f := range tdwalk.Flatten(t) {
+			out[f.Span.SpanID()] = f.Span.Attributes()
 		}
 	}
 	return out
@@ -112,6 +91,13 @@ func newTestProcessorWith(t *testing.T, set processor.Settings, cfg *Config, nex
 
 // sinkOf returns the sink a test processor passes on to.
 func sinkOf(p *orphanProcessor) *consumertest.TracesSink { return p.next.(*consumertest.TracesSink) }
+
+// newSinkProcessor is newTestProcessor passing to a TracesSink, returned too.
+func newSinkProcessor(t *testing.T, cfg *Config) (*orphanProcessor, *fakeClock, *consumertest.TracesSink) {
+	t.Helper()
+	p, clk := newTestProcessor(t, cfg, nil)
+	return p, clk, sinkOf(p)
+}
 
 // startTestProcessor starts p and waits until its loop is running (it stops its timer first).
 func startTestProcessor(t *testing.T, p *orphanProcessor, clk *fakeClock) {
@@ -272,4 +258,26 @@ func (c *fakeClock) waitIdle(t *testing.T, p *orphanProcessor) {
 	require.True(t, ok, "the loop armed its timer for %v with nothing held, owed or tracked", ev.deadline)
 	require.Equal(t, at, ev.deadline, "the loop armed its timer for something else than a latency observation")
 	require.Greater(t, ev.deadline.Sub(c.Now()), time.Minute, "a latency observation is minutes away")
+}
+
+// httpStatus records code as sp's HTTP response status code and returns sp.
+func httpStatus(sp ptrace.Span, code int64) ptrace.Span {
+	sp.Attributes().PutInt("http.response.status_code", code)
+	return sp
+}
+
+// canceled records sp as a call its caller cancelled (error.type "context canceled") and
+// returns sp.
+func canceled(sp ptrace.Span) ptrace.Span {
+	sp.Attributes().PutStr("error.type", "context canceled")
+	return sp
+}
+
+// openKeyedRun adds trace 1 to td: the shop's root (0-2 s) and its attempt with Idempotency-Key
+// order-7 that failed retryably (503), a run that stays open until run_timeout.
+func openKeyedRun(td ptrace.Traces) {
+	addSpan(td, "shop", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
+	call := addSpan(td, "shop", 1, 2, 1, ptrace.SpanKindClient, 0.1, 1.9)
+	call.Attributes().PutStr("http.request.header.idempotency-key", "order-7")
+	call.Attributes().PutInt("http.response.status_code", 503)
 }

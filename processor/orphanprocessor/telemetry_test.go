@@ -52,6 +52,13 @@ func points(t *testing.T, tel *componenttest.Telemetry, name string) map[string]
 	return out
 }
 
+// testTelemetry is a collector's telemetry for the test, shut down when it ends.
+func testTelemetry(t *testing.T) *componenttest.Telemetry {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	return tel
+}
+
 func settingsFor(tel *componenttest.Telemetry, id component.ID) processor.Settings {
 	set := processortest.NewNopSettings(metadata.Type)
 	set.ID = id
@@ -64,8 +71,7 @@ func settingsFor(tel *componenttest.Telemetry, id component.ID) processor.Settin
 // its own processor attribute, the held counts do not add up into one series, and the observed
 // gauges of one do not overwrite the other's.
 func TestTwoInstancesReadApart(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	idA := component.NewID(metadata.Type)
 	idB := component.NewIDWithName(metadata.Type, "custom")
 	a, _ := newTestProcessorWith(t, settingsFor(tel, idA), testConfig(time.Hour), nil)
@@ -101,8 +107,7 @@ func TestTwoInstancesReadApart(t *testing.T) {
 // passes on, nobody can retry them: they are counted as dropped by reason and logged, at most
 // once per interval. A refusal at shutdown is counted too, and returned.
 func TestRefusedReleaseCountedAsDropped(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	set := settingsFor(tel, component.NewID(metadata.Type))
 	core, logs := observer.New(zap.WarnLevel)
 	set.Logger = zap.New(core)
@@ -139,8 +144,7 @@ func TestRefusedReleaseCountedAsDropped(t *testing.T) {
 // TestPermanentRefusalAtShutdown: spans refused with a permanent error at shutdown are counted
 // under their own reason, and Shutdown returns the error.
 func TestPermanentRefusalAtShutdown(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	refuse := consumererror.NewPermanent(errors.New("bad data"))
 	p, _ := newTestProcessorWith(t, settingsFor(tel, component.NewID(metadata.Type)), testConfig(time.Hour), consumertest.NewErr(refuse))
 	td := ptrace.NewTraces()
@@ -153,8 +157,7 @@ func TestPermanentRefusalAtShutdown(t *testing.T) {
 // TestRefusalReturnedToTheCallerIsNotDropped: with decision_wait 0 the batch is passed on in
 // the caller's ConsumeTraces; the caller gets the error (and may retry), so nothing is dropped.
 func TestRefusalReturnedToTheCallerIsNotDropped(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	refuse := errors.New("queue is full")
 	p, _ := newTestProcessorWith(t, settingsFor(tel, component.NewID(metadata.Type)), testConfig(0), consumertest.NewErr(refuse))
 	td := ptrace.NewTraces()
@@ -213,8 +216,7 @@ func TestBoundWorkIsNotRootMissing(t *testing.T) {
 // rarely exist at 0 (every eviction state, both drop reasons, downstream errors, late spans,
 // missing roots), so that rate() and increase() see their first occurrence, scraped or pushed.
 func TestFailureCountersStartAtZero(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := testTelemetry(t)
 	_, _ = newTestProcessorWith(t, settingsFor(tel, component.NewID(metadata.Type)), testConfig(time.Hour), nil)
 	zeros := func(name string) map[string]int64 {
 		m, err := tel.GetMetric(name)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -18,8 +19,8 @@ import (
 func carriedEvents(out []ptrace.Traces) map[string][]pcommon.Map {
 	m := map[string][]pcommon.Map{}
 	for _, td := range out {
-		for _, f := range flatten(td) {
-			evs := f.sp.Events()
+		for _, f := range tdwalk.Flatten(td) {
+			evs := f.Span.Events()
 			for i := 0; i < evs.Len(); i++ {
 				if evs.At(i).Name() == verdict.EventVerdict {
 					id, _ := evs.At(i).Attributes().Get(verdict.AttrEventSpanID)
@@ -45,21 +46,14 @@ func str(m pcommon.Map, k string) string {
 func TestKeyJoinsRunAcrossTraces(t *testing.T) {
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = time.Second
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	ctx := context.Background()
 	clk.Advance(t0.Sub(clk.Now()))
 	for i, status := range []int64{504, 503, 200} {
 		tr := byte(i + 1)
 		start := float64(i) * 10
 		td := ptrace.NewTraces()
-		addSpan(td, "shop", tr, 1, 0, ptrace.SpanKindServer, start, start+2)
-		call := addSpan(td, "shop", tr, 2, 1, ptrace.SpanKindClient, start+0.1, start+1.9)
-		call.SetName("POST")
-		call.Attributes().PutStr("http.request.method", "POST")
-		call.Attributes().PutStr("server.address", "payments")
-		call.Attributes().PutStr("http.request.header.idempotency-key", "order-42")
-		call.Attributes().PutInt("http.response.status_code", status)
+		keyedResend(td, tr, start, status)
 		clk.Advance(at(start + 3).AsTime().Sub(clk.Now()))
 		require.NoError(t, p.ConsumeTraces(ctx, td))
 		clk.Advance(2 * time.Second)
@@ -68,9 +62,9 @@ func TestKeyJoinsRunAcrossTraces(t *testing.T) {
 	}
 	var attempts []pcommon.Map
 	for _, td := range sink.AllTraces() {
-		for _, f := range flatten(td) {
-			if f.sp.Name() == "POST" {
-				attempts = append(attempts, f.sp.Attributes())
+		for _, f := range tdwalk.Flatten(td) {
+			if f.Span.Name() == "POST" {
+				attempts = append(attempts, f.Span.Attributes())
 			}
 		}
 	}
@@ -104,15 +98,11 @@ func TestRunClosedByItsTimeoutIsCarried(t *testing.T) {
 	cfg := testConfig(time.Minute)
 	cfg.DecisionWaitAfterRoot = time.Second
 	cfg.RunTimeout = time.Minute
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	ctx := context.Background()
 	clk.Advance(at(3).AsTime().Sub(clk.Now()))
 	td := ptrace.NewTraces()
-	addSpan(td, "shop", 1, 1, 0, ptrace.SpanKindServer, 0, 2)
-	call := addSpan(td, "shop", 1, 2, 1, ptrace.SpanKindClient, 0.1, 1.9)
-	call.Attributes().PutStr("http.request.header.idempotency-key", "order-7")
-	call.Attributes().PutInt("http.response.status_code", 503)
+	openKeyedRun(td)
 	require.NoError(t, p.ConsumeTraces(ctx, td))
 	clk.Advance(2 * time.Second)
 	require.NoError(t, p.release(ctx, p.due(clk.Now())))
@@ -147,8 +137,7 @@ func TestRunClosedByItsTimeoutIsCarried(t *testing.T) {
 func TestRootThatNeverComes(t *testing.T) {
 	cfg := testConfig(30 * time.Second)
 	cfg.MaxRequestDuration = 10 * time.Minute
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	ctx := context.Background()
 	td := ptrace.NewTraces()
 	addSpan(td, "agent", 1, 2, 1, ptrace.SpanKindServer, 0, 5)
@@ -190,8 +179,7 @@ func TestRootThatNeverComes(t *testing.T) {
 func TestRootArrivesAfterItsSpansLeft(t *testing.T) {
 	cfg := testConfig(30 * time.Second)
 	cfg.DecisionWaitAfterRoot = 5 * time.Second
-	p, clk := newTestProcessor(t, cfg, nil)
-	sink := sinkOf(p)
+	p, clk, sink := newSinkProcessor(t, cfg)
 	ctx := context.Background()
 	clk.Advance(at(40).AsTime().Sub(clk.Now()))
 	// A request of 100 s: a loop's first two attempts fail, arrive, and leave deferred.
@@ -214,8 +202,7 @@ func TestRootArrivesAfterItsSpansLeft(t *testing.T) {
 	a := addSpan(late, "agent", 1, 5, 2, ptrace.SpanKindClient, 50, 60)
 	a.SetName("GET")
 	a.Attributes().PutInt("http.response.status_code", 200)
-	root := addSpan(late, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 100)
-	root.Attributes().PutInt("http.response.status_code", 200)
+	httpStatus(addSpan(late, "gw", 1, 1, 0, ptrace.SpanKindServer, 0, 100), 200)
 	require.NoError(t, p.ConsumeTraces(ctx, late))
 	clk.Advance(5 * time.Second)
 	require.NoError(t, p.release(ctx, p.due(clk.Now())))
@@ -278,15 +265,12 @@ func TestRunOverWhenItsLoopEnded(t *testing.T) {
 		cfg := testConfig(10 * time.Second)
 		cfg.DecisionWaitAfterRoot = time.Second
 		cfg.RunTimeout = 5 * time.Minute
-		p, clk := newTestProcessor(t, cfg, nil)
-		sink := sinkOf(p)
+		p, clk, sink := newSinkProcessor(t, cfg)
 		ctx := context.Background()
 		clk.Advance(at(4).AsTime().Sub(clk.Now()))
 		td := ptrace.NewTraces()
-		root := addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3)
-		root.Attributes().PutInt("http.response.status_code", 499)
-		loop := addSpan(td, "researcher", 1, 2, 1, ptrace.SpanKindServer, 0.01, 3.01)
-		loop.Attributes().PutStr("error.type", "context canceled")
+		httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
+		loop := canceled(addSpan(td, "researcher", 1, 2, 1, ptrace.SpanKindServer, 0.01, 3.01))
 		loop.Status().SetCode(ptrace.StatusCodeError)
 		for i, tm := range [2][2]float64{{0.1, 0.3}, {0.8, 1.0}} {
 			call := addSpan(td, "researcher", 1, byte(3+i), 2, ptrace.SpanKindClient, tm[0], tm[1])

@@ -11,12 +11,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 )
 
 // buildDistribution builds cmd/otelcol-orphanwatch once per test process (bounded: 5
 // minutes); the binary is removed when the tests end (TestMain).
 func buildDistribution(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the distribution")
+	}
 	dist.once.Do(func() {
 		dir, err := os.MkdirTemp("", "scaleout-dist")
 		if err != nil {
@@ -59,7 +64,7 @@ type proc struct {
 
 func startProc(t *testing.T, bin string, tr *tier, m *member, name string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{health: freePort(t), log: &strings.Builder{}, exited: make(chan struct{})}
+	p := &proc{health: e2e.FreePort(t), log: &strings.Builder{}, exited: make(chan struct{})}
 	args := append([]string{"--config", filepath.Join(repo(t), "config/scaleout/member.yaml")}, extra...)
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(),
@@ -114,19 +119,12 @@ func tail(s string, n int) string {
 // 127.0.0.1 (the front tier in-process) and checks that the two members' summed series equal
 // one collector's on the scenarios. A member killed mid-traffic: TestMemberKilled.
 func TestDistributionTier(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the distribution")
-	}
 	bin := buildDistribution(t)
 	batches := scenarioBatches()
 	want, _ := runTier(t, 1, true, batches)
 
 	tr, _ := startProcTier(t, bin, 2)
-	total := 0
-	for _, td := range batches {
-		total += td.SpanCount()
-		tr.send(t, td)
-	}
+	total := tr.sendAll(t, batches)
 	if got := tr.waitStore(t, total, 60*time.Second); got != total {
 		t.Fatalf("%d of %d spans in the trace store", got, total)
 	}
@@ -147,7 +145,7 @@ func startProcTier(t *testing.T, bin string, n int) (*tier, []*proc) {
 	tr := &tier{broker: broker(t, 12), opts: tierOptions{members: n, partitions: 12, decisionWait: "2s", keyWait: "3s"}}
 	procs := make([]*proc, n)
 	for i := range n {
-		m := &member{metrics: freePort(t), telemetry: freePort(t)}
+		m := &member{metrics: e2e.FreePort(t), telemetry: e2e.FreePort(t)}
 		procs[i] = startProc(t, bin, tr, m, fmt.Sprintf("%d", i+1),
 			"--set", "exporters::orphanmetrics::decision_wait=2s", "--set", "extensions::orphan_keys::wait=3s")
 		tr.members = append(tr.members, m)

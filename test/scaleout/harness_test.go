@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -30,11 +29,14 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 
 	"github.com/orphanwatch/orphanwatch/distribution"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // factories are the distribution's own (package distribution: OCB's components for
@@ -51,39 +53,6 @@ func repo(t testing.TB) string {
 	}
 	return d
 }
-
-// freePort returns a port on 127.0.0.1 that was free a moment ago, taken below Linux's
-// ephemeral range (32768-60999): the many outbound connections of the Kafka clients get their
-// local ports from that range, and one of them could take a port between this check and the
-// collector's listen. A port is handed out once per test process: two calls made before either
-// port is listened on (a member's receivers, then its health check) would otherwise be able to
-// draw the same free port, and the second listen would fail with "address already in use".
-func freePort(t testing.TB) int {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 200 {
-		p := 20000 + rand.IntN(12000)
-		if portsGiven[p] {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		portsGiven[p] = true
-		return p
-	}
-	t.Fatal("no free port in 20000-31999 on 127.0.0.1")
-	return 0
-}
-
-// portsGiven holds every port freePort has handed out in this process.
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
 
 // broker starts kfake on 127.0.0.1 with the spans topic.
 func broker(t testing.TB, partitions int32) string {
@@ -208,17 +177,10 @@ func (s *sink) each(fn func(res string, sp ptrace.Span)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, td := range s.got {
-		rss := td.ResourceSpans()
-		for i := range rss.Len() {
-			svc, _ := rss.At(i).Resource().Attributes().Get("service.name")
-			sss := rss.At(i).ScopeSpans()
-			for j := range sss.Len() {
-				sps := sss.At(j).Spans()
-				for k := range sps.Len() {
-					fn(svc.AsString(), sps.At(k))
-				}
-			}
-		}
+		tdwalk.SpansWithResource(td, func(r pcommon.Resource, sp ptrace.Span) {
+			svc, _ := r.Attributes().Get("service.name")
+			fn(svc.AsString(), sp)
+		})
 	}
 }
 
@@ -275,17 +237,17 @@ func startTier(t testing.TB, o tierOptions) *tier {
 // startFront starts the front tier's collector (config/scaleout/front.yaml) in-process.
 func (tr *tier) startFront(t testing.TB) {
 	t.Helper()
-	tr.otlp, tr.jaeger, tr.frontMetrics = freePort(t), freePort(t), freePort(t)
+	tr.otlp, tr.jaeger, tr.frontMetrics = e2e.FreePort(t), e2e.FreePort(t), e2e.FreePort(t)
 	tr.store = newSink(t)
 	tr.front = startCollector(t, "front", "config/scaleout/front.yaml", map[string]string{
 		"receivers::otlp::protocols::http::endpoint":          fmt.Sprintf("127.0.0.1:%d", tr.otlp),
-		"receivers::otlp::protocols::grpc::endpoint":          fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"receivers::zipkin::endpoint":                         fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::otlp::protocols::grpc::endpoint":          fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
+		"receivers::zipkin::endpoint":                         fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
 		"receivers::jaeger::protocols::grpc::endpoint":        fmt.Sprintf("127.0.0.1:%d", tr.jaeger),
-		"receivers::jaeger::protocols::thrift_http::endpoint": fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::jaeger::protocols::thrift_http::endpoint": fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
 		"exporters::kafka::brokers":                           "[" + tr.broker + "]",
 		"exporters::otlp_grpc/store::endpoint":                tr.store.addr,
-		"extensions::health_check::endpoint":                  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"extensions::health_check::endpoint":                  fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
 		"service::telemetry::metrics::readers":                fmt.Sprintf("[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", tr.frontMetrics),
 		"service::telemetry::logs::level":                     "warn",
 	})
@@ -293,7 +255,7 @@ func (tr *tier) startFront(t testing.TB) {
 
 func (tr *tier) addMember(t testing.TB, i int) *member {
 	t.Helper()
-	m := &member{metrics: freePort(t), telemetry: freePort(t)}
+	m := &member{metrics: e2e.FreePort(t), telemetry: e2e.FreePort(t)}
 	name := fmt.Sprintf("m%d", i)
 	ov := map[string]string{
 		"receivers::kafka::brokers":           "[" + tr.broker + "]",
@@ -308,7 +270,7 @@ func (tr *tier) addMember(t testing.TB, i int) *member {
 		"extensions::orphan_keys::client_id":      "orphanwatch-keys-" + name,
 		"extensions::orphan_keys::wait":           tr.opts.keyWait,
 		"exporters::orphanmetrics::endpoint":      fmt.Sprintf("127.0.0.1:%d", m.metrics),
-		"extensions::health_check::endpoint":      fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"extensions::health_check::endpoint":      fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
 		"service::telemetry::metrics::readers":    fmt.Sprintf("[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", m.telemetry),
 		"service::telemetry::logs::level":         "warn",
 	}
@@ -366,6 +328,16 @@ func (tr *tier) groupStable(n int, within time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// sendAll sends every batch (send) and returns how many spans they hold.
+func (tr *tier) sendAll(t testing.TB, batches []ptrace.Traces) (spans int) {
+	t.Helper()
+	for _, td := range batches {
+		spans += td.SpanCount()
+		tr.send(t, td)
+	}
+	return spans
 }
 
 // send posts traces to the front tier over OTLP/HTTP.

@@ -17,11 +17,7 @@ func TestMemberKafkaTelemetry(t *testing.T) {
 		t.Skip("runs a tier")
 	}
 	tr := startTier(t, tierOptions{members: 1, partitions: 4})
-	total := 0
-	for _, td := range scenarioBatches() {
-		total += td.SpanCount()
-		tr.send(t, td)
-	}
+	total := tr.sendAll(t, scenarioBatches())
 	if got := tr.settle(t, total, 60*time.Second); got != total {
 		t.Fatalf("%d of %d spans judged", got, total)
 	}

@@ -23,9 +23,6 @@ import (
 //     as one collector judges them: the survivor's series grow by exactly a one-member tier's
 //     series for the same traffic.
 func TestMemberKilledMidTraffic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the distribution")
-	}
 	bin := buildDistribution(t)
 	tr, procs := startProcTier(t, bin, 2)
 	victim := watch(t, tr.members[1])

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // s7Pair is S7 (trace A: the cancelled request whose PRODUCER span carries key K; trace B: the
@@ -18,7 +19,7 @@ func s7Pair(i int) (a, b ptrace.Traces, ida, idb pcommon.TraceID) {
 	td, _ := scenarios.S7()
 	var oldA, oldB pcommon.TraceID
 	first := true
-	eachSpan(td, func(sp ptrace.Span) {
+	tdwalk.Spans(td, func(sp ptrace.Span) {
 		if first {
 			oldA, first = sp.TraceID(), false
 		} else if sp.TraceID() != oldA {
@@ -27,7 +28,7 @@ func s7Pair(i int) (a, b ptrace.Traces, ida, idb pcommon.TraceID) {
 	})
 	ida, idb = pairID(i, 'a'), pairID(i, 'b')
 	key := fmt.Sprintf("pair-%d-key", i)
-	eachSpan(td, func(sp ptrace.Span) {
+	tdwalk.Spans(td, func(sp ptrace.Span) {
 		switch sp.TraceID() {
 		case oldA:
 			sp.SetTraceID(ida)
@@ -55,30 +56,11 @@ func pairID(i int, which byte) pcommon.TraceID {
 	return id
 }
 
-func eachSpan(td ptrace.Traces, fn func(ptrace.Span)) {
-	rss := td.ResourceSpans()
-	for i := range rss.Len() {
-		sss := rss.At(i).ScopeSpans()
-		for j := range sss.Len() {
-			sps := sss.At(j).Spans()
-			for k := range sps.Len() {
-				fn(sps.At(k))
-			}
-		}
-	}
-}
-
 // split copies the spans of one trace.
 func split(td ptrace.Traces, id pcommon.TraceID) ptrace.Traces {
 	out := ptrace.NewTraces()
 	td.CopyTo(out)
-	out.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(sp ptrace.Span) bool { return sp.TraceID() != id })
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
-	})
+	tdwalk.RemoveSpans(out, func(sp ptrace.Span) bool { return sp.TraceID() != id })
 	return out
 }
 

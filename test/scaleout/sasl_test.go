@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -80,7 +81,7 @@ func TestKeySharingWithSASL(t *testing.T) {
 	p2, sink2 := mk("m2")
 	a, b, ida, _ := s7Pair(7)
 	var rootA pcommon.SpanID // read before the processor takes a
-	eachSpan(a, func(sp ptrace.Span) {
+	tdwalk.Spans(a, func(sp ptrace.Span) {
 		if sp.ParentSpanID().IsEmpty() {
 			rootA = sp.SpanID()
 		}
@@ -98,7 +99,7 @@ func TestKeySharingWithSASL(t *testing.T) {
 	}
 	orphaned := 0
 	for _, td := range sink2.AllTraces() {
-		eachSpan(td, func(sp ptrace.Span) {
+		tdwalk.Spans(td, func(sp ptrace.Span) {
 			if v, ok := sp.Attributes().Get("orphanwatch.liveness"); ok && v.Str() == "orphaned" {
 				orphaned++
 			}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // clone copies td with every trace ID (and link to it) and idempotency key made unique to copy i.
@@ -27,7 +28,7 @@ func clone(td ptrace.Traces, i int) ptrace.Traces {
 		binary.BigEndian.PutUint32(n[2:], uint32(i))
 		return n
 	}
-	eachSpan(out, func(sp ptrace.Span) {
+	tdwalk.Spans(out, func(sp ptrace.Span) {
 		sp.SetTraceID(remap(sp.TraceID()))
 		for l := range sp.Links().Len() {
 			sp.Links().At(l).SetTraceID(remap(sp.Links().At(l).TraceID()))
@@ -43,13 +44,7 @@ func clone(td ptrace.Traces, i int) ptrace.Traces {
 func part(td ptrace.Traces, roots bool) ptrace.Traces {
 	out := ptrace.NewTraces()
 	td.CopyTo(out)
-	out.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(sp ptrace.Span) bool { return sp.ParentSpanID().IsEmpty() != roots })
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
-	})
+	tdwalk.RemoveSpans(out, func(sp ptrace.Span) bool { return sp.ParentSpanID().IsEmpty() != roots })
 	return out
 }
 
@@ -76,7 +71,7 @@ func newTrafficFrom(from, groups int) traffic {
 		}
 		c := clone(src, i)
 		tf.spans += c.SpanCount()
-		eachSpan(c, func(sp ptrace.Span) { tf.perTrace[sp.TraceID()]++ })
+		tdwalk.Spans(c, func(sp ptrace.Span) { tf.perTrace[sp.TraceID()]++ })
 		tf.children = append(tf.children, part(c, false))
 		tf.roots = append(tf.roots, part(c, true))
 	}

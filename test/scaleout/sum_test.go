@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
@@ -30,11 +31,7 @@ func scenarioBatches() []ptrace.Traces {
 func runTier(t *testing.T, n int, keySharing bool, batches []ptrace.Traces) (map[string]float64, *tier) {
 	t.Helper()
 	tr := startTier(t, tierOptions{members: n, keySharing: keySharing})
-	total := 0
-	for _, td := range batches {
-		total += td.SpanCount()
-		tr.send(t, td)
-	}
+	total := tr.sendAll(t, batches)
 	if got := tr.waitStore(t, total, 60*time.Second); got != total {
 		t.Fatalf("%d members: %d of %d spans in the trace store", n, got, total)
 	}
@@ -89,27 +86,23 @@ func joinLines(s []string) string {
 func runPlain(t *testing.T, batches []ptrace.Traces) map[string]float64 {
 	t.Helper()
 	tr := &tier{opts: tierOptions{decisionWait: "2s"}}
-	m := &member{metrics: freePort(t), telemetry: freePort(t)}
+	m := &member{metrics: e2e.FreePort(t), telemetry: e2e.FreePort(t)}
 	tr.members = []*member{m}
-	tr.otlp = freePort(t)
+	tr.otlp = e2e.FreePort(t)
 	m.collector = startCollector(t, "plain", "config/collector.yaml", map[string]string{
 		"receivers::otlp::protocols::http::endpoint":          fmt.Sprintf("127.0.0.1:%d", tr.otlp),
-		"receivers::otlp::protocols::grpc::endpoint":          fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"receivers::zipkin::endpoint":                         fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"receivers::jaeger::protocols::grpc::endpoint":        fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"receivers::jaeger::protocols::thrift_http::endpoint": fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"receivers::otlp::protocols::grpc::endpoint":          fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
+		"receivers::zipkin::endpoint":                         fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
+		"receivers::jaeger::protocols::grpc::endpoint":        fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
+		"receivers::jaeger::protocols::thrift_http::endpoint": fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
 		"exporters::orphanmetrics::decision_wait":             "2s",
 		"exporters::orphanmetrics::endpoint":                  fmt.Sprintf("127.0.0.1:%d", m.metrics),
 		"service::pipelines::traces::exporters":               "[orphanmetrics]",
-		"extensions::health_check::endpoint":                  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"extensions::health_check::endpoint":                  fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t)),
 		"service::telemetry::metrics::readers":                fmt.Sprintf("[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", m.telemetry),
 		"service::telemetry::logs::level":                     "warn",
 	})
-	total := 0
-	for _, td := range batches {
-		total += td.SpanCount()
-		tr.send(t, td)
-	}
+	total := tr.sendAll(t, batches)
 	if got := tr.settle(t, total, 60*time.Second); got != total {
 		t.Fatalf("default pipeline: %d of %d spans judged", got, total)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // twoRequests is two S7 pairs that sent one key: request A1 cancelled at 1.00 as in S7 with its
@@ -19,13 +20,13 @@ func twoRequests(i int) (a1, b1, a2, b2 ptrace.Traces, idb1, idb2, ida1, ida2 pc
 	a2, b2, ida2, idb2 = s7Pair(2*i + 1)
 	key := fmt.Sprintf("shared-%d-key", i)
 	for _, td := range []ptrace.Traces{a1, b1, a2, b2} {
-		eachSpan(td, func(sp ptrace.Span) {
+		tdwalk.Spans(td, func(sp ptrace.Span) {
 			if v, ok := sp.Attributes().Get(scenarios.AttrIdempotencyKey); ok {
 				v.Slice().At(0).SetStr(key)
 			}
 		})
 	}
-	eachSpan(a2, func(sp ptrace.Span) {
+	tdwalk.Spans(a2, func(sp ptrace.Span) {
 		if sp.ParentSpanID().IsEmpty() {
 			sp.SetEndTimestamp(sp.StartTimestamp() + pcommon.Timestamp(10*time.Second))
 			sp.Attributes().PutInt(scenarios.AttrHTTPStatus, 200)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -45,9 +46,13 @@ func RealTestdata() string {
 	return dir
 }
 
-// BuildCollector builds cmd/otelcol-orphanwatch into dir and returns the binary's path.
+// BuildCollector builds cmd/otelcol-orphanwatch into dir and returns the binary's path. Under
+// -short it skips t: a test that builds and runs the collector is a long one.
 func BuildCollector(t testing.TB, dir string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the collector")
+	}
 	bin := filepath.Join(dir, "otelcol-orphanwatch")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/otelcol-orphanwatch")
 	cmd.Dir = RepoRoot()
@@ -57,26 +62,29 @@ func BuildCollector(t testing.TB, dir string) string {
 	return bin
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago and that no earlier call in
-// this process returned: a test picks several ports before anything listens on them, and the
-// kernel may hand the same just-closed port out twice.
+// FreePort returns a port on 127.0.0.1 that was free a moment ago, taken below Linux's
+// ephemeral range (32768-60999): outbound connections (a collector's exporters, Kafka clients)
+// get their local ports from that range, and one of them could take a port between this check
+// and the listen. A port is handed out once per test process: a test picks several ports
+// before anything listens on them, and two calls could otherwise draw the same free port.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		if portsGiven[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		p := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		if !portsGiven[p] {
-			portsGiven[p] = true
-			return p
-		}
+		portsGiven[p] = true
+		return p
 	}
-	t.Fatal("no loopback port that was not handed out before")
+	t.Fatal("no free port in 20000-31999 on 127.0.0.1")
 	return 0
 }
 
@@ -90,22 +98,25 @@ var (
 type Collector struct {
 	OTLPGRPC, OTLPHTTP, Zipkin, Metrics, Health, Telemetry int
 	cmd                                                    *exec.Cmd
-	log                                                    *syncBuffer
+	log                                                    *SyncBuffer
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's output goroutine and the test.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent use: a process's output, written by its
+// goroutine, read by the test meanwhile.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p to the buffer.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -134,7 +145,7 @@ func StartCollector(t testing.TB, bin string, o Options) *Collector {
 	if o.DecisionWait == "" {
 		o.DecisionWait = "1s"
 	}
-	c := &Collector{OTLPGRPC: FreePort(t), OTLPHTTP: FreePort(t), Zipkin: FreePort(t), Metrics: FreePort(t), Health: FreePort(t), Telemetry: FreePort(t), log: &syncBuffer{}}
+	c := &Collector{OTLPGRPC: FreePort(t), OTLPHTTP: FreePort(t), Zipkin: FreePort(t), Metrics: FreePort(t), Health: FreePort(t), Telemetry: FreePort(t), log: &SyncBuffer{}}
 	rules := fmt.Sprintf(`    decision_wait: %s
     prices:
       gpt-4o: {input_per_million: 2.50, output_per_million: 10.00}

@@ -41,7 +41,7 @@ func RequireTool(t testing.TB, names ...string) string {
 type Process struct {
 	Name string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *SyncBuffer
 	done chan struct{}
 }
 
@@ -49,7 +49,7 @@ type Process struct {
 // when the test ends.
 func StartProcess(t testing.TB, name, bin string, args ...string) *Process {
 	t.Helper()
-	p := &Process{Name: name, log: &syncBuffer{}, done: make(chan struct{})}
+	p := &Process{Name: name, log: &SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {

@@ -24,7 +24,7 @@ func StartCollectorWithConfig(t testing.TB, bin string, config []byte, env []str
 	if err := os.WriteFile(path, config, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &Collector{log: &syncBuffer{}}
+	c := &Collector{log: &SyncBuffer{}}
 	c.cmd = exec.Command(bin, append([]string{"--config", path}, args...)...)
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log

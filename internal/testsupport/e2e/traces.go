@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // ShiftTraces moves the times of td (span start and end, event times) so that its earliest span
@@ -14,7 +16,7 @@ import (
 // stays malformed.
 func ShiftTraces(td ptrace.Traces, start time.Time) {
 	var earliest pcommon.Timestamp
-	eachSpan(td, func(s ptrace.Span) {
+	tdwalk.Spans(td, func(s ptrace.Span) {
 		if st := s.StartTimestamp(); st != 0 && (earliest == 0 || st < earliest) {
 			earliest = st
 		}
@@ -29,7 +31,7 @@ func ShiftTraces(td ptrace.Traces, start time.Time) {
 		}
 		return pcommon.Timestamp(int64(ts) + delta)
 	}
-	eachSpan(td, func(s ptrace.Span) {
+	tdwalk.Spans(td, func(s ptrace.Span) {
 		s.SetStartTimestamp(shift(s.StartTimestamp()))
 		s.SetEndTimestamp(shift(s.EndTimestamp()))
 		for i := 0; i < s.Events().Len(); i++ {
@@ -37,18 +39,6 @@ func ShiftTraces(td ptrace.Traces, start time.Time) {
 			e.SetTimestamp(shift(e.Timestamp()))
 		}
 	})
-}
-
-func eachSpan(td ptrace.Traces, f func(ptrace.Span)) {
-	for i := 0; i < td.ResourceSpans().Len(); i++ {
-		ss := td.ResourceSpans().At(i).ScopeSpans()
-		for j := 0; j < ss.Len(); j++ {
-			spans := ss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				f(spans.At(k))
-			}
-		}
-	}
 }
 
 // SplitTraces moves the spans for which take returns true out of td into a new Traces (same

@@ -255,6 +255,14 @@ func (e *Expect) ModelCalls(service, model, liveness string, n int) {
 	e.Metric(MModelCalls, float64(n), "service_name", service, "model", model, "liveness", liveness)
 }
 
+// ModelCall expects the series of one model call: its tokens (Tokens), its cost (Cost) and
+// one call (ModelCalls).
+func (e *Expect) ModelCall(service, model, liveness string, in, out int, usd float64) {
+	e.Tokens(service, model, liveness, in, out)
+	e.Cost(service, model, liveness, usd)
+	e.ModelCalls(service, model, liveness, 1)
+}
+
 // Outlive expects the orphanwatch_outlive_seconds histogram's count and sum.
 func (e *Expect) Outlive(service string, count int, sum float64) {
 	e.Metric(MOutliveCount, float64(count), "service_name", service)

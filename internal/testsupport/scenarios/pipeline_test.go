@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -29,10 +30,7 @@ func runPipeline(t *testing.T, batches ...ptrace.Traces) *orphanmetrics.Recorder
 	f := orphanprocessor.NewFactory()
 	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
 	cfg.DecisionWait = 3600e9
-	cfg.Prices = map[string]orphanprocessor.PriceConfig{
-		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-	}
+	cfg.Prices = prices.Scenarios()
 	sink := new(consumertest.TracesSink)
 	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
 	require.NoError(t, err)

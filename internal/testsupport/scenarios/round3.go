@@ -111,9 +111,7 @@ func S21() (ptrace.Traces, Expected) {
 		"CANCELLED by its client when try 2 (grpc-previous-rpc-attempts 1) 0.60-1.19 succeeds: one run of 2, success. "+
 		"coder's GET search-tool 0.20-0.90 200 and its twin 0.40-0.91 cancelled at the success: one run of 2, success. "+
 		"critic's two GETs 0.30-0.80 and 0.35-0.85, both 200: parallel work, two runs of one.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 200)
-	e.Span(root, Live().Root(Completed))
+	root := completedAsk(e, tr, 3.00)
 
 	pCall, pSrv := subAgentCall(root, Planner, 0.01, 2.00, 0.02, 1.99, 200, 200)
 	e.Span(pCall, Live().Single(Success, ok))
@@ -141,10 +139,8 @@ func S21() (ptrace.Traces, Expected) {
 		e.Span(tool, Live())
 	}
 
-	e.Roots(Gateway, Completed, 1)
 	for _, a := range []string{Planner, Coder, Critic} {
-		e.Runs(Gateway, opAgent(a), Success, 1)
-		e.Attempts(Gateway, opAgent(a), LLive, 1)
+		agentCall(e, a, Success, LLive)
 	}
 	e.Runs(Planner, "rank.Ranker/Rank", Success, 1)
 	e.Attempts(Planner, "rank.Ranker/Rank", LLive, 2)
@@ -177,12 +173,8 @@ func S22() (ptrace.Traces, Expected) {
 		"call POST search-tool 0.10-1.00: the tool server's SERVER span (gen_ai.tool.name web_search) makes no run. "+
 		"planner's calls to ranker with x-envoy-attempt-count [\"2\"] 1.10-1.30 503 and [\"3\"] 1.40-1.60 200: one run "+
 		"of 2, attempts 2 and 3, success.")
-	e.Gone(tr, 2.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
-	e.Span(root, Live().Root(Completed))
-	call, srv := subAgentCall(root, Planner, 0.01, 1.90, 0.02, 1.89, 200, 200)
-	e.Span(call, Live().Single(Success, ok))
-	e.Span(srv, Live())
+	root := completedAsk(e, tr, 2.00)
+	srv := liveAgentCall(e, root, Planner, 0.01, 1.90, 0.02, 1.89)
 	tool := srv.HTTPClient("POST", SearchTool, HTTPPort, "/mcp", 0.10, 1.00, 200).Set(attrToolName, "web_search")
 	toolSrv := tool.HTTPServer(SearchTool, "/mcp", 0.11, 0.99, 200).Set(attrToolName, "web_search")
 	e.Span(tool, Live().Single(Success, ok))
@@ -192,9 +184,6 @@ func S22() (ptrace.Traces, Expected) {
 	e.Span(r1, Live().Attempt(2))
 	e.Span(r2, Live().Attempt(3).Run(Success, 2, ok))
 
-	e.Roots(Gateway, Completed, 1)
-	e.Runs(Gateway, opAgent(Planner), Success, 1)
-	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
 	e.Runs(Planner, "POST "+SearchTool+":8080", Success, 1)
 	e.Attempts(Planner, "POST "+SearchTool+":8080", LLive, 1)
 	e.Runs(Planner, "GET ranker:8080", Success, 1)
@@ -246,9 +235,7 @@ func S23() (ptrace.Traces, Expected) {
 	e.Outlive(API, 2, 5.90) // 3.00 + 2.90
 	e.Runs(API, "chat "+GPT4o, DeliveredToNobody, 1)
 	e.Attempts(API, "chat "+GPT4o, LStartedAfterGone, 1)
-	e.Tokens(API, GPT4o, LOrphaned, 1000, 200)
-	e.Cost(API, GPT4o, LOrphaned, 0.0045)
-	e.ModelCalls(API, GPT4o, LOrphaned, 1)
+	e.ModelCall(API, GPT4o, LOrphaned, 1000, 200, 0.0045)
 	e.Reach(Envoy, 1, 0, 1)
 	e.Unpropagated(Envoy, API, 1)
 	return b.Traces(), e.Build()
@@ -320,16 +307,12 @@ func S24() (ptrace.Traces, Expected) {
 	e.Attempts(Worker, "chat "+GPT4o, LStartedAfterGone, 1)
 	e.SpendSeconds(Worker, LLive, 1.70)     // the delivery 0.30-2.00
 	e.SpendSeconds(Worker, LOrphaned, 2.90) // and 2.00-4.90
-	e.Tokens(Worker, GPT4o, LOrphaned, 1000, 200)
-	e.Cost(Worker, GPT4o, LOrphaned, 0.0045)
-	e.ModelCalls(Worker, GPT4o, LOrphaned, 1)
+	e.ModelCall(Worker, GPT4o, LOrphaned, 1000, 200, 0.0045)
 	e.Outlive(Worker, 2, 5.70) // 2.90 + 2.80
 	e.Outlive(API, 1, 3.00)
 	e.Runs(Worker, "chat "+GPT4oMini, Success, 1)
 	e.Attempts(Worker, "chat "+GPT4oMini, LDetached, 1)
 	e.SpendSeconds(Worker, LDetached, 1.80)
-	e.Tokens(Worker, GPT4oMini, LDetached, 500, 100)
-	e.Cost(Worker, GPT4oMini, LDetached, 0.000135)
-	e.ModelCalls(Worker, GPT4oMini, LDetached, 1)
+	e.ModelCall(Worker, GPT4oMini, LDetached, 500, 100, 0.000135)
 	return b.Traces(), e.Build()
 }

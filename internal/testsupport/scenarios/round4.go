@@ -119,19 +119,13 @@ func S27() (ptrace.Traces, Expected) {
 	e := NewExpect("S27", b, "Hedged tries, the loser cancelled long before the winner finished. Root 0.00-3.00 (200). "+
 		"planner's GET ranker /rank 0.10-0.40 cancelled by its client (context canceled) once its hedge 0.30-1.80 had "+
 		"started; the hedge succeeds: one run of 2, success, on the winner.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 200)
-	e.Span(root, Live().Root(Completed))
-	call, srv := subAgentCall(root, Planner, 0.01, 2.50, 0.02, 2.49, 200, 200)
-	e.Span(call, Live().Single(Success, ok))
-	e.Span(srv, Live())
+	root := completedAsk(e, tr, 3.00)
+	srv := liveAgentCall(e, root, Planner, 0.01, 2.50, 0.02, 2.49)
 	lose := srv.HTTPClient("GET", "ranker", HTTPPort, "/rank", 0.10, 0.40, 0).ErrorType("context canceled")
 	win := srv.HTTPClient("GET", "ranker", HTTPPort, "/rank", 0.30, 1.80, 200)
 	e.Span(lose, Live().Attempt(1))
 	e.Span(win, Live().Attempt(2).Run(Success, 2, ok))
 
-	e.Roots(Gateway, Completed, 1)
-	agentCall(e, Planner, Success, LLive)
 	e.SpendSeconds(Gateway, LLive, 2.49)
 	e.Runs(Planner, "GET ranker:8080", Success, 1)
 	e.Attempts(Planner, "GET ranker:8080", LLive, 2)
@@ -154,19 +148,13 @@ func S28() (ptrace.Traces, Expected) {
 	e := NewExpect("S28", b, "Two endpoints of one host are two operations. Root 0.00-2.00 (200). critic's GET search-tool "+
 		"/search 0.10-0.50 503, then GET search-tool /fetch 0.60-0.90 200: two runs of one (retryable_failure, success), "+
 		"not one run of two.")
-	e.Gone(tr, 2.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
-	e.Span(root, Live().Root(Completed))
-	call, srv := subAgentCall(root, Critic, 0.01, 1.50, 0.02, 1.49, 200, 200)
-	e.Span(call, Live().Single(Success, ok))
-	e.Span(srv, Live())
+	root := completedAsk(e, tr, 2.00)
+	srv := liveAgentCall(e, root, Critic, 0.01, 1.50, 0.02, 1.49)
 	search := srv.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 0.10, 0.50, 503)
 	fetch := srv.HTTPClient("GET", SearchTool, HTTPPort, "/fetch?url=https%3A%2F%2Fexample.com", 0.60, 0.90, 200)
 	e.Span(search, Live().Single(RetryableFailure, bad))
 	e.Span(fetch, Live().Single(Success, ok))
 
-	e.Roots(Gateway, Completed, 1)
-	agentCall(e, Critic, Success, LLive)
 	e.SpendSeconds(Gateway, LLive, 1.49)
 	e.Runs(Critic, opSearch, RetryableFailure, 1)
 	e.Runs(Critic, opSearch, Success, 1)

@@ -34,9 +34,7 @@ func S30() (ptrace.Traces, Expected) {
 		"researcher's server of try 1 works on 0.20-25.00: its caller gave up at 10.10, so it is orphaned "+
 		"(caller.service gateway), its chat gpt-4o 12.00-24.50 delivered_to_nobody though the root still waits; its chat "+
 		"gpt-4o-mini 0.50-9.00 and everything of try 2 live.")
-	e.Gone(tr, 30.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 30.00, 200)
-	e.Span(root, Live().Root(Completed))
+	root := completedAsk(e, tr, 30.00)
 
 	try1 := root.HTTPClient("POST", Researcher, HTTPPort, "/run", 0.10, 10.10, 0).ErrorType("httpx.ReadTimeout")
 	e.Span(try1, Live().Attempt(1))
@@ -57,7 +55,6 @@ func S30() (ptrace.Traces, Expected) {
 	chat2 := srv2.Chat(GPT4oMini, 11.00, 20.00).Usage(1500, 300)
 	e.Span(chat2, Live().Single(Success, ok).Spend(GPT4oMini, 1500, 300, 0.000405))
 
-	e.Roots(Gateway, Completed, 1)
 	e.Runs(Gateway, opAgent(Researcher), Success, 1)
 	e.Attempts(Gateway, opAgent(Researcher), LLive, 2)
 	e.SpendSeconds(Gateway, LLive, 20.00) // 10.00 + 10.00
@@ -70,9 +67,7 @@ func S30() (ptrace.Traces, Expected) {
 	e.Tokens(Researcher, GPT4oMini, LLive, 3000, 600)
 	e.Cost(Researcher, GPT4oMini, LLive, 0.00081)
 	e.ModelCalls(Researcher, GPT4oMini, LLive, 2)
-	e.Tokens(Researcher, GPT4o, LOrphaned, 3000, 800)
-	e.Cost(Researcher, GPT4o, LOrphaned, 0.0155)
-	e.ModelCalls(Researcher, GPT4o, LOrphaned, 1)
+	e.ModelCall(Researcher, GPT4o, LOrphaned, 3000, 800, 0.0155)
 	e.Outlive(Researcher, 2, 29.30) // 14.90 + 14.40
 	e.Unpropagated(Gateway, Researcher, 1)
 	return b.Traces(), e.Build()
@@ -132,14 +127,10 @@ func S31() (ptrace.Traces, Expected) {
 	e.SpendSeconds(API, LLive, 0.04)
 	e.Runs(Worker, "chat "+GPT4o, Success, 1)
 	e.Attempts(Worker, "chat "+GPT4o, LLive, 1)
-	e.Tokens(Worker, GPT4o, LLive, 4000, 1000)
-	e.Cost(Worker, GPT4o, LLive, 0.02)
-	e.ModelCalls(Worker, GPT4o, LLive, 1)
+	e.ModelCall(Worker, GPT4o, LLive, 4000, 1000, 0.02)
 	e.Runs(Worker, "chat "+GPT4oMini, DeliveredToNobody, 1)
 	e.Attempts(Worker, "chat "+GPT4oMini, LOutlivedRoot, 1)
-	e.Tokens(Worker, GPT4oMini, LOrphaned, 2000, 500)
-	e.Cost(Worker, GPT4oMini, LOrphaned, 0.0006)
-	e.ModelCalls(Worker, GPT4oMini, LOrphaned, 1)
+	e.ModelCall(Worker, GPT4oMini, LOrphaned, 2000, 500, 0.0006)
 	e.SpendSeconds(Worker, LLive, 57.00)    // 43.00 + 14.00 (6.00-20.00)
 	e.SpendSeconds(Worker, LOrphaned, 6.00) // 20.00-26.00
 	e.Outlive(Worker, 1, 6.00)
@@ -237,9 +228,7 @@ func S33() (ptrace.Traces, Expected) {
 	e.Runs(Scheduler, "chat "+GPT4o, Success, 1)
 	e.Attempts(Scheduler, "chat "+GPT4o, LDetached, 1)
 	e.SpendSeconds(Scheduler, LDetached, 1.80)
-	e.Tokens(Scheduler, GPT4o, LDetached, 1000, 200)
-	e.Cost(Scheduler, GPT4o, LDetached, 0.0045)
-	e.ModelCalls(Scheduler, GPT4o, LDetached, 1)
+	e.ModelCall(Scheduler, GPT4o, LDetached, 1000, 200, 0.0045)
 	return b.Traces(), e.Build()
 }
 
@@ -260,13 +249,9 @@ func S34() (ptrace.Traces, Expected) {
 	e := NewExpect("S34", b, "Timeouts of common SDKs are retryable. Root gateway 0.00-12.00 (200). researcher's chat "+
 		"gpt-4o times out three times (openai.APITimeoutError): one run of 3, retryable_failure. coder's GET search-tool "+
 		"fails with 'dial tcp ...: i/o timeout', its retry succeeds: one run of 2, success. All live.")
-	e.Gone(tr, 12.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 12.00, 200)
-	e.Span(root, Live().Root(Completed))
+	root := completedAsk(e, tr, 12.00)
 
-	callR, srvR := subAgentCall(root, Researcher, 0.01, 11.00, 0.02, 10.99, 200, 200)
-	e.Span(callR, Live().Single(Success, ok))
-	e.Span(srvR, Live())
+	srvR := liveAgentCall(e, root, Researcher, 0.01, 11.00, 0.02, 10.99)
 	const timeout = "openai.APITimeoutError"
 	a1 := srvR.Chat(GPT4o, 0.10, 3.10).Exception(timeout)
 	a2 := srvR.Chat(GPT4o, 3.60, 6.60).Exception(timeout)
@@ -275,9 +260,7 @@ func S34() (ptrace.Traces, Expected) {
 	e.Span(a2, Live().Attempt(2).Model(GPT4o))
 	e.Span(a3, Live().Attempt(3).Run(RetryableFailure, 3, bad).Model(GPT4o))
 
-	callC, srvC := subAgentCall(root, Coder, 0.01, 6.00, 0.02, 5.99, 200, 200)
-	e.Span(callC, Live().Single(Success, ok))
-	e.Span(srvC, Live())
+	srvC := liveAgentCall(e, root, Coder, 0.01, 6.00, 0.02, 5.99)
 	g1 := srvC.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 0.10, 5.10, 0).ErrorType("dial tcp 10.0.0.9:8080: i/o timeout")
 	g2, tool := searchCall(srvC, 5.60, 5.90, 200)
 	g2.ResendCount(1)
@@ -285,9 +268,6 @@ func S34() (ptrace.Traces, Expected) {
 	e.Span(g2, Live().Attempt(2).Run(Success, 2, ok))
 	e.Span(tool, Live())
 
-	e.Roots(Gateway, Completed, 1)
-	agentCall(e, Researcher, Success, LLive)
-	agentCall(e, Coder, Success, LLive)
 	e.SpendSeconds(Gateway, LLive, 16.98) // 10.99 + 5.99
 	e.Runs(Researcher, "chat "+GPT4o, RetryableFailure, 1)
 	e.Attempts(Researcher, "chat "+GPT4o, LLive, 3)

@@ -69,6 +69,27 @@ func agentCall(e *Expect, agent, outcome, liveness string) {
 	e.Attempts(Gateway, opAgent(agent), liveness, 1)
 }
 
+// completedAsk adds the gateway's root POST /ask from 0 to end, completed (200): the trace's
+// gone time, the root's verdict and its series.
+func completedAsk(e *Expect, tr *Trace, end float64) *Span {
+	e.Gone(tr, end, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, end, 200)
+	e.Span(root, Live().Root(Completed))
+	e.Roots(Gateway, Completed, 1)
+	return root
+}
+
+// liveAgentCall adds gateway's call to agent (subAgentCall, both answered 200) under a live
+// root: a live single success and a live server, with the call's series (agentCall). It
+// returns the agent's SERVER span.
+func liveAgentCall(e *Expect, root *Span, agent string, cs, ce, ss, se float64) *Span {
+	call, srv := subAgentCall(root, agent, cs, ce, ss, se, 200, 200)
+	e.Span(call, Live().Single(Success, ok))
+	e.Span(srv, Live())
+	agentCall(e, agent, Success, LLive)
+	return srv
+}
+
 // subAgentCall adds gateway's CLIENT "POST" to agent and the agent's SERVER "POST /run".
 // serverStatus 0 leaves the server without response status code.
 func subAgentCall(parent *Span, agent string, cs, ce, ss, se float64, clientStatus, serverStatus int) (call, srv *Span) {
@@ -119,9 +140,7 @@ func S1() (ptrace.Traces, Expected) {
 		e.Attempts(agent, opSearch, LLive, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
 		e.SpendSeconds(agent, LLive, 5.20) // GET 0.20 + chat 5.00
-		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
-		e.Cost(agent, GPT4oMini, LLive, 0.00036)
-		e.ModelCalls(agent, GPT4oMini, LLive, 1)
+		e.ModelCall(agent, GPT4oMini, LLive, 1200, 300, 0.00036)
 	}
 	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
 		agentCall(e, agent, Success, LLive)
@@ -234,9 +253,7 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 		e.Attempts(agent, opSearch, LLive, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
 		e.SpendSeconds(agent, LLive, 2.20) // 0.20 + 2.00
-		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
-		e.Cost(agent, GPT4oMini, LLive, 0.00036)
-		e.ModelCalls(agent, GPT4oMini, LLive, 1)
+		e.ModelCall(agent, GPT4oMini, LLive, 1200, 300, 0.00036)
 	}
 	for _, agent := range []string{Planner, Coder, Critic} {
 		agentCall(e, agent, Success, LLive)
@@ -254,9 +271,7 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 	e.SpendSeconds(Gateway, LLive, 10.46)       // 3 x 2.49 + 2.99
 	e.SpendSeconds(Researcher, LLive, 0.60)     // attempts 1-3, 0.20 each
 	e.SpendSeconds(Researcher, LOrphaned, 2.22) // attempt 4 0.20 + chat 2.00 + publish 0.02
-	e.Tokens(Researcher, GPT4o, LOrphaned, 3000, 800)
-	e.Cost(Researcher, GPT4o, LOrphaned, 0.0155)
-	e.ModelCalls(Researcher, GPT4o, LOrphaned, 1)
+	e.ModelCall(Researcher, GPT4o, LOrphaned, 3000, 800, 0.0155)
 	e.Outlive(Researcher, 4, 11.92) // 3.55 + 1.40 + 3.45 + 3.52
 	e.Outlive(SearchTool, 1, 1.39)
 	e.Unpropagated(Gateway, Researcher, 1)
@@ -330,9 +345,7 @@ func S3() (ptrace.Traces, Expected) {
 		e.Attempts(agent, opSearch, LLive, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
 		e.SpendSeconds(agent, LLive, 2.20)
-		e.Tokens(agent, GPT4oMini, LLive, 1200, 300)
-		e.Cost(agent, GPT4oMini, LLive, 0.00036)
-		e.ModelCalls(agent, GPT4oMini, LLive, 1)
+		e.ModelCall(agent, GPT4oMini, LLive, 1200, 300, 0.00036)
 	}
 	for _, agent := range []string{Planner, Coder, Critic} {
 		agentCall(e, agent, Success, LLive)
@@ -396,9 +409,7 @@ func S4() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Gateway, LLive, 1.99)
 	e.SpendSeconds(Coder, LLive, 1.40)
 	e.SpendSeconds(Coder, LOrphaned, 1.00)
-	e.Tokens(Coder, GPT4oMini, LOrphaned, 500, 100)
-	e.Cost(Coder, GPT4oMini, LOrphaned, 0.000135)
-	e.ModelCalls(Coder, GPT4oMini, LOrphaned, 1)
+	e.ModelCall(Coder, GPT4oMini, LOrphaned, 500, 100, 0.000135)
 	e.Outlive(Coder, 2, 3.10) // 1.60 + 1.50
 	e.Unpropagated(Gateway, Coder, 1)
 	return b.Traces(), e.Build()
@@ -472,9 +483,7 @@ func S6() (ptrace.Traces, Expected) {
 	e := NewExpect("S6", b, "A hard failure, and gRPC. coder's search-tool GET gets 400: run hard_failure, 1 attempt. "+
 		"planner's gRPC calls to search-tool: UNAVAILABLE, UNAVAILABLE, OK (run success, 3 attempts), then a new call "+
 		"with INVALID_ARGUMENT (run hard_failure, 1 attempt). Root completed at 3.00; all live.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 200)
-	e.Span(root, Live().Root(Completed))
+	root := completedAsk(e, tr, 3.00)
 
 	cCall, cSrv := subAgentCall(root, Coder, 0.01, 1.00, 0.02, 0.99, 200, 200)
 	e.Span(cCall, Live().Single(Success, ok))
@@ -512,7 +521,6 @@ func S6() (ptrace.Traces, Expected) {
 	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
 	e.Attempts(Coder, opSearch, LLive, 1)
 	e.Attempts(Planner, op, LLive, 4)
-	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 2.98) // 0.99 + 1.99
 	e.SpendSeconds(Coder, LLive, 0.10)
 	e.SpendSeconds(Planner, LLive, 0.40) // 4 x 0.10
@@ -669,9 +677,7 @@ func S9() (ptrace.Traces, Expected) {
 		e.Attempts(agent, opSearch, LUnknown, 1)
 		e.Attempts(agent, "chat gpt-4o-mini", LUnknown, 1)
 		e.SpendSeconds(agent, LUnknown, 2.20)
-		e.Tokens(agent, GPT4oMini, LUnknown, 1200, 300)
-		e.Cost(agent, GPT4oMini, LUnknown, 0.00036)
-		e.ModelCalls(agent, GPT4oMini, LUnknown, 1)
+		e.ModelCall(agent, GPT4oMini, LUnknown, 1200, 300, 0.00036)
 	}
 	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
 		agentCall(e, agent, UnknownRoot, LUnknown)
@@ -684,9 +690,7 @@ func S9() (ptrace.Traces, Expected) {
 	e.Attempts(Researcher, "send research-results", LUnknown, 1)
 	e.SpendSeconds(Gateway, LUnknown, 10.46)
 	e.SpendSeconds(Researcher, LUnknown, 2.82) // 0.60 + 2.22
-	e.Tokens(Researcher, GPT4o, LUnknown, 3000, 800)
-	e.Cost(Researcher, GPT4o, LUnknown, 0.0155)
-	e.ModelCalls(Researcher, GPT4o, LUnknown, 1)
+	e.ModelCall(Researcher, GPT4o, LUnknown, 3000, 800, 0.0155)
 	return x.b.Traces(), e.Build()
 }
 
@@ -734,9 +738,7 @@ func S10() (ptrace.Traces, Expected) {
 	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 1.98)
 	e.SpendSeconds(Planner, LLive, 1.90)
-	e.Tokens(Planner, GPT4oMini, LLive, 1200, 300)
-	e.Cost(Planner, GPT4oMini, LLive, 0.00036)
-	e.ModelCalls(Planner, GPT4oMini, LLive, 1)
+	e.ModelCall(Planner, GPT4oMini, LLive, 1200, 300, 0.00036)
 	return b.Traces(), e.Build()
 }
 
@@ -954,9 +956,7 @@ func S13() (ptrace.Traces, Expected) {
 	e.Attempts(LegacyAgent, "GET docs-tool:8080", LLive, 1)
 	e.Attempts(LegacyAgent, "chat gpt-4o-mini", LLive, 1)
 	e.SpendSeconds(LegacyAgent, LLive, 0.50) // 0.10 + 0.30 + 0.10
-	e.Tokens(LegacyAgent, GPT4oMini, LLive, 0, 10)
-	e.Cost(LegacyAgent, GPT4oMini, LLive, 0.000006)
-	e.ModelCalls(LegacyAgent, GPT4oMini, LLive, 1)
+	e.ModelCall(LegacyAgent, GPT4oMini, LLive, 0, 10, 0.000006)
 	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
 	e.Attempts(Planner, "chat gpt-4o-mini", LOutlivedRoot, 1)
 	e.Roots(Gateway, Cancelled, 1)
@@ -968,9 +968,7 @@ func S13() (ptrace.Traces, Expected) {
 	// 0.95 s before live.
 	e.SpendSeconds(Planner, LOrphaned, 0.90)
 	e.SpendSeconds(Planner, LLive, 0.95)
-	e.Tokens(Planner, GPT4oMini, LOrphaned, 1200, 300)
-	e.Cost(Planner, GPT4oMini, LOrphaned, 0.00036)
-	e.ModelCalls(Planner, GPT4oMini, LOrphaned, 1)
+	e.ModelCall(Planner, GPT4oMini, LOrphaned, 1200, 300, 0.00036)
 	e.Outlive(Planner, 2, 1.90) // 1.00 + 0.90
 	e.Unpropagated(Gateway, Planner, 1)
 	return b.Traces(), e.Build()

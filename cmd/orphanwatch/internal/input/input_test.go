@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 type found struct {
@@ -19,16 +21,9 @@ type found struct {
 
 func spansByName(td ptrace.Traces) map[string][]found {
 	out := map[string][]found{}
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		for j := 0; j < rs.ScopeSpans().Len(); j++ {
-			spans := rs.ScopeSpans().At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				out[spans.At(k).Name()] = append(out[spans.At(k).Name()], found{rs.Resource(), spans.At(k)})
-			}
-		}
-	}
+	tdwalk.SpansWithResource(td, func(r pcommon.Resource, sp ptrace.Span) {
+		out[sp.Name()] = append(out[sp.Name()], found{r, sp})
+	})
 	return out
 }
 

@@ -1,0 +1,54 @@
+package orphanmetricsconnector
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pipeline"
+
+	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
+)
+
+// The checks mdatagen generates for a traces-to-metrics connector
+// (internal/testsupport/componentcheck), with the next consumer behind a metrics router, as
+// the collector builds it. The lifecycle also checks that a second Start fails and that
+// Shutdown flushes once more.
+
+func TestComponentFactory(t *testing.T) {
+	require.Equal(t, metadata.Type, NewFactory().Type())
+	componentcheck.Factory(t, NewFactory(), "orphanmetrics")
+}
+
+func TestComponentLifecycle(t *testing.T) {
+	factory := NewFactory()
+	cfg := componentcheck.Config(t, factory, "orphanmetrics")
+	var sink *consumertest.MetricsSink // the last instance's next consumer
+	componentcheck.Lifecycle{
+		Create: func() (component.Component, error) {
+			sink = new(consumertest.MetricsSink)
+			router := connector.NewMetricsRouter(map[pipeline.ID]consumer.Metrics{pipeline.NewID(pipeline.SignalMetrics): sink})
+			return factory.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(metadata.Type), cfg, router)
+		},
+		Use: func(t *testing.T, c component.Component) {
+			require.Error(t, c.Start(context.Background(), componenttest.NewNopHost()), "started twice")
+			td := ptrace.NewTraces()
+			sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+			sp.Attributes().PutStr("orphanwatch.liveness", "live")
+			tc := c.(connector.Traces)
+			require.NoError(t, tc.ConsumeTraces(context.Background(), td))
+			require.False(t, tc.Capabilities().MutatesData)
+		},
+		Stopped: func(t *testing.T) {
+			require.Len(t, sink.AllMetrics(), 1, "the final flush")
+		},
+	}.Run(t)
+}
