@@ -24,6 +24,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/owntelemetry"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
 // orphanSpan is a span of svc judged orphaned, with a run delivered to nobody (series with
@@ -217,7 +218,9 @@ func TestFlushInterval(t *testing.T) {
 // TestDocumentationMatchesTelemetry keeps documentation.md and metadata.yaml in step with the
 // instruments the connector creates.
 func TestDocumentationMatchesTelemetry(t *testing.T) {
-	owntelemetry.CheckDocumentation(t, metadata.NewTelemetryBuilder)
+	telemetrydoc.CheckComponent(t, func(set component.TelemetrySettings) (telemetrydoc.Builder, error) {
+		return metadata.NewTelemetryBuilder(set)
+	})
 }
 
 // TestObserveTelemetry: the observing connector's own telemetry says what it keeps, as the

@@ -15,6 +15,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/owntelemetry"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
 // TestTwoInstancesReadApart runs `orphanmetrics` and `orphanmetrics/other` on one collector's
@@ -52,5 +53,7 @@ func TestTwoInstancesReadApart(t *testing.T) {
 // TestDocumentationMatchesTelemetry keeps documentation.md and metadata.yaml in step with the
 // instruments the exporter creates.
 func TestDocumentationMatchesTelemetry(t *testing.T) {
-	owntelemetry.CheckDocumentation(t, metadata.NewTelemetryBuilder)
+	telemetrydoc.CheckComponent(t, func(set component.TelemetrySettings) (telemetrydoc.Builder, error) {
+		return metadata.NewTelemetryBuilder(set)
+	})
 }
