@@ -21,7 +21,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/rules"
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/recordertest"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -146,10 +146,10 @@ func observedRecorder(t require.TestingT, batches []ptrace.Traces, logger *zap.L
 	return rec
 }
 
-// seriesOf is recordertest.Series of the recorder: every non-zero series, its health counters
+// seriesOf is every non-zero series of the recorder (e2e.GatheredSeries), its health counters
 // left out.
 func seriesOf(t require.TestingT, rec *orphanmetrics.Recorder) map[string]float64 {
-	return recordertest.Series(t, rec.Gatherer())
+	return e2e.GatheredSeries(t, rec.Gatherer(), "orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total")
 }
 
 // flatSpan is a span with its resource and scope, to be put into a batch of its own choosing.

@@ -1,12 +1,11 @@
 // Package recordertest holds what the tests of the orphan metrics recorder share, in
 // internal/orphanmetrics and in the orphanmetrics exporter: traces built from a short description
-// of their spans, the fan-out the processor would have annotated (FanOut), the label format the
-// tests compare series by, and a recorder's series flattened for comparison (Series).
+// of their spans, the fan-out the processor would have annotated (FanOut), and the label format
+// the tests compare series by.
 package recordertest
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -151,37 +149,4 @@ func FreeEndpoint(t testing.TB) string {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	return addr
-}
-
-// Series flattens every non-zero series g gathers, keyed `name,label=value,...` (histograms
-// by _count, _sum and _bucket_<upper bound>, values rounded to 1e-9), leaving out the recorder's
-// health counters orphanwatch_label_overflow_total and orphanwatch_spans_skipped_total: what
-// two ways of counting the same spans must agree on.
-func Series(t require.TestingT, g prometheus.Gatherer) map[string]float64 {
-	fams, err := g.Gather()
-	require.NoError(t, err)
-	res := map[string]float64{}
-	for _, f := range fams {
-		name := f.GetName()
-		if name == "orphanwatch_label_overflow_total" || name == "orphanwatch_spans_skipped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			key := name
-			for _, lp := range m.GetLabel() {
-				key += "," + lp.GetName() + "=" + lp.GetValue()
-			}
-			if c := m.GetCounter(); c != nil && c.GetValue() != 0 {
-				res[key] = math.Round(c.GetValue()*1e9) / 1e9
-			}
-			if h := m.GetHistogram(); h != nil && h.GetSampleCount() != 0 {
-				res[key+"_count"] = float64(h.GetSampleCount())
-				res[key+"_sum"] = math.Round(h.GetSampleSum()*1e9) / 1e9
-				for _, b := range h.GetBucket() {
-					res[fmt.Sprintf("%s_bucket_%v", key, b.GetUpperBound())] = float64(b.GetCumulativeCount())
-				}
-			}
-		}
-	}
-	return res
 }
