@@ -23,6 +23,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/rules"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -125,16 +126,7 @@ func observedRecorder(t require.TestingT, batches []ptrace.Traces, logger *zap.L
 	obs, err := orphanmetrics.NewObserving(cfg, rec, logger, nil, clk.Now)
 	require.NoError(t, err)
 	for _, b := range batches {
-		rss := b.ResourceSpans()
-		for i := range rss.Len() {
-			sss := rss.At(i).ScopeSpans()
-			for j := range sss.Len() {
-				spans := sss.At(j).Spans()
-				for k := range spans.Len() {
-					clk.advanceTo(spans.At(k).EndTimestamp().AsTime().Add(time.Second))
-				}
-			}
-		}
+		tdwalk.Spans(b, func(sp ptrace.Span) { clk.advanceTo(sp.EndTimestamp().AsTime().Add(time.Second)) })
 		obs.Observer().Tick()
 		obs.Consume(b)
 		if releaseEach {
@@ -152,40 +144,10 @@ func seriesOf(t require.TestingT, rec *orphanmetrics.Recorder) map[string]float6
 	return e2e.GatheredSeries(t, rec.Gatherer(), "orphanwatch_label_overflow_total", "orphanwatch_spans_skipped_total")
 }
 
-// flatSpan is a span with its resource and scope, to be put into a batch of its own choosing.
-type flatSpan struct {
-	rs ptrace.ResourceSpans
-	ss ptrace.ScopeSpans
-	sp ptrace.Span
-}
-
-func flatten(td ptrace.Traces) []flatSpan {
-	var out []flatSpan
-	rss := td.ResourceSpans()
-	for i := range rss.Len() {
-		sss := rss.At(i).ScopeSpans()
-		for j := range sss.Len() {
-			spans := sss.At(j).Spans()
-			for k := range spans.Len() {
-				out = append(out, flatSpan{rss.At(i), sss.At(j), spans.At(k)})
-			}
-		}
-	}
-	return out
-}
-
-func (f flatSpan) appendTo(td ptrace.Traces) {
-	rs := td.ResourceSpans().AppendEmpty()
-	f.rs.Resource().CopyTo(rs.Resource())
-	ss := rs.ScopeSpans().AppendEmpty()
-	f.ss.Scope().CopyTo(ss.Scope())
-	f.sp.CopyTo(ss.Spans().AppendEmpty())
-}
-
 // arrivalSplit draws an arrival of td's spans: in the order they end (ties in any order) when
 // asEnded, else in any order, split into any number of batches.
 func arrivalSplit(rt *rapid.T, td ptrace.Traces, asEnded bool) []ptrace.Traces {
-	spans := flatten(td)
+	spans := tdwalk.Flatten(td)
 	idx := make([]int, len(spans))
 	for i := range idx {
 		idx[i] = i
@@ -193,7 +155,7 @@ func arrivalSplit(rt *rapid.T, td ptrace.Traces, asEnded bool) []ptrace.Traces {
 	order := rapid.Permutation(idx).Draw(rt, "order")
 	if asEnded {
 		sort.SliceStable(order, func(a, b int) bool {
-			return spans[order[a]].sp.EndTimestamp() < spans[order[b]].sp.EndTimestamp()
+			return spans[order[a]].Span.EndTimestamp() < spans[order[b]].Span.EndTimestamp()
 		})
 	}
 	nb := rapid.IntRange(1, len(spans)).Draw(rt, "batches")
@@ -208,7 +170,7 @@ func arrivalSplit(rt *rapid.T, td ptrace.Traces, asEnded bool) []ptrace.Traces {
 			batches = append(batches, cur)
 			cur = ptrace.NewTraces()
 		}
-		spans[pi].appendTo(cur)
+		spans[pi].AppendTo(cur)
 	}
 	return append(batches, cur)
 }

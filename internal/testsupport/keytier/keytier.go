@@ -17,6 +17,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/keystest"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // Host is a component.Host with the given extensions.
@@ -43,17 +44,11 @@ func Down(t *testing.T, wait time.Duration) extension.Extension {
 func S7JobAlone() ptrace.Traces {
 	td, _ := scenarios.S7()
 	var idA pcommon.TraceID
-	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(sp ptrace.Span) bool {
-				if idA.IsEmpty() {
-					idA = sp.TraceID()
-				}
-				return sp.TraceID() == idA
-			})
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
+	tdwalk.RemoveSpans(td, func(sp ptrace.Span) bool {
+		if idA.IsEmpty() {
+			idA = sp.TraceID()
+		}
+		return sp.TraceID() == idA
 	})
 	return td
 }
