@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
 // FuzzRecordOTLP feeds arbitrary OTLP protobuf (seeded with the annotated scenario outputs'
@@ -43,35 +45,29 @@ func FuzzRecordOTLP(f *testing.F) {
 // metric.
 func annotateForFuzz(td ptrace.Traces) {
 	i := 0
-	for r := range td.ResourceSpans().Len() {
-		rs := td.ResourceSpans().At(r)
-		for s := range rs.ScopeSpans().Len() {
-			spans := rs.ScopeSpans().At(s).Spans()
-			for k := range spans.Len() {
-				a := spans.At(k).Attributes()
-				switch i % 4 {
-				case 0:
-					a.PutStr("orphanwatch.liveness", "orphaned")
-					a.PutDouble("orphanwatch.after_gone", 1.5)
-					a.PutBool("orphanwatch.started_after_gone", true)
-					a.PutStr("orphanwatch.caller.service", "gateway")
-				case 1:
-					a.PutStr("orphanwatch.liveness", "live")
-					a.PutInt("orphanwatch.attempt", 2)
-					a.PutStr("orphanwatch.run.outcome", "delivered_to_nobody")
-				case 2:
-					a.PutBool("orphanwatch.detached", true)
-					a.PutStr("orphanwatch.root.end_reason", "cancelled")
-				case 3:
-					a.PutStr("orphanwatch.liveness", "unknown")
-					a.PutStr("orphanwatch.spend.model", "gpt-4o")
-					a.PutInt("orphanwatch.spend.input_tokens", 100)
-					a.PutDouble("orphanwatch.spend.cost", 0.01)
-				}
-				i++
-			}
+	tdwalk.Spans(td, func(sp ptrace.Span) {
+		a := sp.Attributes()
+		switch i % 4 {
+		case 0:
+			a.PutStr("orphanwatch.liveness", "orphaned")
+			a.PutDouble("orphanwatch.after_gone", 1.5)
+			a.PutBool("orphanwatch.started_after_gone", true)
+			a.PutStr("orphanwatch.caller.service", "gateway")
+		case 1:
+			a.PutStr("orphanwatch.liveness", "live")
+			a.PutInt("orphanwatch.attempt", 2)
+			a.PutStr("orphanwatch.run.outcome", "delivered_to_nobody")
+		case 2:
+			a.PutBool("orphanwatch.detached", true)
+			a.PutStr("orphanwatch.root.end_reason", "cancelled")
+		case 3:
+			a.PutStr("orphanwatch.liveness", "unknown")
+			a.PutStr("orphanwatch.spend.model", "gpt-4o")
+			a.PutInt("orphanwatch.spend.input_tokens", 100)
+			a.PutDouble("orphanwatch.spend.cost", 0.01)
 		}
-	}
+		i++
+	})
 }
 
 // carryForFuzz moves the verdict attributes of every other span of a resource into an
