@@ -16,7 +16,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
@@ -99,7 +99,7 @@ func TestDimensionsObserved(t *testing.T) {
 		cfg.Mode = orphanmetrics.ModeObserve
 		cfg.Dimensions = connectorDimensions
 		cfg.DecisionWait = time.Hour
-		cfg.Prices = map[string]rules.PriceConfig{"gpt-4o": {InputPerMillion: 2.50, OutputPerMillion: 10.00}}
+		cfg.Prices = map[string]rulesconfig.PriceConfig{"gpt-4o": {InputPerMillion: 2.50, OutputPerMillion: 10.00}}
 	})
 	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
 	require.NoError(t, c.ConsumeTraces(context.Background(), td))

@@ -28,7 +28,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/latency"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -54,7 +54,7 @@ type Sink interface {
 	Later(cv *verdict.Carried)
 }
 
-// Settings are an Observer's settings beyond the rules.
+// Settings are an Observer's settings beyond the rule settings.
 type Settings struct {
 	// Now is the clock (wall time when nil): `orphanwatch analyze` replays a file on its own.
 	Now func() time.Time
@@ -64,15 +64,15 @@ type Settings struct {
 	// MaxTrackedRequests bounds the requests whose latency is tracked (default 50,000).
 	MaxTrackedRequests int
 	// PrefixPriced, when set, is told once per model name priced by a prices entry that
-	// prefixes it (verdict.Config.PrefixPriced; rules.PrefixPricedLogger logs it).
+	// prefixes it (verdict.Config.PrefixPriced; rulesconfig.PrefixPricedLogger logs it).
 	PrefixPriced func(model, entry string)
 }
 
 // Observer decides verdicts as spans arrive and hands them to a Sink. Safe for concurrent
 // use.
 type Observer struct {
-	cfg    rules.Config
-	lim    rules.LimitsConfig
+	cfg    rulesconfig.Config
+	lim    rulesconfig.LimitsConfig
 	corr   *verdict.Correlator
 	room   waitRoom // the records waiting for their trace's decision (hold.go)
 	reader *spanread.Reader
@@ -117,7 +117,7 @@ type counters struct {
 }
 
 // New returns an Observer deciding by cfg's rules within lim, counting into sink.
-func New(cfg rules.Config, lim rules.LimitsConfig, sink Sink, set Settings) (*Observer, error) {
+func New(cfg rulesconfig.Config, lim rulesconfig.LimitsConfig, sink Sink, set Settings) (*Observer, error) {
 	vc := cfg.VerdictConfig(lim)
 	vc.PrefixPriced = set.PrefixPriced
 	corr, err := verdict.New(vc)

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/observe"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -76,12 +76,12 @@ type observer struct {
 	sink *counted
 }
 
-func newObserver(t *testing.T, cfg rules.Config) *observer {
+func newObserver(t *testing.T, cfg rulesconfig.Config) *observer {
 	t.Helper()
 	ob := &observer{now: at(0)}
 	ob.sink = &counted{now: &ob.now, at: map[verdict.SpanID]time.Time{}, later: map[verdict.SpanID]verdict.Verdict{}}
-	require.NoError(t, cfg.Validate(rules.DefaultLimits()))
-	o, err := observe.New(cfg, rules.DefaultLimits(), ob.sink, observe.Settings{Now: func() time.Time { return ob.now }})
+	require.NoError(t, cfg.Validate(rulesconfig.DefaultLimits()))
+	o, err := observe.New(cfg, rulesconfig.DefaultLimits(), ob.sink, observe.Settings{Now: func() time.Time { return ob.now }})
 	require.NoError(t, err)
 	ob.o = o
 	t.Cleanup(o.Shutdown)
@@ -139,7 +139,7 @@ func TestAbandonedRootHoldGovernsTheCount(t *testing.T) {
 		{"0: not held", durOf(0), 5, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := rules.Default()
+			cfg := rulesconfig.Default()
 			cfg.AbandonedRootHold = tc.hold
 			ob := newObserver(t, cfg)
 			ob.consume(3, abandoned())
@@ -169,7 +169,7 @@ func TestChainWaitGovernsTheIncompleteChain(t *testing.T) {
 		{"4s", durOf(4 * time.Second), 12, 13.2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := rules.Default()
+			cfg := rulesconfig.Default()
 			cfg.ChainWait = tc.wait
 			ob := newObserver(t, cfg)
 			ob.consume(3, abandoned())

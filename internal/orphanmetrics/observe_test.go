@@ -20,7 +20,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
@@ -34,7 +34,7 @@ import (
 const scenarioDir = "../../testdata/scenarios"
 
 // scenarioPrices is the price table of SCENARIOS.md.
-var scenarioPrices = map[string]rules.PriceConfig{
+var scenarioPrices = map[string]rulesconfig.PriceConfig{
 	"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
 	"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
 }
@@ -239,7 +239,7 @@ func TestObserveEqualsAnnotateAnyOrder(t *testing.T) { checkArrivals(t, false) }
 // name (gpt-4o-mini by gpt-4o) is logged once, with both names.
 func TestObservePrefixPricedLogged(t *testing.T) {
 	cfg := orphanmetrics.NewDefaultSettings()
-	cfg.Prices = map[string]rules.PriceConfig{"gpt-4o": scenarioPrices["gpt-4o"]}
+	cfg.Prices = map[string]rulesconfig.PriceConfig{"gpt-4o": scenarioPrices["gpt-4o"]}
 	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
 	core, logs := observer.New(zap.InfoLevel)

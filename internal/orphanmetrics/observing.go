@@ -10,7 +10,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/observe"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 )
 
 // Observing is observe mode for a [Recorder]: an internal/observe Observer deciding the
@@ -37,12 +37,12 @@ func NewObserving(cfg *Settings, rec *Recorder, logger *zap.Logger, latency func
 			zap.String("mode", cfg.Mode))
 	})
 	obs, err := observe.New(cfg.Config, cfg.Limits, sink, observe.Settings{
-		Now: now, Latency: latency, PrefixPriced: rules.PrefixPricedLogger(logger),
+		Now: now, Latency: latency, PrefixPriced: rulesconfig.PrefixPricedLogger(logger),
 	})
 	if err != nil {
 		return nil, err
 	}
-	rules.LogAttributes(logger, cfg.Attributes.Effective())
+	rulesconfig.LogAttributes(logger, cfg.Attributes.Effective())
 	return &Observing{obs: obs}, nil
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/otlptranslator"
 
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 )
 
 // Defaults of the metric settings, see [Settings].
@@ -112,11 +112,11 @@ type Settings struct {
 
 	// Config holds the verdict rules used in observe mode, under the orphan processor's keys
 	// (decision_wait, max_request_duration, clock_skew_tolerance, run_timeout, max_attempts,
-	// attributes, cancellation, retryable, prices, detached): internal/rules.
-	rules.Config `mapstructure:",squash"`
+	// attributes, cancellation, retryable, prices, detached): internal/rulesconfig.
+	rulesconfig.Config `mapstructure:",squash"`
 	// Limits bound what observe mode keeps between decisions (the processor's limits of the
 	// same names), each with its eviction counter.
-	Limits rules.LimitsConfig `mapstructure:"limits"`
+	Limits rulesconfig.LimitsConfig `mapstructure:"limits"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -133,8 +133,8 @@ func NewDefaultSettings() *Settings {
 		OutliveBuckets: DefaultOutliveBuckets(),
 		HopBuckets:     DefaultHopBuckets(),
 		Mode:           ModeObserve,
-		Config:         rules.Default(),
-		Limits:         rules.DefaultLimits(),
+		Config:         rulesconfig.Default(),
+		Limits:         rulesconfig.DefaultLimits(),
 	}
 }
 

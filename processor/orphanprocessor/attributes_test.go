@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -27,7 +27,7 @@ func TestExtraAttributesKeepDefaults(t *testing.T) {
 	cfg := loadConfig(t, "extra")
 	require.NoError(t, confmap.Validate(cfg))
 	eff := cfg.Attributes.Effective()
-	def := rules.Default().Attributes
+	def := rulesconfig.Default().Attributes
 	defaultIdempotencyKeys, defaultAttempts, defaultDeadlines, defaultInputTokens := def.IdempotencyKey, def.Attempt, def.Deadlines, def.InputTokens
 	assert.Equal(t, append(append([]string{}, defaultIdempotencyKeys...), "messaging.kafka.message.key"), eff.IdempotencyKey)
 	assert.Equal(t, append(append([]string{}, defaultAttempts...), "retry.attempt"), eff.Attempt)

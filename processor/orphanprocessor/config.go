@@ -6,7 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/confmap"
 
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -17,13 +17,13 @@ type Config struct {
 	// Config holds the rule settings shared with the orphanmetrics exporter and connector
 	// (decision_wait, decision_wait_after_root, chain_wait, abandoned_root_hold,
 	// max_request_duration, clock_skew_tolerance, run_timeout, max_attempts, attributes,
-	// cancellation, retryable, prices, detached, keys): internal/rules. Here DecisionWait is the
+	// cancellation, retryable, prices, detached, keys): internal/rulesconfig. Here DecisionWait is the
 	// longest the spans of a trace are held, from the arrival of its first span, when its root
 	// does not come; then they move on with their verdicts deferred until it comes
 	// (docs/verdicts.md "When verdicts are decided"). Spans are never held longer, but for an
 	// abandoned root (abandoned_root_hold). decision_wait: 0 is the deprecated spelling of
 	// decide_each_batch: true (DecidesEachBatch).
-	rules.Config `mapstructure:",squash"`
+	rulesconfig.Config `mapstructure:",squash"`
 	// DecideEachBatch (`decide_each_batch`) decides each batch whole as it arrives, in the
 	// calling goroutine: nothing is held, deferred or kept open, every decision is final (every
 	// run over, docs/verdicts.md "When a run is over"); decision_wait, decision_wait_after_root,
@@ -43,27 +43,27 @@ type Config struct {
 	Limits LimitsConfig `mapstructure:"limits"`
 }
 
-// The rule settings' types, shared with the exporter and connector (internal/rules).
+// The rule settings' types, shared with the exporter and connector (internal/rulesconfig).
 type (
 	// AttributesConfig names the span attributes read.
-	AttributesConfig = rules.AttributesConfig
+	AttributesConfig = rulesconfig.AttributesConfig
 	// DeadlineConfig is one deadline attribute.
-	DeadlineConfig = rules.DeadlineConfig
+	DeadlineConfig = rulesconfig.DeadlineConfig
 	// CancellationConfig lists what means cancellation.
-	CancellationConfig = rules.CancellationConfig
+	CancellationConfig = rulesconfig.CancellationConfig
 	// RetryableConfig says which failures are retryable.
-	RetryableConfig = rules.RetryableConfig
+	RetryableConfig = rulesconfig.RetryableConfig
 	// PriceConfig is a model's price in USD per million tokens.
-	PriceConfig = rules.PriceConfig
+	PriceConfig = rulesconfig.PriceConfig
 	// DetachedConfig says which work is meant to outlive the request.
-	DetachedConfig = rules.DetachedConfig
+	DetachedConfig = rulesconfig.DetachedConfig
 )
 
 // LimitsConfig bounds the processor's state: the traces and spans it holds, and what its
-// correlator keeps (rules.LimitsConfig, squashed: its keys directly under `limits`). Each bound
+// correlator keeps (rulesconfig.LimitsConfig, squashed: its keys directly under `limits`). Each bound
 // has an eviction policy and a counter.
 type LimitsConfig struct {
-	rules.LimitsConfig `mapstructure:",squash"`
+	rulesconfig.LimitsConfig `mapstructure:",squash"`
 	// MaxHeldBytes bounds the spans held, in bytes of their OTLP protobuf encoding (each batch's
 	// ptrace.ProtoMarshaler.TracesSize, shared evenly among its spans); when exceeded, the oldest
 	// traces are decided early (evictions{state="bytes"}). The heap the spans take is about 3

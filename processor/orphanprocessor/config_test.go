@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
 )
@@ -43,7 +43,7 @@ func TestCustomConfig(t *testing.T) {
 	assert.Len(t, cfg.Attributes.Deadlines, 2)
 	assert.Equal(t, PriceConfig{InputPerMillion: 2.5, OutputPerMillion: 10}, cfg.Prices["gpt-4o"])
 	assert.False(t, cfg.Detached.LinkedRoots)
-	assert.Equal(t, LimitsConfig{LimitsConfig: rules.LimitsConfig{MaxTraces: 1000, MaxSpansPerTrace: 500, MaxRootRecords: 2000, MaxIdempotencyKeys: 3000, MaxMultiRootSpans: 100_000, MaxContextSpans: 100_000, MaxPendingSpans: 200_000, MaxOpenRuns: 100_000}, MaxHeldBytes: defaultMaxHeldBytes}, cfg.Limits)
+	assert.Equal(t, LimitsConfig{LimitsConfig: rulesconfig.LimitsConfig{MaxTraces: 1000, MaxSpansPerTrace: 500, MaxRootRecords: 2000, MaxIdempotencyKeys: 3000, MaxMultiRootSpans: 100_000, MaxContextSpans: 100_000, MaxPendingSpans: 200_000, MaxOpenRuns: 100_000}, MaxHeldBytes: defaultMaxHeldBytes}, cfg.Limits)
 	vc := cfg.verdictConfig()
 	assert.Equal(t, 100*time.Millisecond, vc.ClockSkew)
 	assert.Equal(t, 3000, vc.MaxKeys)

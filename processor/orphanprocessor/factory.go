@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
 
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
 )
 
@@ -35,9 +35,9 @@ const defaultMaxHeldBytes = 256 << 20
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Config:           rules.Default(),
+		Config:           rulesconfig.Default(),
 		SendBatchMaxSize: defaultSendBatchMaxSize,
-		Limits:           LimitsConfig{LimitsConfig: rules.DefaultLimits(), MaxHeldBytes: defaultMaxHeldBytes},
+		Limits:           LimitsConfig{LimitsConfig: rulesconfig.DefaultLimits(), MaxHeldBytes: defaultMaxHeldBytes},
 	}
 }
 
@@ -47,6 +47,6 @@ func createTracesProcessor(ctx context.Context, set processor.Settings, cfg comp
 	if err != nil {
 		return nil, err
 	}
-	rules.LogAttributes(set.Logger, c.Attributes.Effective())
+	rulesconfig.LogAttributes(set.Logger, c.Attributes.Effective())
 	return p, nil
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/badinput"
 	"github.com/orphanwatch/orphanwatch/internal/latency"
-	"github.com/orphanwatch/orphanwatch/internal/rules"
+	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -96,7 +96,7 @@ type orphanProcessor struct {
 
 func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
 	vc := cfg.verdictConfig()
-	vc.PrefixPriced = rules.PrefixPricedLogger(set.Logger)
+	vc.PrefixPriced = rulesconfig.PrefixPricedLogger(set.Logger)
 	corr, err := verdict.New(vc)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,9 @@
-// Package rules is the configuration of the verdict rules that every orphanwatch component
+// Package rulesconfig is the configuration of the verdict rules that every orphanwatch component
 // deciding verdicts shares: the orphan processor (annotate) and the orphanmetrics exporter and
 // connector (observe). Its fields are squashed into each component's configuration, so they are
 // written at the top level of the component's YAML (`prices`, `run_timeout`, `attributes`,
 // `limits`...), under the same names whichever component decides.
-package rules
+package rulesconfig
 
 import (
 	"errors"
