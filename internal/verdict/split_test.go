@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"pgregory.net/rapid"
 
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -129,7 +129,7 @@ func readSpan(service string, sp ptrace.Span) verdict.Span {
 		}
 		path := str("url.path")
 		if path == "" {
-			path = urlPath(str("url.full"))
+			path = spanread.URLPath(str("url.full"))
 		}
 		s.Target = s.Target.Add(path)
 	}
@@ -168,24 +168,6 @@ func readSpan(service string, sp ptrace.Span) verdict.Span {
 		}
 	}
 	return s
-}
-
-// urlPath is the path of an absolute URL (spanread.URLPath, which this package cannot import).
-func urlPath(u string) string {
-	i := strings.Index(u, "://")
-	if i < 0 {
-		return ""
-	}
-	rest := u[i+3:]
-	j := strings.IndexAny(rest, "/?#")
-	if j < 0 || rest[j] != '/' {
-		return ""
-	}
-	rest = rest[j:]
-	if k := strings.IndexAny(rest, "?#"); k >= 0 {
-		rest = rest[:k]
-	}
-	return rest
 }
 
 // byTrace groups span indexes by trace, traces in order of first appearance.
