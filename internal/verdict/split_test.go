@@ -223,24 +223,12 @@ func splitReleases(t require.TestingT, spans []verdict.Span, releases [][]int) [
 			cv := &carried[k]
 			i := find(cv)
 			require.GreaterOrEqual(t, i, 0, "a verdict carried for a span not released: %+v", cv.Span)
-			switch cv.Part {
-			case verdict.PartAll:
-				out[i] = cv.Verdict
-			case verdict.PartRun:
-				out[i].Outcome, out[i].RunAttempts, out[i].RunOK = cv.Verdict.Outcome, cv.Verdict.RunAttempts, cv.Verdict.RunOK
-			case verdict.PartEdge:
-				out[i].CallerService = cv.Verdict.CallerService
-			}
+			applyPart(&out[i], cv)
 		}
 	}
 	var now int64
 	for _, rel := range releases {
-		var in []verdict.Span
-		in, now = releaseSpans(spans, rel, now)
-		c.Observe(in)
-		for _, g := range byTrace(spans, rel) {
-			part := pick(spans, g)
-			d := c.Release(nil, part, now, func(k int) any { return g[k] })
+		now = releaseByTrace(c, spans, rel, now, func(g []int, d verdict.Decision) {
 			apply(d.Carried)
 			if !d.Deferred {
 				for k, i := range g {
@@ -257,11 +245,35 @@ func splitReleases(t require.TestingT, spans []verdict.Span, releases [][]int) [
 					}
 				}
 			}
-		}
+		})
 	}
 	carried, _ := c.Finish(now)
 	apply(carried)
 	return out
+}
+
+// applyPart writes the part of a carried verdict that it carries into v.
+func applyPart(v *verdict.Verdict, cv *verdict.Carried) {
+	switch cv.Part {
+	case verdict.PartAll:
+		*v = cv.Verdict
+	case verdict.PartRun:
+		v.Outcome, v.RunAttempts, v.RunOK = cv.Verdict.Outcome, cv.Verdict.RunAttempts, cv.Verdict.RunOK
+	case verdict.PartEdge:
+		v.CallerService = cv.Verdict.CallerService
+	}
+}
+
+// releaseByTrace observes one release (span indexes into spans) and releases its spans trace by
+// trace, each span's Extra its index; use gets each trace's indexes and decision. It returns the
+// release's time (see releaseSpans).
+func releaseByTrace(c *verdict.Correlator, spans []verdict.Span, rel []int, now int64, use func(g []int, d verdict.Decision)) int64 {
+	in, now := releaseSpans(spans, rel, now)
+	c.Observe(in)
+	for _, g := range byTrace(spans, rel) {
+		use(g, c.Release(nil, pick(spans, g), now, func(k int) any { return g[k] }))
+	}
+	return now
 }
 
 // comparable is a verdict without the marks of a decision in progress.
