@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -154,25 +153,14 @@ func arrivalSplit(rt *rapid.T, td ptrace.Traces, asEnded bool) []ptrace.Traces {
 	}
 	order := rapid.Permutation(idx).Draw(rt, "order")
 	if asEnded {
-		sort.SliceStable(order, func(a, b int) bool {
-			return spans[order[a]].Span.EndTimestamp() < spans[order[b]].Span.EndTimestamp()
-		})
+		tdwalk.SortByEnd(spans, order)
 	}
 	nb := rapid.IntRange(1, len(spans)).Draw(rt, "batches")
 	cuts := map[int]bool{}
 	for len(cuts) < nb-1 {
 		cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
 	}
-	var batches []ptrace.Traces
-	cur := ptrace.NewTraces()
-	for i, pi := range order {
-		if cuts[i] {
-			batches = append(batches, cur)
-			cur = ptrace.NewTraces()
-		}
-		spans[pi].AppendTo(cur)
-	}
-	return append(batches, cur)
+	return tdwalk.Batches(spans, order, cuts)
 }
 
 // TestObserveEqualsAnnotateWhole: every scenario sent whole gives the same series observed as

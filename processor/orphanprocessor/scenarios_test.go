@@ -361,9 +361,7 @@ func recordedSeries(t require.TestingT, out []ptrace.Traces) map[string]float64 
 func endOrderSplit(rt *rapid.T, td ptrace.Traces) []ptrace.Traces {
 	spans := tdwalk.Flatten(td)
 	order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
-	sort.SliceStable(order, func(a, b int) bool {
-		return spans[order[a]].Span.EndTimestamp() < spans[order[b]].Span.EndTimestamp()
-	})
+	tdwalk.SortByEnd(spans, order)
 	nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
 	return cutBatches(rt, spans, order, nb)
 }
@@ -374,14 +372,5 @@ func cutBatches(rt *rapid.T, spans []tdwalk.Flat, order []int, nb int) []ptrace.
 	for len(cuts) < nb-1 {
 		cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
 	}
-	var batches []ptrace.Traces
-	cur := ptrace.NewTraces()
-	for i, pi := range order {
-		if cuts[i] {
-			batches = append(batches, cur)
-			cur = ptrace.NewTraces()
-		}
-		spans[pi].AppendTo(cur)
-	}
-	return append(batches, cur)
+	return tdwalk.Batches(spans, order, cuts)
 }
