@@ -3,7 +3,6 @@ package orphanmetrics_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -50,9 +49,7 @@ func loadScenarioFiles(t testing.TB) []scenarioFile {
 	require.NotEmpty(t, dirs)
 	var out []scenarioFile
 	for _, d := range dirs {
-		raw, err := os.ReadFile(filepath.Join(d, "trace.json"))
-		require.NoError(t, err)
-		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+		td, err := scenarios.LoadTraces(filepath.Join(d, "trace.json"))
 		require.NoError(t, err, d)
 		out = append(out, scenarioFile{dir: filepath.Base(d), traces: td})
 	}

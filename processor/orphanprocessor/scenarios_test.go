@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -51,9 +50,7 @@ func loadScenarios(t *testing.T) []scenarioCase {
 	require.NotEmpty(t, dirs)
 	var out []scenarioCase
 	for _, d := range dirs {
-		raw, err := os.ReadFile(filepath.Join(d, "trace.json"))
-		require.NoError(t, err)
-		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+		td, err := scenarios.LoadTraces(filepath.Join(d, "trace.json"))
 		require.NoError(t, err, d)
 		exp, err := scenarios.LoadExpected(filepath.Join(d, "expected.json"))
 		require.NoError(t, err, d)
