@@ -44,14 +44,12 @@ type scenarioFile struct {
 
 func loadScenarioFiles(t testing.TB) []scenarioFile {
 	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(scenarioDir, "s*"))
+	dirs, tds, err := scenarios.LoadDirs(scenarioDir)
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs)
 	var out []scenarioFile
-	for _, d := range dirs {
-		td, err := scenarios.LoadTraces(filepath.Join(d, "trace.json"))
-		require.NoError(t, err, d)
-		out = append(out, scenarioFile{dir: filepath.Base(d), traces: td})
+	for i, d := range dirs {
+		out = append(out, scenarioFile{dir: filepath.Base(d), traces: tds[i]})
 	}
 	return out
 }

@@ -45,16 +45,14 @@ type scenarioCase struct {
 
 func loadScenarios(t *testing.T) []scenarioCase {
 	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(scenarioDir, "s*"))
+	dirs, tds, err := scenarios.LoadDirs(scenarioDir)
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs)
 	var out []scenarioCase
-	for _, d := range dirs {
-		td, err := scenarios.LoadTraces(filepath.Join(d, "trace.json"))
-		require.NoError(t, err, d)
+	for i, d := range dirs {
 		exp, err := scenarios.LoadExpected(filepath.Join(d, "expected.json"))
 		require.NoError(t, err, d)
-		out = append(out, scenarioCase{dir: filepath.Base(d), traces: td, expected: exp})
+		out = append(out, scenarioCase{dir: filepath.Base(d), traces: tds[i], expected: exp})
 	}
 	return out
 }
