@@ -3,9 +3,7 @@ package orphanmetrics_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -46,16 +44,12 @@ type scenarioFile struct {
 
 func loadScenarioFiles(t testing.TB) []scenarioFile {
 	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(scenarioDir, "s*"))
+	dirs, tds, err := scenarios.LoadDirs(scenarioDir)
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs)
 	var out []scenarioFile
-	for _, d := range dirs {
-		raw, err := os.ReadFile(filepath.Join(d, "trace.json"))
-		require.NoError(t, err)
-		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
-		require.NoError(t, err, d)
-		out = append(out, scenarioFile{dir: filepath.Base(d), traces: td})
+	for i, d := range dirs {
+		out = append(out, scenarioFile{dir: filepath.Base(d), traces: tds[i]})
 	}
 	return out
 }
@@ -154,25 +148,14 @@ func arrivalSplit(rt *rapid.T, td ptrace.Traces, asEnded bool) []ptrace.Traces {
 	}
 	order := rapid.Permutation(idx).Draw(rt, "order")
 	if asEnded {
-		sort.SliceStable(order, func(a, b int) bool {
-			return spans[order[a]].Span.EndTimestamp() < spans[order[b]].Span.EndTimestamp()
-		})
+		tdwalk.SortByEnd(spans, order)
 	}
 	nb := rapid.IntRange(1, len(spans)).Draw(rt, "batches")
 	cuts := map[int]bool{}
 	for len(cuts) < nb-1 {
 		cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
 	}
-	var batches []ptrace.Traces
-	cur := ptrace.NewTraces()
-	for i, pi := range order {
-		if cuts[i] {
-			batches = append(batches, cur)
-			cur = ptrace.NewTraces()
-		}
-		spans[pi].AppendTo(cur)
-	}
-	return append(batches, cur)
+	return tdwalk.Batches(spans, order, cuts)
 }
 
 // TestObserveEqualsAnnotateWhole: every scenario sent whole gives the same series observed as

@@ -106,10 +106,7 @@ func TestIndexFollowsMemoGrowth(t *testing.T) {
 func TestIndexDroppedWithMemo(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxContextSpans = 4
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustNew(t, cfg)
 	now := 200 * int64(time.Second)
 	a := []Span{indexSpan(1, 1, 0, 100), indexSpan(1, 2, 1, 50), indexSpan(1, 3, 1, 60), indexSpan(1, 4, 2, 40)}
 	for _, i := range []int{1, 3} { // client calls: attempts, each a run group of the index

@@ -58,10 +58,7 @@ func TestMemoFreeClasses(t *testing.T) {
 func TestMemoRecycledAcrossTraces(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxContextSpans = 2
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustNew(t, cfg)
 	mk := func(tid byte, sid byte, parent byte, name string) Span {
 		s := Span{TraceID: TraceID{tid}, SpanID: SpanID{sid}, Name: name, Service: "svc", Start: 1e9, End: 2e9,
 			GRPCStatus: -1, ResendCount: -1, InputTokens: -1, OutputTokens: -1}
@@ -191,10 +188,7 @@ func TestMemoRecycleConcurrent(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxContextSpans = 40
 	cfg.MaxPendingSpans = 30
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustNew(t, cfg)
 	mk := func(g, tr int, sid, parent byte, name string) Span {
 		s := Span{TraceID: TraceID{byte(g), byte(tr), byte(tr >> 8), 1}, SpanID: SpanID{sid}, Name: name, Service: "svc",
 			Start: 1e9 + int64(sid)*1e6, End: 2e9, Kind: KindClient, Target: NewTargetHash().Add(name),
@@ -280,10 +274,7 @@ func TestMemoRecycleConcurrent(t *testing.T) {
 func TestSettledChainsMemoEvictable(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxContextSpans = 2
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustNew(t, cfg)
 	mk := func(tr, sid, parent byte) Span {
 		s := Span{TraceID: TraceID{tr, 7}, SpanID: SpanID{sid}, Name: "op", Service: "svc", Start: 1e9, End: 2e9,
 			GRPCStatus: -1, ResendCount: -1, InputTokens: -1, OutputTokens: -1}

@@ -55,15 +55,7 @@ func releaseCopies(t *testing.T, copies [][]verdict.Span, releases [][]int, conc
 				})
 			}
 			require.GreaterOrEqual(t, i, 0)
-			v := &out[k][i]
-			switch cv.Part {
-			case verdict.PartAll:
-				*v = cv.Verdict
-			case verdict.PartRun:
-				v.Outcome, v.RunAttempts, v.RunOK = cv.Verdict.Outcome, cv.Verdict.RunAttempts, cv.Verdict.RunOK
-			case verdict.PartEdge:
-				v.CallerService = cv.Verdict.CallerService
-			}
+			applyPart(&out[k][i], cv)
 		}
 	}
 	var last int64
@@ -71,12 +63,7 @@ func releaseCopies(t *testing.T, copies [][]verdict.Span, releases [][]int, conc
 		spans := copies[k]
 		var now int64
 		for _, rel := range releases {
-			var in []verdict.Span
-			in, now = releaseSpans(spans, rel, now)
-			c.Observe(in)
-			for _, g := range byTrace(spans, rel) {
-				part := pick(spans, g)
-				d := c.Release(nil, part, now, func(n int) any { return g[n] })
+			now = releaseByTrace(c, spans, rel, now, func(g []int, d verdict.Decision) {
 				apply(d.Carried)
 				if !d.Deferred {
 					mu.Lock()
@@ -87,7 +74,7 @@ func releaseCopies(t *testing.T, copies [][]verdict.Span, releases [][]int, conc
 					}
 					mu.Unlock()
 				}
-			}
+			})
 		}
 		mu.Lock()
 		last = max(last, now)

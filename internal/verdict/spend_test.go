@@ -24,10 +24,7 @@ func TestPrefixPriced(t *testing.T) {
 		defer mu.Unlock()
 		got = append(got, told{model, entry})
 	}
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustNew(t, cfg)
 	for range 3 {
 		for _, m := range []string{"gpt-4o", "gpt-4o-mini", "gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18", "claude-3-5-sonnet", "llama-3"} {
 			c.rules.PriceOf(m)
@@ -57,10 +54,7 @@ func TestPrefixPricedBounded(t *testing.T) {
 		defer mu.Unlock()
 		told[model]++
 	}
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustNew(t, cfg)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)

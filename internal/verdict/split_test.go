@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"pgregory.net/rapid"
 
+	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -129,7 +129,7 @@ func readSpan(service string, sp ptrace.Span) verdict.Span {
 		}
 		path := str("url.path")
 		if path == "" {
-			path = urlPath(str("url.full"))
+			path = spanread.URLPath(str("url.full"))
 		}
 		s.Target = s.Target.Add(path)
 	}
@@ -168,24 +168,6 @@ func readSpan(service string, sp ptrace.Span) verdict.Span {
 		}
 	}
 	return s
-}
-
-// urlPath is the path of an absolute URL (spanread.URLPath, which this package cannot import).
-func urlPath(u string) string {
-	i := strings.Index(u, "://")
-	if i < 0 {
-		return ""
-	}
-	rest := u[i+3:]
-	j := strings.IndexAny(rest, "/?#")
-	if j < 0 || rest[j] != '/' {
-		return ""
-	}
-	rest = rest[j:]
-	if k := strings.IndexAny(rest, "?#"); k >= 0 {
-		rest = rest[:k]
-	}
-	return rest
 }
 
 // byTrace groups span indexes by trace, traces in order of first appearance.
@@ -241,24 +223,12 @@ func splitReleases(t require.TestingT, spans []verdict.Span, releases [][]int) [
 			cv := &carried[k]
 			i := find(cv)
 			require.GreaterOrEqual(t, i, 0, "a verdict carried for a span not released: %+v", cv.Span)
-			switch cv.Part {
-			case verdict.PartAll:
-				out[i] = cv.Verdict
-			case verdict.PartRun:
-				out[i].Outcome, out[i].RunAttempts, out[i].RunOK = cv.Verdict.Outcome, cv.Verdict.RunAttempts, cv.Verdict.RunOK
-			case verdict.PartEdge:
-				out[i].CallerService = cv.Verdict.CallerService
-			}
+			applyPart(&out[i], cv)
 		}
 	}
 	var now int64
 	for _, rel := range releases {
-		var in []verdict.Span
-		in, now = releaseSpans(spans, rel, now)
-		c.Observe(in)
-		for _, g := range byTrace(spans, rel) {
-			part := pick(spans, g)
-			d := c.Release(nil, part, now, func(k int) any { return g[k] })
+		now = releaseByTrace(c, spans, rel, now, func(g []int, d verdict.Decision) {
 			apply(d.Carried)
 			if !d.Deferred {
 				for k, i := range g {
@@ -275,11 +245,35 @@ func splitReleases(t require.TestingT, spans []verdict.Span, releases [][]int) [
 					}
 				}
 			}
-		}
+		})
 	}
 	carried, _ := c.Finish(now)
 	apply(carried)
 	return out
+}
+
+// applyPart writes the part of a carried verdict that it carries into v.
+func applyPart(v *verdict.Verdict, cv *verdict.Carried) {
+	switch cv.Part {
+	case verdict.PartAll:
+		*v = cv.Verdict
+	case verdict.PartRun:
+		v.Outcome, v.RunAttempts, v.RunOK = cv.Verdict.Outcome, cv.Verdict.RunAttempts, cv.Verdict.RunOK
+	case verdict.PartEdge:
+		v.CallerService = cv.Verdict.CallerService
+	}
+}
+
+// releaseByTrace observes one release (span indexes into spans) and releases its spans trace by
+// trace, each span's Extra its index; use gets each trace's indexes and decision. It returns the
+// release's time (see releaseSpans).
+func releaseByTrace(c *verdict.Correlator, spans []verdict.Span, rel []int, now int64, use func(g []int, d verdict.Decision)) int64 {
+	in, now := releaseSpans(spans, rel, now)
+	c.Observe(in)
+	for _, g := range byTrace(spans, rel) {
+		use(g, c.Release(nil, pick(spans, g), now, func(k int) any { return g[k] }))
+	}
+	return now
 }
 
 // comparable is a verdict without the marks of a decision in progress.

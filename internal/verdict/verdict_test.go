@@ -27,11 +27,18 @@ func sp(id, parent byte, service string, kind Kind, start, end float64) Span {
 
 func decide(t *testing.T, cfg Config, spans ...Span) []Verdict {
 	t.Helper()
-	c, err := New(cfg)
-	require.NoError(t, err)
+	c := mustNew(t, cfg)
 	c.Observe(spans)
 	v, _ := c.Decide(spans)
 	return v
+}
+
+// mustNew is a correlator with cfg; the test stops if New refuses cfg.
+func mustNew(t testing.TB, cfg Config) *Correlator {
+	t.Helper()
+	c, err := New(cfg)
+	require.NoError(t, err)
+	return c
 }
 
 func TestRootEndReason(t *testing.T) {

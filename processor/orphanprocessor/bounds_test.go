@@ -563,8 +563,7 @@ func overloadRun(t *testing.T, batches int, maxHeld int64) overload {
 // data. Either way a batch sent after the overload is taken again.
 func TestMemoryOverload(t *testing.T) {
 	r := overloadRun(t, overloadBatches, 6<<20)
-	assert.Equal(t, r.sent, r.accepted+r.refused)
-	assert.Equal(t, r.accepted, r.delivered, "every accepted span handed on, once")
+	r.assertAccounted(t)
 	assert.Zero(t, r.refused, "the limiter never has to refuse")
 	assert.Positive(t, r.evictedBytes)
 	assert.Positive(t, r.early, "decided early, before shutdown")
@@ -577,10 +576,17 @@ func TestMemoryOverload(t *testing.T) {
 // it); still sent = delivered + refused, and a batch sent after the overload is taken again.
 func TestMemoryOverloadUnbounded(t *testing.T) {
 	r := overloadRun(t, overloadBatches, 1<<40)
-	assert.Equal(t, r.sent, r.accepted+r.refused)
-	assert.Equal(t, r.accepted, r.delivered, "every accepted span handed on, once")
+	r.assertAccounted(t)
 	assert.Positive(t, r.refused, "the limiter refuses")
 	assert.Zero(t, r.evictedBytes)
+}
+
+// assertAccounted checks that every span sent was accepted or refused (sent = accepted +
+// refused) and every accepted span handed on, once.
+func (r overload) assertAccounted(t *testing.T) {
+	t.Helper()
+	assert.Equal(t, r.sent, r.accepted+r.refused)
+	assert.Equal(t, r.accepted, r.delivered, "every accepted span handed on, once")
 }
 
 // overloadBatches is how many batches of 1,000 spans TestMemoryOverload sends: 104,950 spans

@@ -109,12 +109,18 @@ func checkPassThrough(t *testing.T, td ptrace.Traces) {
 // FuzzProcessorOTLPJSON feeds arbitrary OTLP/JSON through the processor.
 func FuzzProcessorOTLPJSON(f *testing.F) {
 	jsons, _ := fuzzSeeds(f)
-	for _, b := range jsons {
+	fuzzPassThrough(f, jsons, &ptrace.JSONUnmarshaler{})
+}
+
+// fuzzPassThrough seeds f with seeds and checks that every input u reads passes through the
+// processor (checkPassThrough); inputs u cannot read are skipped.
+func fuzzPassThrough(f *testing.F, seeds [][]byte, u ptrace.Unmarshaler) {
+	for _, b := range seeds {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		withWatchdog(t, func() {
-			td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(b)
+			td, err := u.UnmarshalTraces(b)
 			if err != nil {
 				return
 			}
@@ -140,16 +146,5 @@ func withWatchdog(t *testing.T, f func()) {
 // FuzzProcessorOTLPProto feeds arbitrary OTLP protobuf through the processor.
 func FuzzProcessorOTLPProto(f *testing.F) {
 	_, protos := fuzzSeeds(f)
-	for _, b := range protos {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		withWatchdog(t, func() {
-			td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
-			if err != nil {
-				return
-			}
-			checkPassThrough(t, td)
-		})
-	})
+	fuzzPassThrough(f, protos, &ptrace.ProtoUnmarshaler{})
 }

@@ -83,14 +83,7 @@ func keyedResend(td ptrace.Traces, tr byte, start float64, status int64) {
 // each trace's run by itself.
 func TestReplayJoinsKeyedRunAcrossTraces(t *testing.T) {
 	attempts := func(out []ptrace.Traces) []pcommon.Map {
-		var as []pcommon.Map
-		for _, td := range out {
-			for _, f := range tdwalk.Flatten(td) {
-				if f.Span.Name() == "POST" {
-					as = append(as, f.Span.Attributes())
-				}
-			}
-		}
+		as := postAttributes(out)
 		sort.Slice(as, func(i, j int) bool {
 			a, _ := as[i].Get("http.response.status_code")
 			b, _ := as[j].Get("http.response.status_code")
@@ -99,14 +92,7 @@ func TestReplayJoinsKeyedRunAcrossTraces(t *testing.T) {
 		return as
 	}
 	out, _ := replay(t, testConfig(30*time.Second), keyedResends(200))
-	as := attempts(out)
-	require.Len(t, as, 3)
-	for i, a := range as {
-		n, _ := a.Get(verdict.AttrAttempt)
-		assert.Equal(t, int64(i+1), n.Int(), "attempt %d", i+1)
-		_, hasOutcome := a.Get(verdict.AttrRunOutcome)
-		assert.False(t, hasOutcome, "attempt %d leaves with the run open", i+1)
-	}
+	requireOpenAttempts(t, attempts(out))
 	evs := carriedEvents(out)
 	require.Len(t, evs, 1)
 	ev := evs[pcommon.SpanID{2, 1}.String()]

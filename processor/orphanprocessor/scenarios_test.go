@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -46,18 +45,14 @@ type scenarioCase struct {
 
 func loadScenarios(t *testing.T) []scenarioCase {
 	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(scenarioDir, "s*"))
+	dirs, tds, err := scenarios.LoadDirs(scenarioDir)
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs)
 	var out []scenarioCase
-	for _, d := range dirs {
-		raw, err := os.ReadFile(filepath.Join(d, "trace.json"))
-		require.NoError(t, err)
-		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
-		require.NoError(t, err, d)
+	for i, d := range dirs {
 		exp, err := scenarios.LoadExpected(filepath.Join(d, "expected.json"))
 		require.NoError(t, err, d)
-		out = append(out, scenarioCase{dir: filepath.Base(d), traces: td, expected: exp})
+		out = append(out, scenarioCase{dir: filepath.Base(d), traces: tds[i], expected: exp})
 	}
 	return out
 }
@@ -361,9 +356,7 @@ func recordedSeries(t require.TestingT, out []ptrace.Traces) map[string]float64 
 func endOrderSplit(rt *rapid.T, td ptrace.Traces) []ptrace.Traces {
 	spans := tdwalk.Flatten(td)
 	order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
-	sort.SliceStable(order, func(a, b int) bool {
-		return spans[order[a]].Span.EndTimestamp() < spans[order[b]].Span.EndTimestamp()
-	})
+	tdwalk.SortByEnd(spans, order)
 	nb := rapid.IntRange(1, len(spans)).Draw(rt, "decisions")
 	return cutBatches(rt, spans, order, nb)
 }
@@ -374,14 +367,5 @@ func cutBatches(rt *rapid.T, spans []tdwalk.Flat, order []int, nb int) []ptrace.
 	for len(cuts) < nb-1 {
 		cuts[rapid.IntRange(1, len(spans)-1).Draw(rt, fmt.Sprintf("cut%d", len(cuts)))] = true
 	}
-	var batches []ptrace.Traces
-	cur := ptrace.NewTraces()
-	for i, pi := range order {
-		if cuts[i] {
-			batches = append(batches, cur)
-			cur = ptrace.NewTraces()
-		}
-		spans[pi].AppendTo(cur)
-	}
-	return append(batches, cur)
+	return tdwalk.Batches(spans, order, cuts)
 }

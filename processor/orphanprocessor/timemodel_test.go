@@ -14,6 +14,33 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
+// postAttributes is the attributes of every span named POST in out (the keyed resends'
+// attempts), in order.
+func postAttributes(out []ptrace.Traces) []pcommon.Map {
+	var as []pcommon.Map
+	for _, td := range out {
+		for _, f := range tdwalk.Flatten(td) {
+			if f.Span.Name() == "POST" {
+				as = append(as, f.Span.Attributes())
+			}
+		}
+	}
+	return as
+}
+
+// requireOpenAttempts checks that as are attempts 1, 2 and 3, in order, each leaving with its
+// run open (no run outcome on it).
+func requireOpenAttempts(t *testing.T, as []pcommon.Map) {
+	t.Helper()
+	require.Len(t, as, 3)
+	for i, a := range as {
+		n, _ := a.Get(verdict.AttrAttempt)
+		assert.Equal(t, int64(i+1), n.Int(), "attempt %d", i+1)
+		_, hasOutcome := a.Get(verdict.AttrRunOutcome)
+		assert.False(t, hasOutcome, "the run is open when attempt %d leaves", i+1)
+	}
+}
+
 // carriedEvents returns the orphanwatch.verdict events of the output, by the span ID they are
 // for, with the span that carried each.
 func carriedEvents(out []ptrace.Traces) map[string][]pcommon.Map {
@@ -60,21 +87,7 @@ func TestKeyJoinsRunAcrossTraces(t *testing.T) {
 		require.NoError(t, p.release(ctx, p.due(clk.Now())))
 		require.Equal(t, 2*(i+1), sink.SpanCount(), "trace %d leaves after the wait after its root", tr)
 	}
-	var attempts []pcommon.Map
-	for _, td := range sink.AllTraces() {
-		for _, f := range tdwalk.Flatten(td) {
-			if f.Span.Name() == "POST" {
-				attempts = append(attempts, f.Span.Attributes())
-			}
-		}
-	}
-	require.Len(t, attempts, 3)
-	for i, a := range attempts {
-		n, _ := a.Get(verdict.AttrAttempt)
-		assert.Equal(t, int64(i+1), n.Int(), "attempt %d", i+1)
-		_, hasOutcome := a.Get(verdict.AttrRunOutcome)
-		assert.False(t, hasOutcome, "the run is open when attempt %d leaves", i+1)
-	}
+	requireOpenAttempts(t, postAttributes(sink.AllTraces()))
 	_, _, open := p.corr.Kept()
 	assert.Equal(t, 1, open, "the keyed run waits for a re-send")
 	p.sweep(ctx, clk.Now().Add(cfg.RunTimeout))

@@ -90,6 +90,23 @@ func LoadTraces(path string) (ptrace.Traces, error) {
 	return u.UnmarshalTraces(b)
 }
 
+// LoadDirs reads the trace.json of every scenario directory (s*) under root: the directories,
+// in glob order, and their traces. An error names the file it could not read.
+func LoadDirs(root string) ([]string, []ptrace.Traces, error) {
+	dirs, err := filepath.Glob(filepath.Join(root, "s*"))
+	if err != nil {
+		return nil, nil, err
+	}
+	tds := make([]ptrace.Traces, len(dirs))
+	for i, d := range dirs {
+		path := filepath.Join(d, "trace.json")
+		if tds[i], err = LoadTraces(path); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return dirs, tds, nil
+}
+
 // Files returns every generated file under testdata/scenarios, by relative path.
 func Files() (map[string][]byte, error) {
 	files := map[string][]byte{}

@@ -103,3 +103,26 @@ func RemoveSpans(td ptrace.Traces, drop func(ptrace.Span) bool) {
 		return rs.ScopeSpans().Len() == 0
 	})
 }
+
+// SortByEnd sorts order (indexes into spans) by the spans' end times, earliest first, keeping
+// the order of ties.
+func SortByEnd(spans []Flat, order []int) {
+	sort.SliceStable(order, func(a, b int) bool {
+		return spans[order[a]].Span.EndTimestamp() < spans[order[b]].Span.EndTimestamp()
+	})
+}
+
+// Batches is the spans at order (indexes into spans) as batches in that order, a new batch
+// starting at each position of order that cuts holds.
+func Batches(spans []Flat, order []int, cuts map[int]bool) []ptrace.Traces {
+	var batches []ptrace.Traces
+	cur := ptrace.NewTraces()
+	for i, pi := range order {
+		if cuts[i] {
+			batches = append(batches, cur)
+			cur = ptrace.NewTraces()
+		}
+		spans[pi].AppendTo(cur)
+	}
+	return append(batches, cur)
+}
