@@ -222,6 +222,13 @@ func (e *Expect) Runs(service, operation, outcome string, n int) {
 	e.Metric(MRuns, float64(n), "service_name", service, "operation", operation, "outcome", outcome)
 }
 
+// OneRun expects one run of the operation with the outcome (Runs) and its attempts, all with
+// one liveness (Attempts).
+func (e *Expect) OneRun(service, operation, outcome, liveness string, attempts int) {
+	e.Runs(service, operation, outcome, 1)
+	e.Attempts(service, operation, liveness, attempts)
+}
+
 // Attempts expects orphanwatch_attempts_total{service_name, operation, liveness}.
 func (e *Expect) Attempts(service, operation, liveness string, n int) {
 	e.Metric(MAttempts, float64(n), "service_name", service, "operation", operation, "liveness", liveness)
