@@ -205,6 +205,16 @@ func (e *Expect) Span(s *Span, v V) {
 	e.verdicts[s] = v
 }
 
+// Spans sets the expected verdicts of spans, one each, in order.
+func (e *Expect) Spans(spans []*Span, vs ...V) {
+	if len(spans) != len(vs) {
+		panic(fmt.Sprintf("%s: %d verdicts for %d spans", e.id, len(vs), len(spans)))
+	}
+	for i, s := range spans {
+		e.Span(s, vs[i])
+	}
+}
+
 // Metric adds one expected series.
 func (e *Expect) Metric(name string, value float64, labels ...string) {
 	if len(labels)%2 != 0 {

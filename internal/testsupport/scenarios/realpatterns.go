@@ -37,18 +37,12 @@ func S14() (ptrace.Traces, Expected) {
 		"3.00-3.40 503, 6.00-6.40 503, 12.00-12.30 503 -> delivered_to_nobody (error), not cancelled. researcher's "+
 		"coroutine span records asyncio.CancelledError at 2.05 while its retry decorator's search-tool attempts go on "+
 		"(0.20-0.60, 1.20-1.60, 2.50-2.90, 4.00-4.30, all 503) -> delivered_to_nobody (error). Reach 1, orphaned depth 2.")
-	e.Gone(tr, 2.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/v1/chat/completions", 0.00, 2.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(1, 2))
+	root := cancelledRoot(e, tr, "/v1/chat/completions", 2.00, 1, 2)
 
 	// (a) the gateway's upstream retry loop.
 	times := [5][3]float64{{0.10, 1.00, 429}, {1.40, 1.90, 503}, {3.00, 3.40, 503}, {6.00, 6.40, 503}, {12.00, 12.30, 503}}
 	for i, tm := range times {
-		a := root.Chat(GPT4o, tm[0], tm[1]).HTTPError(int(tm[2]))
-		a.IdempotencyKey("s14-upstream-0001")
-		if i > 0 {
-			a.ResendCount(i)
-		}
+		a := root.Chat(GPT4o, tm[0], tm[1]).HTTPError(int(tm[2])).retry("s14-upstream-0001", i)
 		switch {
 		case i < 2:
 			e.Span(a, Live().Attempt(i+1).Model(GPT4o))
@@ -60,47 +54,27 @@ func S14() (ptrace.Traces, Expected) {
 	}
 
 	// (b) researcher's retry decorator around a cancelled coroutine.
-	call, srv := subAgentCall(root, Researcher, 0.01, 2.00, 0.02, 4.35, 0, 200)
-	call.ErrorType("context canceled")
-	e.Span(call, Live().Single(Cancelled, bad))
+	srv := cancelledAgentCall(e, root, Researcher, 0.01, 2.00, 0.02, 4.35, 200)
 	e.Span(srv, Orphaned(2.35, false).Caller(Gateway))
 	research := srv.Child(Researcher, "research", Internal, 0.03, 2.05).Exception("asyncio.CancelledError")
 	e.Span(research, Live()) // 50 ms after the gone time, another service: within the tolerance
-	st := [4][2]float64{{0.20, 0.60}, {1.20, 1.60}, {2.50, 2.90}, {4.00, 4.30}}
-	for i, tm := range st {
-		get, tool := searchCall(research, tm[0], tm[1], 503)
-		get.IdempotencyKey("s14-search-0001")
-		if i > 0 {
-			get.ResendCount(i)
-		}
-		switch i {
-		case 0, 1:
-			e.Span(get, Live().Attempt(i+1))
-			e.Span(tool, Live())
-		case 2:
-			e.Span(get, Orphaned(0.90, true).Attempt(3))
-			e.Span(tool, Orphaned(0.89, true))
-		case 3:
-			e.Span(get, Orphaned(2.30, true).Attempt(4).Run(DeliveredToNobody, 4, bad))
-			e.Span(tool, Orphaned(2.29, true))
-		}
-	}
+	gets, tools := searchRetries(research, "s14-search-0001", 503,
+		[2]float64{0.20, 0.60}, [2]float64{1.20, 1.60}, [2]float64{2.50, 2.90}, [2]float64{4.00, 4.30})
+	e.Spans(gets, Live().Attempt(1), Live().Attempt(2), Orphaned(0.90, true).Attempt(3),
+		Orphaned(2.30, true).Attempt(4).Run(DeliveredToNobody, 4, bad))
+	e.Spans(tools, Live(), Live(), Orphaned(0.89, true), Orphaned(2.29, true))
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 1, 2)
 	e.Runs(Gateway, "chat gpt-4o", DeliveredToNobody, 1)
 	e.Attempts(Gateway, "chat gpt-4o", LLive, 2)
 	e.Attempts(Gateway, "chat gpt-4o", LStartedAfterGone, 3)
 	e.ModelCalls(Gateway, GPT4o, LLive, 2)
 	e.ModelCalls(Gateway, GPT4o, LOrphaned, 3)
-	e.Runs(Gateway, "POST researcher:8080", Cancelled, 1)
-	e.Attempts(Gateway, "POST researcher:8080", LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 3.39)     // chat 0.90 + 0.50, POST 1.99
 	e.SpendSeconds(Gateway, LOrphaned, 1.10) // chat 0.40 + 0.40 + 0.30
 	e.Outlive(Gateway, 3, 16.10)             // 1.40 + 4.40 + 10.30
-	e.Runs(Researcher, "GET search-tool:8080", DeliveredToNobody, 1)
-	e.Attempts(Researcher, "GET search-tool:8080", LLive, 2)
-	e.Attempts(Researcher, "GET search-tool:8080", LStartedAfterGone, 2)
+	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
+	e.Attempts(Researcher, opSearch, LLive, 2)
+	e.Attempts(Researcher, opSearch, LStartedAfterGone, 2)
 	e.SpendSeconds(Researcher, LLive, 0.80)
 	e.SpendSeconds(Researcher, LOrphaned, 0.70)
 	e.Outlive(Researcher, 3, 5.55) // 2.35 + 0.90 + 2.30
@@ -131,14 +105,10 @@ func S15() (ptrace.Traces, Expected) {
 		"call to planner records 'context canceled' and unwinds at 3.004 (live: it noticed); planner's SERVER runs to "+
 		"5.00 with a chat 3.50-4.90: edge gateway->planner. gateway's agent acknowledges the cancel at 3.02 but its "+
 		"execute_tool 2.50-6.00 calls search-tool (GET 2.60-5.90): edge gateway->search-tool. Reach 0, depth 1.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
+	root := cancelledAsk(e, tr, 3.00, 0, 1)
 
 	// (a) the caller's span unwinds a few milliseconds late.
-	callP, srvP := subAgentCall(root, Planner, 0.01, 3.004, 0.02, 5.00, 0, 200)
-	callP.ErrorType("context canceled")
-	e.Span(callP, Live().Single(Cancelled, bad))
+	srvP := cancelledAgentCall(e, root, Planner, 0.01, 3.004, 0.02, 5.00, 200)
 	e.Span(srvP, Orphaned(2.00, false).Caller(Gateway))
 	chat := srvP.Chat(GPT4oMini, 3.50, 4.90).Usage(1000, 200)
 	// 1000 * 0.15e-6 + 200 * 0.60e-6
@@ -156,19 +126,12 @@ func S15() (ptrace.Traces, Expected) {
 	srvT := get.HTTPServer(SearchTool, "/search", 2.61, 5.89, 200)
 	e.Span(srvT, Orphaned(2.89, false).Caller(Gateway))
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Gateway, "POST planner:8080", Cancelled, 1)
-	e.Attempts(Gateway, "POST planner:8080", LLive, 1)
-	e.Runs(Gateway, "execute_tool web_search", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "execute_tool web_search", LOutlivedRoot, 1)
-	e.Runs(Gateway, "GET search-tool:8080", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "GET search-tool:8080", LOutlivedRoot, 1)
+	e.OneRun(Gateway, "execute_tool web_search", DeliveredToNobody, LOutlivedRoot, 1)
+	e.OneRun(Gateway, opSearch, DeliveredToNobody, LOutlivedRoot, 1)
 	e.SpendSeconds(Gateway, LLive, 3.494)    // POST 2.994 (noticed: all live) + the tool call's 0.50 before gone
 	e.SpendSeconds(Gateway, LOrphaned, 3.00) // the tool call's 3.00 after gone (its GET is inside it)
 	e.Outlive(Gateway, 2, 5.90)
-	e.Runs(Planner, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Attempts(Planner, "chat gpt-4o-mini", LStartedAfterGone, 1)
+	e.OneRun(Planner, "chat gpt-4o-mini", DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(Planner, LOrphaned, 1.40)
 	e.ModelCall(Planner, GPT4oMini, LOrphaned, 1000, 200, 0.00027)
 	e.Outlive(Planner, 2, 3.90) // 2.00 + 1.90
@@ -208,13 +171,11 @@ func S16() (ptrace.Traces, Expected) {
 
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Gateway, "POST coder:8080", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "POST coder:8080", LOutlivedRoot, 1)
+	agentCall(e, Coder, DeliveredToNobody, LOutlivedRoot)
 	e.SpendSeconds(Gateway, LLive, 1.99)
 	e.SpendSeconds(Gateway, LOrphaned, 2.80)
 	e.Outlive(Gateway, 1, 2.80)
-	e.Runs(Coder, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Coder, "chat gpt-4o", LOutlivedRoot, 1)
+	e.OneRun(Coder, "chat gpt-4o", DeliveredToNobody, LOutlivedRoot, 1)
 	e.SpendSeconds(Coder, LLive, 1.50)
 	e.SpendSeconds(Coder, LOrphaned, 2.50)
 	e.ModelCall(Coder, GPT4o, LOrphaned, 1500, 300, 0.00675)
@@ -249,11 +210,7 @@ func S17() (ptrace.Traces, Expected) {
 		"1.10 (the caller gave up: critic's gone time is 1.10); critic works 1.50-4.00 (chat 1.60-3.90, 800/100): "+
 		"orphaned, dispatched for nobody. planner's follow-up 2.50-3.20 after a clean "+
 		"call 1.80-1.90 under a completed root: detached.")
-	e.Gone(tr1, 2.00, Gateway)
-	e.Gone(tr2, 2.00, Gateway)
-
-	root1 := tr1.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 499)
-	e.Span(root1, Live().Root(Cancelled).Reach(0, 1))
+	root1 := cancelledAsk(e, tr1, 2.00, 0, 1)
 	start := root1.Child(Gateway, "StartActivity:Summarize", Client, 0.10, 0.12)
 	e.Span(start, Live().Single(Success, ok))
 	run := start.Child(Coder, "RunActivity:Summarize", Server, 2.50, 6.00)
@@ -262,8 +219,7 @@ func S17() (ptrace.Traces, Expected) {
 	// 4000 * 2.5e-6 + 900 * 10e-6
 	e.Span(chat1, Orphaned(3.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 4000, 900, 0.019))
 
-	root2 := tr2.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
-	e.Span(root2, Live().Root(Completed))
+	root2 := completedAsk(e, tr2, 2.00)
 	callC := root2.HTTPClient("POST", Critic, HTTPPort, "/run", 0.10, 1.10, 0).ErrorType("timeout")
 	e.Span(callC, Live().Single(RetryableFailure, bad))
 	srvC := callC.HTTPServer(Critic, "/run", 1.50, 4.00, 200)
@@ -280,28 +236,19 @@ func S17() (ptrace.Traces, Expected) {
 	// 500 * 0.15e-6 + 50 * 0.60e-6
 	e.Span(chatP, Detached().Single(Success, ok).Spend(GPT4oMini, 500, 50, 0.000105))
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Roots(Gateway, Completed, 1)
-	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Gateway, "StartActivity:Summarize", Success, 1)
-	e.Attempts(Gateway, "StartActivity:Summarize", LLive, 1)
-	e.Runs(Gateway, "POST critic:8080", RetryableFailure, 1)
-	e.Runs(Gateway, "POST planner:8080", Success, 1)
-	e.Attempts(Gateway, "POST critic:8080", LLive, 1)
-	e.Attempts(Gateway, "POST planner:8080", LLive, 1)
+	e.OneRun(Gateway, "StartActivity:Summarize", Success, LLive, 1)
+	agentCall(e, Critic, RetryableFailure, LLive)
+	agentCall(e, Planner, Success, LLive)
 	e.SpendSeconds(Gateway, LLive, 1.12) // 0.02 + 1.00 + 0.10
-	e.Runs(Coder, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Coder, "chat gpt-4o", LStartedAfterGone, 1)
+	e.OneRun(Coder, "chat gpt-4o", DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(Coder, LOrphaned, 3.30)
 	e.ModelCall(Coder, GPT4o, LOrphaned, 4000, 900, 0.019)
 	e.Outlive(Coder, 2, 7.90) // 4.00 + 3.90
-	e.Runs(Critic, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Attempts(Critic, "chat gpt-4o-mini", LStartedAfterGone, 1)
+	e.OneRun(Critic, "chat gpt-4o-mini", DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(Critic, LOrphaned, 2.30) // 1.60-3.90, all after 1.10
 	e.ModelCall(Critic, GPT4oMini, LOrphaned, 800, 100, 0.00018)
 	e.Outlive(Critic, 2, 5.70) // 2.90 + 2.80
-	e.Runs(Planner, "chat gpt-4o-mini", Success, 1)
-	e.Attempts(Planner, "chat gpt-4o-mini", LDetached, 1)
+	e.OneRun(Planner, "chat gpt-4o-mini", Success, LDetached, 1)
 	e.SpendSeconds(Planner, LDetached, 0.50)
 	e.ModelCall(Planner, GPT4oMini, LDetached, 500, 50, 0.000105)
 	e.Unpropagated(Gateway, Coder, 1)
@@ -342,9 +289,7 @@ func S18() (ptrace.Traces, Expected) {
 
 	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 1.00, 3.00, 499)
 	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
-	call, srv := subAgentCall(root, Researcher, 1.01, 3.00, 1.02, 5.00, 0, 200)
-	call.ErrorType("context canceled")
-	e.Span(call, Live().Single(Cancelled, bad))
+	srv := cancelledAgentCall(e, root, Researcher, 1.01, 3.00, 1.02, 5.00, 200)
 	e.Span(srv, Orphaned(2.00, false).Caller(Gateway))
 	chatR := srv.Chat(GPT4o, 3.50, 4.90).Usage(1000, 200)
 	// 1000 * 2.5e-6 + 200 * 10e-6
@@ -359,21 +304,16 @@ func S18() (ptrace.Traces, Expected) {
 	e.Roots(Scheduler, Completed, 1)
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Scheduler, "chat gpt-4o-mini", Success, 1)
-	e.Attempts(Scheduler, "chat gpt-4o-mini", LLive, 1)
+	e.OneRun(Scheduler, "chat gpt-4o-mini", Success, LLive, 1)
 	e.SpendSeconds(Scheduler, LLive, 3.50)
 	e.ModelCall(Scheduler, GPT4oMini, LLive, 2000, 300, 0.00048)
-	e.Runs(Gateway, "POST researcher:8080", Cancelled, 1)
-	e.Attempts(Gateway, "POST researcher:8080", LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
-	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 1)
+	e.OneRun(Researcher, "chat gpt-4o", DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(Researcher, LOrphaned, 1.40)
 	e.ModelCall(Researcher, GPT4o, LOrphaned, 1000, 200, 0.0045)
 	e.Outlive(Researcher, 2, 3.90) // 2.00 + 1.90
 	e.Unpropagated(Gateway, Researcher, 1)
-	e.Runs(Planner, "GET search-tool:8080", UnknownRoot, 1)
-	e.Attempts(Planner, "GET search-tool:8080", LUnknown, 1)
+	e.OneRun(Planner, opSearch, UnknownRoot, LUnknown, 1)
 	e.SpendSeconds(Planner, LUnknown, 0.50)
 	return b.Traces(), e.Build()
 }
@@ -403,11 +343,9 @@ func S19() (ptrace.Traces, Expected) {
 		"stop their search loops and end at 2.60: live, runs cancelled, reach 1. Trace 2: Vercel AI SDK "+
 		"ai.generateText repeats doGenerate's 412/27 (counted once; spend.repeated on the root); ai.toolCall 1.01-1.18 "+
 		"after the root's end at 1.00: orphaned work, 0.17 s.")
-	e.Gone(tr1, 2.00, Gateway)
 	e.Gone(tr2, 1.00, TicketTriage)
 
-	root := tr1.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(1, 0))
+	root := cancelledAsk(e, tr1, 2.00, 1, 0)
 	for _, c := range []struct {
 		agent, typ string
 		event      bool
@@ -416,34 +354,18 @@ func S19() (ptrace.Traces, Expected) {
 		{Coder, "Swift.CancellationError", true},
 		{Critic, "task 7 was cancelled", false},
 	} {
-		call, srv := subAgentCall(root, c.agent, 0.01, 2.00, 0.02, 2.60, 0, 0)
-		call.ErrorType("context canceled")
+		srv := cancelledAgentCall(e, root, c.agent, 0.01, 2.00, 0.02, 2.60, 0)
 		if c.event {
 			srv.Exception(c.typ)
 		} else {
 			srv.ErrorType(c.typ)
 		}
-		e.Span(call, Live().Single(Cancelled, bad))
 		e.Span(srv, Live())
-		for i, tm := range [2][2]float64{{0.10, 0.30}, {0.80, 1.00}} {
-			get, tool := searchCall(srv, tm[0], tm[1], 503)
-			get.IdempotencyKey("s19-search-" + c.agent)
-			if i == 0 {
-				e.Span(get, Live().Attempt(1))
-			} else {
-				get.ResendCount(1)
-				e.Span(get, Live().Attempt(2).Run(Cancelled, 2, bad))
-			}
-			e.Span(tool, Live())
-		}
-		e.Runs(c.agent, "GET search-tool:8080", Cancelled, 1)
-		e.Attempts(c.agent, "GET search-tool:8080", LLive, 2)
+		gets, tools := searchRetries(srv, "s19-search-"+c.agent, 503, [2]float64{0.10, 0.30}, [2]float64{0.80, 1.00})
+		liveRetryRun(e, gets, tools, Cancelled, bad)
+		e.OneRun(c.agent, opSearch, Cancelled, LLive, 2)
 		e.SpendSeconds(c.agent, LLive, 0.40)
-		e.Runs(Gateway, "POST "+c.agent+":8080", Cancelled, 1)
-		e.Attempts(Gateway, "POST "+c.agent+":8080", LLive, 1)
 	}
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 1, 0)
 	e.SpendSeconds(Gateway, LLive, 5.97) // 3 x 1.99
 
 	const model = "gpt-4o-mini-2024-07-18"
@@ -461,10 +383,8 @@ func S19() (ptrace.Traces, Expected) {
 	e.Span(tool, Orphaned(0.18, true).Single(DeliveredToNobody, ok))
 
 	e.Roots(TicketTriage, Completed, 1)
-	e.Runs(TicketTriage, "ai.generateText.doGenerate", Success, 1)
-	e.Attempts(TicketTriage, "ai.generateText.doGenerate", LLive, 1)
-	e.Runs(TicketTriage, "ai.toolCall", DeliveredToNobody, 1)
-	e.Attempts(TicketTriage, "ai.toolCall", LStartedAfterGone, 1)
+	e.OneRun(TicketTriage, "ai.generateText.doGenerate", Success, LLive, 1)
+	e.OneRun(TicketTriage, "ai.toolCall", DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(TicketTriage, LLive, 0.85)
 	e.SpendSeconds(TicketTriage, LOrphaned, 0.17)
 	e.ModelCall(TicketTriage, model, LLive, 412, 27, 0.000078)

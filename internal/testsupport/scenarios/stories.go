@@ -10,8 +10,13 @@ package scenarios
 // the trace's gone time, the root's verdict with the cancellation's reach and orphaned depth in
 // hops, and the root's series.
 func cancelledAsk(e *Expect, tr *Trace, end float64, reach, depth int) *Span {
+	return cancelledRoot(e, tr, "/ask", end, reach, depth)
+}
+
+// cancelledRoot is cancelledAsk for a gateway root POST to another route.
+func cancelledRoot(e *Expect, tr *Trace, route string, end float64, reach, depth int) *Span {
 	e.Gone(tr, end, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, end, 499)
+	root := tr.HTTPServerRoot(Gateway, "POST", route, 0.00, end, 499)
 	e.Span(root, Live().Root(Cancelled).Reach(reach, depth))
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, reach, depth)
