@@ -10,6 +10,19 @@ import "go.opentelemetry.io/collector/pdata/ptrace"
 
 const paymentsHost = "payments"
 
+// researcherHandler begins the story of S25 and S29: the user leaves at 3.00 (cancelledAsk:
+// reach 0, orphaned depth 1) and gateway's call to researcher 0.01-3.00 is cancelled with it
+// (cancelledAgentCall, gateway's 2.99 live seconds); researcher's handler, SERVER POST /run
+// 0.02-3.00, returns 504 at the gone time: live. It returns the handler, under which
+// researcher's loop keeps trying.
+func researcherHandler(e *Expect, tr *Trace) *Span {
+	root := cancelledAsk(e, tr, 3.00, 0, 1)
+	handler := cancelledAgentCall(e, root, Researcher, 0.01, 3.00, 0.02, 3.00, 504)
+	e.Span(handler, Live())
+	e.SpendSeconds(Gateway, LLive, 2.99)
+	return handler
+}
+
 // ---------------------------------------------------------------------------------------
 // S25
 
@@ -30,33 +43,14 @@ func S25() (ptrace.Traces, Expected) {
 		"researcher's handler 0.02-3.00 returns 504 while its background loop keeps trying search-tool: 0.10-1.00, "+
 		"1.50-2.40, 2.90-4.00 (in flight at the handler's end), 5.00-5.80 (all 503), 7.00-7.60 (200): one run of five, "+
 		"delivered_to_nobody (result ok) on the first that succeeded; not one run per attempt.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
-	call, handler := subAgentCall(root, Researcher, 0.01, 3.00, 0.02, 3.00, 0, 504)
-	call.ErrorType("context canceled")
-	e.Span(call, Live().Single(Cancelled, bad))
-	e.Span(handler, Live())
-	tries := []struct {
-		start, end float64
-		status     int
-		v          V
-	}{
-		{0.10, 1.00, 503, Live().Attempt(1)},
-		{1.50, 2.40, 503, Live().Attempt(2)},
-		{2.90, 4.00, 503, Orphaned(1.00, false).Attempt(3)},
-		{5.00, 5.80, 503, Orphaned(2.80, true).Attempt(4)},
-		{7.00, 7.60, 200, Orphaned(4.60, true).Attempt(5).Run(DeliveredToNobody, 5, ok)},
-	}
-	for _, t := range tries {
-		get := handler.HTTPClient("GET", SearchTool, HTTPPort, searchPath, t.start, t.end, t.status)
-		e.Span(get, t.v)
-	}
+	handler := researcherHandler(e, tr)
+	searchTries(e, handler,
+		searchTry{0.10, 1.00, 503, Live().Attempt(1)},
+		searchTry{1.50, 2.40, 503, Live().Attempt(2)},
+		searchTry{2.90, 4.00, 503, Orphaned(1.00, false).Attempt(3)},
+		searchTry{5.00, 5.80, 503, Orphaned(2.80, true).Attempt(4)},
+		searchTry{7.00, 7.60, 200, Orphaned(4.60, true).Attempt(5).Run(DeliveredToNobody, 5, ok)})
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 0, 1)
-	agentCall(e, Researcher, Cancelled, LLive)
-	e.SpendSeconds(Gateway, LLive, 2.99)
 	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
 	e.Attempts(Researcher, opSearch, LLive, 2)
 	e.Attempts(Researcher, opSearch, LOutlivedRoot, 1)
@@ -97,8 +91,7 @@ func S26() (ptrace.Traces, Expected) {
 
 	op := "POST " + paymentsHost + ":8080"
 	e.Roots(API, Completed, 2)
-	e.Runs(API, op, Success, 1)
-	e.Attempts(API, op, LLive, 2)
+	e.OneRun(API, op, Success, LLive, 2)
 	e.SpendSeconds(API, LLive, 2.60)
 	return b.Traces(), e.Build()
 }
@@ -127,8 +120,7 @@ func S27() (ptrace.Traces, Expected) {
 	e.Span(win, Live().Attempt(2).Run(Success, 2, ok))
 
 	e.SpendSeconds(Gateway, LLive, 2.49)
-	e.Runs(Planner, "GET ranker:8080", Success, 1)
-	e.Attempts(Planner, "GET ranker:8080", LLive, 2)
+	e.OneRun(Planner, "GET ranker:8080", Success, LLive, 2)
 	e.SpendSeconds(Planner, LLive, 1.80) // 0.30 + 1.50
 	return b.Traces(), e.Build()
 }
@@ -181,32 +173,13 @@ func S29() (ptrace.Traces, Expected) {
 	e := NewExpect("S29", b, "The loop's span ended between two tries. Root 0.00-3.00 (499); researcher's handler "+
 		"0.02-3.00 (504) ends during a backoff: tries 0.10-1.00, 1.50-2.40 (503) before it are one run, retryable_failure; "+
 		"tries 4.00-4.50 (503) and 5.50-6.00 (200) after it a new run of 2, delivered_to_nobody.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
-	call, handler := subAgentCall(root, Researcher, 0.01, 3.00, 0.02, 3.00, 0, 504)
-	call.ErrorType("context canceled")
-	e.Span(call, Live().Single(Cancelled, bad))
-	e.Span(handler, Live())
-	tries := []struct {
-		start, end float64
-		status     int
-		v          V
-	}{
-		{0.10, 1.00, 503, Live().Attempt(1)},
-		{1.50, 2.40, 503, Live().Attempt(2).Run(RetryableFailure, 2, bad)},
-		{4.00, 4.50, 503, Orphaned(1.50, true).Attempt(1)},
-		{5.50, 6.00, 200, Orphaned(3.00, true).Attempt(2).Run(DeliveredToNobody, 2, ok)},
-	}
-	for _, t := range tries {
-		get := handler.HTTPClient("GET", SearchTool, HTTPPort, searchPath, t.start, t.end, t.status)
-		e.Span(get, t.v)
-	}
+	handler := researcherHandler(e, tr)
+	searchTries(e, handler,
+		searchTry{0.10, 1.00, 503, Live().Attempt(1)},
+		searchTry{1.50, 2.40, 503, Live().Attempt(2).Run(RetryableFailure, 2, bad)},
+		searchTry{4.00, 4.50, 503, Orphaned(1.50, true).Attempt(1)},
+		searchTry{5.50, 6.00, 200, Orphaned(3.00, true).Attempt(2).Run(DeliveredToNobody, 2, ok)})
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 0, 1)
-	agentCall(e, Researcher, Cancelled, LLive)
-	e.SpendSeconds(Gateway, LLive, 2.99)
 	e.Runs(Researcher, opSearch, RetryableFailure, 1)
 	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
 	e.Attempts(Researcher, opSearch, LLive, 2)

@@ -55,13 +55,11 @@ func S30() (ptrace.Traces, Expected) {
 	chat2 := srv2.Chat(GPT4oMini, 11.00, 20.00).Usage(1500, 300)
 	e.Span(chat2, Live().Single(Success, ok).Spend(GPT4oMini, 1500, 300, 0.000405))
 
-	e.Runs(Gateway, opAgent(Researcher), Success, 1)
-	e.Attempts(Gateway, opAgent(Researcher), LLive, 2)
+	e.OneRun(Gateway, opAgent(Researcher), Success, LLive, 2)
 	e.SpendSeconds(Gateway, LLive, 20.00) // 10.00 + 10.00
 	e.Runs(Researcher, "chat "+GPT4oMini, Success, 2)
 	e.Attempts(Researcher, "chat "+GPT4oMini, LLive, 2)
-	e.Runs(Researcher, "chat "+GPT4o, DeliveredToNobody, 1)
-	e.Attempts(Researcher, "chat "+GPT4o, LStartedAfterGone, 1)
+	e.OneRun(Researcher, "chat "+GPT4o, DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(Researcher, LLive, 17.50)     // 8.50 + 9.00
 	e.SpendSeconds(Researcher, LOrphaned, 12.50) // 12.00-24.50, all after 10.10
 	e.Tokens(Researcher, GPT4oMini, LLive, 3000, 600)
@@ -120,16 +118,12 @@ func S31() (ptrace.Traces, Expected) {
 
 	e.Roots(API, Completed, 1)
 	e.Roots(Worker, DetachedRoot, 2)
-	e.Runs(API, "send reports", Success, 1)
-	e.Attempts(API, "send reports", LLive, 1)
-	e.Runs(API, "send exports", Success, 1)
-	e.Attempts(API, "send exports", LLive, 1)
+	e.OneRun(API, "send reports", Success, LLive, 1)
+	e.OneRun(API, "send exports", Success, LLive, 1)
 	e.SpendSeconds(API, LLive, 0.04)
-	e.Runs(Worker, "chat "+GPT4o, Success, 1)
-	e.Attempts(Worker, "chat "+GPT4o, LLive, 1)
+	e.OneRun(Worker, "chat "+GPT4o, Success, LLive, 1)
 	e.ModelCall(Worker, GPT4o, LLive, 4000, 1000, 0.02)
-	e.Runs(Worker, "chat "+GPT4oMini, DeliveredToNobody, 1)
-	e.Attempts(Worker, "chat "+GPT4oMini, LOutlivedRoot, 1)
+	e.OneRun(Worker, "chat "+GPT4oMini, DeliveredToNobody, LOutlivedRoot, 1)
 	e.ModelCall(Worker, GPT4oMini, LOrphaned, 2000, 500, 0.0006)
 	e.SpendSeconds(Worker, LLive, 57.00)    // 43.00 + 14.00 (6.00-20.00)
 	e.SpendSeconds(Worker, LOrphaned, 6.00) // 20.00-26.00
@@ -157,9 +151,7 @@ func S32() (ptrace.Traces, Expected) {
 		"0.00-1.00 cancelled (499) after send orders 0.10-0.12 (partition 2, offset 1017). billing's deliveries, children "+
 		"of the PRODUCER: 2.00-3.00 CommitFailedException, redelivered 62.00-63.00 ok: one run of 2, success, detached, "+
 		"not judged against the cancelled request.")
-	e.Gone(tr, 1.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/orders", 0.00, 1.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 0))
+	root := cancelledRoot(e, tr, "/orders", 1.00, 0, 0)
 	pub := root.Produce("kafka", "orders", 0.10, 0.12).Set(attrMsgPartition, "2").Set(attrKafkaOffset, 1017)
 	e.Span(pub, Live().Single(Success, ok))
 	deliver := func(start, end float64) *Span {
@@ -172,13 +164,9 @@ func S32() (ptrace.Traces, Expected) {
 	e.Span(d1, Detached().Attempt(1))
 	e.Span(d2, Detached().Attempt(2).Run(Success, 2, ok))
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 0, 0)
-	e.Runs(Gateway, "send orders", Success, 1)
-	e.Attempts(Gateway, "send orders", LLive, 1)
+	e.OneRun(Gateway, "send orders", Success, LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 0.02)
-	e.Runs(Billing, "process orders", Success, 1)
-	e.Attempts(Billing, "process orders", LDetached, 2)
+	e.OneRun(Billing, "process orders", Success, LDetached, 2)
 	e.SpendSeconds(Billing, LDetached, 2.00)
 	return b.Traces(), e.Build()
 }
@@ -219,14 +207,12 @@ func S33() (ptrace.Traces, Expected) {
 
 	e.Roots(Billing, DetachedRoot, 1)
 	e.Roots(Scheduler, DetachedRoot, 1)
-	e.Runs(Billing, "chat "+GPT4oMini, Success, 1)
-	e.Attempts(Billing, "chat "+GPT4oMini, LDetached, 2)
+	e.OneRun(Billing, "chat "+GPT4oMini, Success, LDetached, 2)
 	e.SpendSeconds(Billing, LDetached, 3.30) // 1.00 + 2.30
 	e.Tokens(Billing, GPT4oMini, LDetached, 800, 200)
 	e.Cost(Billing, GPT4oMini, LDetached, 0.00024)
 	e.ModelCalls(Billing, GPT4oMini, LDetached, 2)
-	e.Runs(Scheduler, "chat "+GPT4o, Success, 1)
-	e.Attempts(Scheduler, "chat "+GPT4o, LDetached, 1)
+	e.OneRun(Scheduler, "chat "+GPT4o, Success, LDetached, 1)
 	e.SpendSeconds(Scheduler, LDetached, 1.80)
 	e.ModelCall(Scheduler, GPT4o, LDetached, 1000, 200, 0.0045)
 	return b.Traces(), e.Build()
@@ -269,12 +255,10 @@ func S34() (ptrace.Traces, Expected) {
 	e.Span(tool, Live())
 
 	e.SpendSeconds(Gateway, LLive, 16.98) // 10.99 + 5.99
-	e.Runs(Researcher, "chat "+GPT4o, RetryableFailure, 1)
-	e.Attempts(Researcher, "chat "+GPT4o, LLive, 3)
+	e.OneRun(Researcher, "chat "+GPT4o, RetryableFailure, LLive, 3)
 	e.SpendSeconds(Researcher, LLive, 9.00)
 	e.ModelCalls(Researcher, GPT4o, LLive, 3)
-	e.Runs(Coder, opSearch, Success, 1)
-	e.Attempts(Coder, opSearch, LLive, 2)
+	e.OneRun(Coder, opSearch, Success, LLive, 2)
 	e.SpendSeconds(Coder, LLive, 5.30) // 5.00 + 0.30
 	return b.Traces(), e.Build()
 }
