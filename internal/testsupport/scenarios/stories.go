@@ -1,10 +1,20 @@
 package scenarios
 
+import "strconv"
+
 // The recurring pieces of the scenarios' stories: a gateway root that completed or was
 // abandoned, a hop to an agent the gateway gave up on, a fan-out agent's ordinary work, a keyed
 // retry loop. Each builds its spans in the order the scenarios always built them (span IDs
 // follow creation order) and writes the verdicts and series that go with the piece, so a
 // scenario reads as its story and states only what is particular to it.
+
+// begin starts scenario num (ID "S<num>"): its builder, its first trace and the expectations on
+// what it builds, with desc as the description of expected.json.
+func begin(num int, desc string) (*Builder, *Trace, *Expect) {
+	b := NewBuilder(num)
+	tr := b.NewTrace()
+	return b, tr, NewExpect("S"+strconv.Itoa(num), b, desc)
+}
 
 // cancelledAsk adds the gateway's root POST /ask from 0 to end, abandoned by its client (499):
 // the trace's gone time, the root's verdict with the cancellation's reach and orphaned depth in
