@@ -30,11 +30,7 @@ const (
 // delivered_to_nobody (result error). The coroutine noticed (one hop down: reach 1); the
 // search-tool kept working two hops down.
 func S14() (ptrace.Traces, Expected) {
-	b, tr, e := begin(14, "A parent's cancellation is not the run noticing. gateway POST /v1/chat/completions ends 2.00 "+
-		"with 499; its upstream chat gpt-4o retry loop (a child of the root) goes on: 0.10-1.00 429, 1.40-1.90 503, "+
-		"3.00-3.40 503, 6.00-6.40 503, 12.00-12.30 503 -> delivered_to_nobody (error), not cancelled. researcher's "+
-		"coroutine span records asyncio.CancelledError at 2.05 while its retry decorator's search-tool attempts go on "+
-		"(0.20-0.60, 1.20-1.60, 2.50-2.90, 4.00-4.30, all 503) -> delivered_to_nobody (error). Reach 1, orphaned depth 2.")
+	b, tr, e := begin(14)
 	root := cancelledRoot(e, tr, "/v1/chat/completions", 2.00, 1, 2)
 
 	// (a) the gateway's upstream retry loop.
@@ -97,10 +93,7 @@ func S14() (ptrace.Traces, Expected) {
 // 2.61-5.89): the news stopped inside gateway, and the orphaned work then entered search-tool:
 // edge gateway -> search-tool. Reach 0 (only gateway knew), orphaned depth 1.
 func S15() (ptrace.Traces, Expected) {
-	b, tr, e := begin(15, "The edge that dropped the news must not vanish. Root ends 3.00 with 499. gateway's CLIENT "+
-		"call to planner records 'context canceled' and unwinds at 3.004 (live: it noticed); planner's SERVER runs to "+
-		"5.00 with a chat 3.50-4.90: edge gateway->planner. gateway's agent acknowledges the cancel at 3.02 but its "+
-		"execute_tool 2.50-6.00 calls search-tool (GET 2.60-5.90): edge gateway->search-tool. Reach 0, depth 1.")
+	b, tr, e := begin(15)
 	root := cancelledAsk(e, tr, 3.00, 0, 1)
 
 	// (a) the caller's span unwinds a few milliseconds late.
@@ -148,10 +141,7 @@ func S15() (ptrace.Traces, Expected) {
 // CLIENT span is orphaned itself, and the edge gateway -> coder is still named on coder's
 // SERVER span: the first span of the orphaned path that entered another service.
 func S16() (ptrace.Traces, Expected) {
-	b, tr, e := begin(16, "A propagated deadline passes while the caller keeps its calls open. Root gateway POST /ask "+
-		"0.00-5.00 (200) with x-envoy-expected-rq-timeout-ms 2000: deadline_exceeded, gone 2.00. gateway's call to coder "+
-		"0.01-4.80 stays open; coder's SERVER 0.02-4.79 and chat gpt-4o 0.50-4.50 (1500/300) go on. Edge gateway->coder "+
-		"named on coder's SERVER span though the caller's span is orphaned too. Reach 0, depth 1.")
+	b, tr, e := begin(16)
 	e.Gone(tr, 2.00, Gateway)
 	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 5.00, 200).
 		Set("http.request.header.x-envoy-expected-rq-timeout-ms", []string{"2000"})
@@ -195,12 +185,7 @@ func S16() (ptrace.Traces, Expected) {
 // the follow-up up at 2.50 after the root completed (a request sent after an answer, like a
 // browser following a redirect): detached, nothing orphaned.
 func S17() (ptrace.Traces, Expected) {
-	b, tr1, e := begin(17, "Late entry is not detachment. Trace 1: the request is cancelled at 2.00; StartActivity "+
-		"0.10-0.12 schedules the activity; RunActivity (coder) starts 2.50 and calls gpt-4o 2.60-5.90 (4000/900): "+
-		"orphaned, dispatched for nobody. Trace 2: the root completes at 2.00; gateway's call to critic timed out at "+
-		"1.10 (the caller gave up: critic's gone time is 1.10); critic works 1.50-4.00 (chat 1.60-3.90, 800/100): "+
-		"orphaned, dispatched for nobody. planner's follow-up 2.50-3.20 after a clean "+
-		"call 1.80-1.90 under a completed root: detached.")
+	b, tr1, e := begin(17)
 	tr2 := b.NewTrace()
 	root1 := cancelledAsk(e, tr1, 2.00, 0, 1)
 	start := root1.Child(Gateway, "StartActivity:Summarize", Client, 0.10, 0.12)
@@ -263,10 +248,7 @@ func S17() (ptrace.Traces, Expected) {
 // apart: its root is ambiguous, its liveness unknown, its run unknown_root (counted by the
 // processor as spans without verdict, reason ambiguous_root).
 func S18() (ptrace.Traces, Expected) {
-	b, tr, e := begin(18, "Every parentless span is a root. web session 0.00-60.00, scheduler nightly-digest 0.50-8.00 "+
-		"(chat gpt-4o-mini 4.00-7.50, 2000/300, live) and the request gateway POST /ask 1.00-3.00 (499, cancelled; "+
-		"researcher to 5.00, chat gpt-4o 3.50-4.90 1000/200 orphaned) in one trace: each judged against its own root, "+
-		"each root counted. A planner GET whose parent never arrives: unknown, unknown_root.")
+	b, tr, e := begin(18)
 	e.Gone(tr, 3.00, Gateway)
 	session := tr.Span(Web, "session", Internal, 0.00, 60.00)
 	e.Span(session, Live().Root(Completed))
@@ -325,11 +307,7 @@ func S18() (ptrace.Traces, Expected) {
 // counted once, on the child, and the root says so (spend.repeated). Its ai.toolCall (INTERNAL,
 // 1.01-1.18) starts after the root ended: work like any call, orphaned, 0.17 orphaned seconds.
 func S19() (ptrace.Traces, Expected) {
-	b, tr1, e := begin(19, "Cancellations of more languages, and a tool call. Trace 1: root cancelled at 2.00; planner "+
-		"(kotlinx JobCancellationException), coder (Swift CancellationError) and critic (tokio 'task 7 was cancelled') "+
-		"stop their search loops and end at 2.60: live, runs cancelled, reach 1. Trace 2: Vercel AI SDK "+
-		"ai.generateText repeats doGenerate's 412/27 (counted once; spend.repeated on the root); ai.toolCall 1.01-1.18 "+
-		"after the root's end at 1.00: orphaned work, 0.17 s.")
+	b, tr1, e := begin(19)
 	tr2 := b.NewTrace()
 	e.Gone(tr2, 1.00, TicketTriage)
 

@@ -49,10 +49,7 @@ func (t *Trace) delivery(service, destination string, start, end float64, attrs 
 // and the redelivery 33.00-34.00 succeeds: one run of two attempts, success. Trace C3: offset
 // 43 of the same partition, 4.00-4.50: another message, a run of one.
 func S20() (ptrace.Traces, Expected) {
-	b, ta, e := begin(20, "Queue redelivery is one run. web POST /orders 0.00-0.50 publishes message m-20-1; "+
-		"fulfilment's deliveries of it at 1.00-2.00 (commit lost) and 30.00-31.00 (new trace, same messaging.message.id) "+
-		"are attempts 1 and 2 of one run, success, its outcome on the first delivery (the first that succeeded); detached. billing's deliveries of payments/3/42 (Kafka partition and "+
-		"offset, no id) 2.00-3.00 CommitFailedException and 33.00-34.00 ok: one run of 2, success; offset 43: a run of 1.")
+	b, ta, e := begin(20)
 	b1, b2 := b.NewTrace(), b.NewTrace()
 	c1, c2, c3 := b.NewTrace(), b.NewTrace(), b.NewTrace()
 	e.Gone(ta, 0.50, Web)
@@ -102,10 +99,7 @@ func S20() (ptrace.Traces, Expected) {
 // 2, success; never a cancelled run (the root is live). critic fans out two GETs to the same
 // target at once (0.30-0.80 and 0.35-0.85, both 200): parallel work, two runs of one.
 func S21() (ptrace.Traces, Expected) {
-	b, tr, e := begin(21, "Hedged tries are one run. Root 0.00-3.00 (200). planner's gRPC hedge: try 1 0.10-1.20 "+
-		"CANCELLED by its client when try 2 (grpc-previous-rpc-attempts 1) 0.60-1.19 succeeds: one run of 2, success. "+
-		"coder's GET search-tool 0.20-0.90 200 and its twin 0.40-0.91 cancelled at the success: one run of 2, success. "+
-		"critic's two GETs 0.30-0.80 and 0.35-0.85, both 200: parallel work, two runs of one.")
+	b, tr, e := begin(21)
 	root := completedAsk(e, tr, 3.00)
 
 	pSrv := liveAgentCall(e, root, Planner, 0.01, 2.00, 0.02, 1.99)
@@ -151,10 +145,7 @@ func S21() (ptrace.Traces, Expected) {
 // string array: ["2"] 1.10-1.30 (503) and ["3"] 1.40-1.60 (200), the first try not traced: one
 // run of 2, numbered 2 and 3, success.
 func S22() (ptrace.Traces, Expected) {
-	b, tr, e := begin(22, "A SERVER span is never an attempt; arrays of one value. Root 0.00-2.00 (200). planner's tool "+
-		"call POST search-tool 0.10-1.00: the tool server's SERVER span (gen_ai.tool.name web_search) makes no run. "+
-		"planner's calls to ranker with x-envoy-attempt-count [\"2\"] 1.10-1.30 503 and [\"3\"] 1.40-1.60 200: one run "+
-		"of 2, attempts 2 and 3, success.")
+	b, tr, e := begin(22)
 	root := completedAsk(e, tr, 2.00)
 	srv := liveAgentCall(e, root, Planner, 0.01, 1.90, 0.02, 1.89)
 	tool := srv.HTTPClient("POST", SearchTool, HTTPPort, "/mcp", 0.10, 1.00, 200).Set(attrToolName, "web_search")
@@ -186,10 +177,7 @@ func S22() (ptrace.Traces, Expected) {
 // (1000/200) was dispatched after the gone time: delivered to nobody. The news reached the
 // proxy's own upstream call and stopped there: reach 0 hops, orphaned depth 1.
 func S23() (ptrace.Traces, Expected) {
-	b, tr, e := begin(23, "A proxy that saw its client leave. Envoy ingress (root) 0.00-2.00 with response_flags DC, "+
-		"http.status_code 0, error true: cancelled. Its upstream request 0.01-2.00, status 0 with error: a cancelled "+
-		"run. api's SERVER 0.02-5.00 orphaned (caller envoy); its chat gpt-4o 2.50-4.90 started after gone: "+
-		"delivered_to_nobody. Reach 0, depth 1.")
+	b, tr, e := begin(23)
 	e.Gone(tr, 2.00, Envoy)
 	root := tr.Span(Envoy, "ingress", Server, 0.00, 2.00).
 		Set("http.method", "POST").Set("http.url", "http://shop.example/ask").Set("http.status_code", "0").
@@ -232,10 +220,7 @@ func S23() (ptrace.Traces, Expected) {
 // 0.10-0.12) and answers at once; worker's CONSUMER 1.00-3.00 and its chat gpt-4o-mini
 // 1.10-2.90 (500/100) run after the request finished: fire and forget, detached.
 func S24() (ptrace.Traces, Expected) {
-	b, t1, e := begin(24, "Request-reply over a queue. Trace 1: root 0.00-2.00 (499); api's handler 0.02-5.00 "+
-		"awaits its task (PRODUCER 0.10-0.12, worker CONSUMER 0.30-4.90 a child of it): the task is the request's work, "+
-		"orphaned; its chat gpt-4o 2.50-4.80 delivered to nobody. Trace 2: api answers at 0.50, the worker's export "+
-		"1.00-3.00 (chat 1.10-2.90) is fire and forget: detached.")
+	b, t1, e := begin(24)
 	t2 := b.NewTrace()
 	e.Gone(t2, 0.50, API)
 	root := cancelledAsk(e, t1, 2.00, 0, 2)

@@ -37,10 +37,7 @@ func researcherHandler(e *Expect, tr *Trace) *Span {
 // after the gone time, delivered to nobody (result ok). The news stayed in gateway (reach 0);
 // researcher's tries went on one hop down (depth 1).
 func S25() (ptrace.Traces, Expected) {
-	b, tr, e := begin(25, "A loop outlives its parent. Root 0.00-3.00 (499); gateway's call to researcher cancelled. "+
-		"researcher's handler 0.02-3.00 returns 504 while its background loop keeps trying search-tool: 0.10-1.00, "+
-		"1.50-2.40, 2.90-4.00 (in flight at the handler's end), 5.00-5.80 (all 503), 7.00-7.60 (200): one run of five, "+
-		"delivered_to_nobody (result ok) on the first that succeeded; not one run per attempt.")
+	b, tr, e := begin(25)
 	handler := researcherHandler(e, tr)
 	searchTries(e, handler,
 		searchTry{0.10, 1.00, 503, Live().Attempt(1)},
@@ -71,9 +68,7 @@ func S25() (ptrace.Traces, Expected) {
 // attempts across the traces: a keyed run goes on after a success; its final attempt is the
 // first that succeeded (trace 1's), success, and the re-send is attempt 2.
 func S26() (ptrace.Traces, Expected) {
-	b, t1, e := begin(26, "A keyed re-send after a success. Trace 1: api POST /checkout 0.00-2.00; POST payments "+
-		"(Idempotency-Key ord-26) 0.10-1.90 200. Trace 2, the client re-sending: POST /checkout 30.00-31.00; POST payments "+
-		"with the same key 30.10-30.90 200. One run of 2 across the traces, success, its outcome on the first that succeeded.")
+	b, t1, e := begin(26)
 	t2 := b.NewTrace()
 	e.Gone(t1, 2.00, API)
 	e.Gone(t2, 31.00, API)
@@ -104,9 +99,7 @@ func S26() (ptrace.Traces, Expected) {
 // 1.80. The tries overlap: one run of two, whatever ended first; success, decided by the
 // winner. Never a cancelled run (the root is live), never two runs.
 func S27() (ptrace.Traces, Expected) {
-	b, tr, e := begin(27, "Hedged tries, the loser cancelled long before the winner finished. Root 0.00-3.00 (200). "+
-		"planner's GET ranker /rank 0.10-0.40 cancelled by its client (context canceled) once its hedge 0.30-1.80 had "+
-		"started; the hedge succeeds: one run of 2, success, on the winner.")
+	b, tr, e := begin(27)
 	root := completedAsk(e, tr, 3.00)
 	srv := liveAgentCall(e, root, Planner, 0.01, 2.50, 0.02, 2.49)
 	lose := srv.HTTPClient("GET", "ranker", HTTPPort, "/rank", 0.10, 0.40, 0).ErrorType("context canceled")
@@ -130,9 +123,7 @@ func S27() (ptrace.Traces, Expected) {
 // 0.60-0.90 (200): same span name, same host and port, different paths: two runs of one,
 // retryable_failure and success, not one run of two.
 func S28() (ptrace.Traces, Expected) {
-	b, tr, e := begin(28, "Two endpoints of one host are two operations. Root 0.00-2.00 (200). critic's GET search-tool "+
-		"/search 0.10-0.50 503, then GET search-tool /fetch 0.60-0.90 200: two runs of one (retryable_failure, success), "+
-		"not one run of two.")
+	b, tr, e := begin(28)
 	root := completedAsk(e, tr, 2.00)
 	srv := liveAgentCall(e, root, Critic, 0.01, 1.50, 0.02, 1.49)
 	search := srv.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 0.10, 0.50, 503)
@@ -161,9 +152,7 @@ func S28() (ptrace.Traces, Expected) {
 // 1, dispatched after the gone time: delivered_to_nobody (result ok). Two runs, whatever the
 // moment of the decision; S25, with a try in flight at the handler's end, is one.
 func S29() (ptrace.Traces, Expected) {
-	b, tr, e := begin(29, "The loop's span ended between two tries. Root 0.00-3.00 (499); researcher's handler "+
-		"0.02-3.00 (504) ends during a backoff: tries 0.10-1.00, 1.50-2.40 (503) before it are one run, retryable_failure; "+
-		"tries 4.00-4.50 (503) and 5.50-6.00 (200) after it a new run of 2, delivered_to_nobody.")
+	b, tr, e := begin(29)
 	handler := researcherHandler(e, tr)
 	searchTries(e, handler,
 		searchTry{0.10, 1.00, 503, Live().Attempt(1)},

@@ -27,11 +27,7 @@ import (
 // still waited. Try 2's server 10.70-20.50 and its chat gpt-4o-mini 11.00-20.00 (1500/300) are
 // live.
 func S30() (ptrace.Traces, Expected) {
-	b, tr, e := begin(30, "An SDK's per-try timeout. Root gateway 0.00-30.00 (200). gateway's call to researcher: "+
-		"try 1 0.10-10.10 times out (httpx.ReadTimeout), try 2 10.60-20.60 (resend_count 1) 200: one run of 2, success. "+
-		"researcher's server of try 1 works on 0.20-25.00: its caller gave up at 10.10, so it is orphaned "+
-		"(caller.service gateway), its chat gpt-4o 12.00-24.50 delivered_to_nobody though the root still waits; its chat "+
-		"gpt-4o-mini 0.50-9.00 and everything of try 2 live.")
+	b, tr, e := begin(30)
 	root := completedAsk(e, tr, 30.00)
 
 	try1 := root.HTTPClient("POST", Researcher, HTTPPort, "/run", 0.10, 10.10, 0).ErrorType("httpx.ReadTimeout")
@@ -84,11 +80,7 @@ func S30() (ptrace.Traces, Expected) {
 // with K2 and a deadline of 20.00 (x-deadline): judged against that deadline, orphaned 6.00 s
 // after it, delivered to nobody.
 func S31() (ptrace.Traces, Expected) {
-	b, t1, e := begin(31, "An asynchronous API hands its work over. api POST /reports 0.00-0.30 answers 202 after "+
-		"queuing two jobs with keys K1 and K2. The reports job (CONSUMER 1.00-46.00, end reason detached; chat gpt-4o "+
-		"2.00-45.00 with K1) is bound to a request that completed: judged only by the deadline it carries, none: live, "+
-		"success. The exports job's chat gpt-4o-mini 6.00-26.00 carries K2 and a deadline of 20.00: orphaned against "+
-		"it, delivered_to_nobody.")
+	b, t1, e := begin(31)
 	t2, t3 := b.NewTrace(), b.NewTrace()
 	e.Gone(t1, 0.30, API)
 	e.Gone(t2, math.Inf(1), Worker) // handed over, no deadline: nothing judges it but its own result
@@ -142,10 +134,7 @@ func S31() (ptrace.Traces, Expected) {
 // (the request was over before them and did not wait), not judged against the cancelled
 // request, and nothing of the request's went on (reach 0, depth 0).
 func S32() (ptrace.Traces, Expected) {
-	b, tr, e := begin(32, "A redelivered Kafka message is one run, not bound to the producer. gateway POST /orders "+
-		"0.00-1.00 cancelled (499) after send orders 0.10-0.12 (partition 2, offset 1017). billing's deliveries, children "+
-		"of the PRODUCER: 2.00-3.00 CommitFailedException, redelivered 62.00-63.00 ok: one run of 2, success, detached, "+
-		"not judged against the cancelled request.")
+	b, tr, e := begin(32)
 	root := cancelledRoot(e, tr, "/orders", 1.00, 0, 0)
 	pub := root.Produce("kafka", "orders", 0.10, 0.12).Set(attrMsgPartition, "2").Set(attrKafkaOffset, 1017)
 	e.Span(pub, Live().Single(Success, ok))
@@ -178,10 +167,7 @@ func S32() (ptrace.Traces, Expected) {
 // root request: each is counted with the end reason detached, carries no liveness, and the
 // runs under it are judged by their own results (success, 2 attempts; success).
 func S33() (ptrace.Traces, Expected) {
-	b, t1, e := begin(33, "The roots of detached work end 'detached'. billing's parentless CONSUMER process invoices "+
-		"0.00-4.00 (status ERROR) with chat gpt-4o-mini 0.20-1.20 503 and 1.50-3.80 200: end reason detached, run "+
-		"success of 2. scheduler's linked root digest batch 0.00-2.00 with chat gpt-4o 0.10-1.90: end reason detached, "+
-		"success.")
+	b, t1, e := begin(33)
 	t2 := b.NewTrace()
 	poll := t1.Span(Billing, "process invoices", Consumer, 0.00, 4.00).
 		Set(AttrMsgSystem, "rabbitmq").Set(AttrMsgOpType, "process").Set(AttrMsgOpName, "process").
@@ -224,9 +210,7 @@ func S33() (ptrace.Traces, Expected) {
 // with error.type "dial tcp 10.0.0.9:8080: i/o timeout" (no connection, no server span), the
 // retry 5.60-5.90 is answered (200): one run of 2, success.
 func S34() (ptrace.Traces, Expected) {
-	b, tr, e := begin(34, "Timeouts of common SDKs are retryable. Root gateway 0.00-12.00 (200). researcher's chat "+
-		"gpt-4o times out three times (openai.APITimeoutError): one run of 3, retryable_failure. coder's GET search-tool "+
-		"fails with 'dial tcp ...: i/o timeout', its retry succeeds: one run of 2, success. All live.")
+	b, tr, e := begin(34)
 	root := completedAsk(e, tr, 12.00)
 
 	srvR := liveAgentCall(e, root, Researcher, 0.01, 11.00, 0.02, 10.99)

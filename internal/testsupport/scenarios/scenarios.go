@@ -114,9 +114,7 @@ func searchCall(parent *Span, start, end float64, status int) (get, tool *Span) 
 // search GET 0.10–0.30 with its search-tool SERVER 0.11–0.29, chat gpt-4o-mini 0.40–5.40);
 // no idempotency keys (nothing is retried).
 func S1() (ptrace.Traces, Expected) {
-	b, tr, e := begin(1, "Happy fan-out: gateway POST /ask 0.00-6.00 (200) calls planner, researcher, coder and critic "+
-		"(0.01-5.50); each makes one search-tool GET and one gpt-4o-mini chat (1200/300 tokens), all succeeding first try. "+
-		"Root completed, every span live, every run success, zero orphaned spend.")
+	b, tr, e := begin(1)
 	root := completedAsk(e, tr, 6.00)
 	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
 		fanoutAgent(root, agent, 5.50).expect(e, Live, Success)
@@ -166,14 +164,9 @@ func s2Build(num int) *s2Spans {
 	return x
 }
 
-const s2Desc = "The caller leaves, the retry loop never hears (the seed's story). gateway POST /ask ends at 3.00 with 499 " +
-	"(gone 3.00); gateway's CLIENT call to researcher ends 3.00 with error.type 'context canceled'. researcher's search-tool " +
-	"attempts (same idempotency key, resend_count -,1,2,3): 0.10-0.30 503, 0.80-1.00 503, 2.00-2.20 503, 4.20-4.40 200; then " +
-	"chat gpt-4o 4.45-6.45 (3000/800), PRODUCER 6.50-6.52, SERVER span ends 6.55. planner, coder, critic finish by 2.50."
-
 // s2Expect writes S2's verdicts (also S8's, under another scenario number).
-func s2Expect(id string, x *s2Spans, desc string) *Expect {
-	e := NewExpect(id, x.b, desc)
+func s2Expect(id string, x *s2Spans) *Expect {
+	e := NewExpect(id, x.b, descriptions[id])
 	e.Gone(x.tr, 3.00, Gateway)
 	e.Span(x.root, Live().Root(Cancelled).Reach(0, 2)) // HTTP 499; the news stays in gateway, orphaned work two hops down (search-tool)
 	for _, o := range x.others {
@@ -221,7 +214,7 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 // S2: the caller leaves, the retry loop never hears. See s2Build for the choices made.
 func S2() (ptrace.Traces, Expected) {
 	x := s2Build(2)
-	return x.b.Traces(), s2Expect("S2", x, s2Desc).Build()
+	return x.b.Traces(), s2Expect("S2", x).Build()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -234,10 +227,7 @@ func S2() (ptrace.Traces, Expected) {
 // status ERROR. The search run's final attempt (3, a 503) did not succeed and its parent
 // (the retry loop, researcher's SERVER span) recorded the cancellation: rule 2, cancelled.
 func S3() (ptrace.Traces, Expected) {
-	b, tr, e := begin(3, "A loop that checks (the seed's fix). As S2 up to 2.20: gateway's root ends 3.00 with 499; "+
-		"researcher's search attempts 0.10-0.30, 0.80-1.00, 2.00-2.20 all 503; the backoff is cancelled at 3.00, no attempt 4, "+
-		"no chat, no publish; researcher's SERVER span ends 3.01 with error.type 'context canceled'. Search run cancelled "+
-		"(3 attempts), researcher SERVER live within the 250 ms clock-skew tolerance, zero orphaned spend, no unpropagated edge.")
+	b, tr, e := begin(3)
 	root := cancelledAsk(e, tr, 3.00, 1, 0) // researcher noticed (one hop); nothing orphaned
 	fanoutAgent(root, Planner, 2.50).expect(e, Live, Success)
 	resSrv := cancelledAgentCall(e, root, Researcher, 0.01, 3.00, 0.02, 3.01, 0)
@@ -275,11 +265,7 @@ func S3() (ptrace.Traces, Expected) {
 // equals its deadline, and the end reason is deadline_exceeded as SCENARIOS.md says (see
 // QUESTIONS.md: "deadline came before the end" read as "at or before").
 func S4() (ptrace.Traces, Expected) {
-	b, tr, e := begin(4, "Dispatched after the deadline. gateway POST /ask carries x-deadline T0+2.00 (unix 1767225602), "+
-		"passes it to coder, and ends 2.00 with 504. gateway's CLIENT call to coder is abandoned at 2.00 (status unset, no "+
-		"response code). coder's search 0.10-1.50 succeeds; its gpt-4o-mini chat 2.50-3.50 (500/100) starts after the gone "+
-		"time; coder's SERVER span ends 3.60. Root deadline_exceeded, chat started_after_gone and delivered_to_nobody, "+
-		"coder SERVER outlived the root by 1.60 s.")
+	b, tr, e := begin(4)
 	e.Gone(tr, 2.00, Gateway)
 	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 504).Deadline(2.00)
 	call, srv := subAgentCall(root, Coder, 0.01, 2.00, 0.02, 3.60, 0, 200)
@@ -324,9 +310,7 @@ func S4() (ptrace.Traces, Expected) {
 // search-tool SERVER span (503, status ERROR). The root then composes its degraded answer
 // until 6.00 (200).
 func S5() (ptrace.Traces, Expected) {
-	b, tr, e := begin(5, "Retries exhausted while someone still waits. researcher's five search-tool attempts "+
-		"(0.10-0.30, 0.60-0.80, 1.30-1.50, 2.40-2.60, 3.80-4.00) all get 503; researcher answers 200 at 4.05; the root ends "+
-		"6.00 with 200 (degraded answer). Search run retryable_failure with 5 attempts; nothing orphaned.")
+	b, tr, e := begin(5)
 	root := completedAsk(e, tr, 6.00)
 	srv := liveAgentCall(e, root, Researcher, 0.01, 4.06, 0.02, 4.05)
 	gets, tools := searchRetries(srv, "0c4e8a2b-7f61-4d93-b5a0-s5search0001", 503, [2]float64{0.10, 0.30},
@@ -355,9 +339,7 @@ func S5() (ptrace.Traces, Expected) {
 // marker (verdicts.md, "How attempts group into runs"); its SERVER span has status unset
 // (INVALID_ARGUMENT is not a server error).
 func S6() (ptrace.Traces, Expected) {
-	b, tr, e := begin(6, "A hard failure, and gRPC. coder's search-tool GET gets 400: run hard_failure, 1 attempt. "+
-		"planner's gRPC calls to search-tool: UNAVAILABLE, UNAVAILABLE, OK (run success, 3 attempts), then a new call "+
-		"with INVALID_ARGUMENT (run hard_failure, 1 attempt). Root completed at 3.00; all live.")
+	b, tr, e := begin(6)
 	root := completedAsk(e, tr, 3.00)
 
 	cSrv := liveAgentCall(e, root, Coder, 0.01, 1.00, 0.02, 0.99)
@@ -413,11 +395,7 @@ func S6() (ptrace.Traces, Expected) {
 // link) and judged against its gone time 1.00. The failed attempt is a model call with a
 // model but unknown tokens: spend.model only, no cost (not known).
 func S7() (ptrace.Traces, Expected) {
-	b, ta, e := begin(7, "Work crosses a queue, bound by its idempotency key. Trace A: gateway POST /ask cancelled at "+
-		"1.00 (499); researcher publishes a job (PRODUCER 0.50-0.52) carrying key K (the queue is reached over HTTP and "+
-		"the PRODUCER span captures its Idempotency-Key header). Trace B: CONSUMER (researcher's job worker) linked to that PRODUCER, detached itself; chat gpt-4o "+
-		"with Idempotency-Key K 2.00-2.50 -> 429, 3.50-5.50 -> 200 (2000/500). Both attempts bound by K to A's root: "+
-		"started_after_gone, run delivered_to_nobody (2 attempts), orphaned tokens 2000 + 500, orphaned cost 0.010 USD.")
+	b, ta, e := begin(7)
 	tb := b.NewTrace()
 	e.Gone(tb, 1.00, Gateway) // bound by K to A's root
 
@@ -486,8 +464,7 @@ func S8Batches() ([]ptrace.Traces, Expected) {
 
 func s8Spans() ([]*Span, Expected) {
 	x := s2Build(8)
-	exp := s2Expect("S8", x, "S2's spans shuffled and split into six batches, the root arriving last. "+
-		"Expected: exactly S2's verdicts and metric values.").Build()
+	exp := s2Expect("S8", x).Build()
 	var rest []*Span
 	for _, s := range x.b.Spans() {
 		if s != x.root {
@@ -510,9 +487,7 @@ func s8Spans() ([]*Span, Expected) {
 func S9() (ptrace.Traces, Expected) {
 	x := s2Build(9)
 	x.b.Remove(x.root)
-	e := NewExpect("S9", x.b, "S2 without its root span (gateway POST /ask never arrives). No span live or orphaned: "+
-		"all liveness unknown; every run unknown_root; spend counted under liveness unknown. The processor's own "+
-		"telemetry must count the runs (or spans) whose root never arrived.")
+	e := NewExpect("S9", x.b, descriptions["S9"])
 	for _, o := range x.others {
 		o.expect(e, Unknown, UnknownRoot)
 	}
@@ -565,9 +540,7 @@ func (b *Builder) Remove(s *Span) {
 // chat 0.13–2.03 (30 ms after). Both are live under the 250 ms default tolerance, and the
 // chat run is success (rule 3 applies the tolerance too).
 func S10() (ptrace.Traces, Expected) {
-	b, tr, e := begin(10, "Clocks disagree: planner's clock runs 80 ms ahead. Root gateway POST /ask 0.00-2.00 (200). "+
-		"By the timestamps planner's SERVER span ends 2.06 (60 ms after the root) and its chat 2.03, though both really "+
-		"finished before. Live under the default 250 ms tolerance; chat run success.")
+	b, tr, e := begin(10)
 	const skew = 0.08
 	root := completedAsk(e, tr, 2.00)
 	srv := liveAgentCall(e, root, Planner, 0.01, 1.99, 0.02+skew, 1.98+skew)
@@ -593,9 +566,7 @@ func S10() (ptrace.Traces, Expected) {
 // liveness; its CONSUMER root's end reason is detached (not a root request). The mail call is still an attempt and a run
 // of one; with no gone time, rule 3 cannot apply and rule 4 gives success.
 func S11() (ptrace.Traces, Expected) {
-	b, ta, e := begin(11, "Work meant to outlive the request. Root gateway POST /ask completes 1.00 (200) after a "+
-		"PRODUCER 'send receipt' (no idempotency key, no deadline); trace B consumes it at 5.00 (CONSUMER, linked) and "+
-		"calls the mail provider. Nothing orphaned: trace B is detached.")
+	b, ta, e := begin(11)
 	tb := b.NewTrace()
 	root := completedAsk(e, ta, 1.00)
 	pub := root.Produce("kafka", "receipt", 0.50, 0.52)
@@ -628,10 +599,7 @@ func S11() (ptrace.Traces, Expected) {
 // SERVER span 0.02–4.05 (200) holds the chat gpt-4o 1.50–4.00 (1000/200, 200). The chat
 // started before the gone time: liveness label outlived_root.
 func S12() (ptrace.Traces, Expected) {
-	b, tr, e := begin(12, "The root answered, the fan-out went on. Root gateway POST /ask completes 2.00 (200) with "+
-		"researcher's part only; gateway's call to critic is cancelled at 2.00; critic's gpt-4o chat 1.50-4.00 "+
-		"(1000/200) succeeds and its SERVER span ends 4.05. Chat run delivered_to_nobody (ok), outlived by 2.00 s, "+
-		"orphaned tokens 1000 + 200, cost 0.0045 USD.")
+	b, tr, e := begin(12)
 	root := completedAsk(e, tr, 2.00)
 	rSrv := liveAgentCall(e, root, Researcher, 0.01, 1.40, 0.02, 1.39)
 	rChat := rSrv.Chat(GPT4oMini, 0.05, 1.30).Usage(1200, 300)
@@ -694,13 +662,7 @@ const InvalidUTF8 = "caf\xe9 \xff\xfe r\xc3sum\xe9"
 // whose outcome label is "unknown_root" (which malformed spans may or may not produce) —
 // see the expected.json description.
 func S13() (ptrace.Traces, Expected) {
-	b, t1, e := begin(13, "Bad input mixed with good spans. Trace 1 is good (root cancelled at 1.00, planner orphaned) "+
-		"and trace 2 and 6 have good roots: these get exact verdicts, and so do trace 2's children, each bad in one attribute "+
-		"only (resend_count as a string, input tokens -5, invalid UTF-8): the bad value is ignored and counted. Malformed "+
-		"spans (attributes null) must carry no orphanwatch.* attribute except orphanwatch.liveness=unknown: all-zero trace ID, "+
-		"end before start, zero timestamps, duplicate span ID, parent cycle. "+
-		"Metrics: listed series are exact and no other series may exist, except series with liveness=\"unknown\" or "+
-		"outcome=\"unknown_root\", which are not checked. The 10,000-span trace is S13HugeTrace() in Go, not in this file.")
+	b, t1, e := begin(13)
 
 	// 1: good trace.
 	root := cancelledAsk(e, t1, 1.00, 0, 1)

@@ -9,11 +9,16 @@ import "strconv"
 // scenario reads as its story and states only what is particular to it.
 
 // begin starts scenario num (ID "S<num>"): its builder, its first trace and the expectations on
-// what it builds, with desc as the description of expected.json.
-func begin(num int, desc string) (*Builder, *Trace, *Expect) {
+// what it builds, described by the scenario's entry in descriptions.
+func begin(num int) (*Builder, *Trace, *Expect) {
+	id := "S" + strconv.Itoa(num)
+	desc, ok := descriptions[id]
+	if !ok {
+		panic(id + ": no description")
+	}
 	b := NewBuilder(num)
 	tr := b.NewTrace()
-	return b, tr, NewExpect("S"+strconv.Itoa(num), b, desc)
+	return b, tr, NewExpect(id, b, desc)
 }
 
 // cancelledAsk adds the gateway's root POST /ask from 0 to end, abandoned by its client (499):
