@@ -193,12 +193,10 @@ func s2Expect(id string, x *s2Spans) *Expect {
 	}
 	agentCall(e, Researcher, Cancelled, LLive)
 	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
-	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Runs(Researcher, "send research-results", DeliveredToNobody, 1)
+	e.OneRun(Researcher, "chat gpt-4o", DeliveredToNobody, LStartedAfterGone, 1)
+	e.OneRun(Researcher, "send research-results", DeliveredToNobody, LStartedAfterGone, 1)
 	e.Attempts(Researcher, opSearch, LLive, 3)
 	e.Attempts(Researcher, opSearch, LStartedAfterGone, 1)
-	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 1)
-	e.Attempts(Researcher, "send research-results", LStartedAfterGone, 1)
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, 0, 2)
 	e.SpendSeconds(Gateway, LLive, 10.46)       // 3 x 2.49 + 2.99
@@ -282,12 +280,9 @@ func S4() (ptrace.Traces, Expected) {
 	// 500 * 0.15e-6 + 100 * 0.60e-6 = 0.000075 + 0.00006
 	e.Span(chat, Orphaned(1.50, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 500, 100, 0.000135))
 
-	e.Runs(Gateway, opAgent(Coder), Cancelled, 1)
-	e.Runs(Coder, opSearch, Success, 1)
-	e.Runs(Coder, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Attempts(Gateway, opAgent(Coder), LLive, 1)
-	e.Attempts(Coder, opSearch, LLive, 1)
-	e.Attempts(Coder, "chat gpt-4o-mini", LStartedAfterGone, 1)
+	agentCall(e, Coder, Cancelled, LLive)
+	e.OneRun(Coder, opSearch, Success, LLive, 1)
+	e.OneRun(Coder, "chat gpt-4o-mini", DeliveredToNobody, LStartedAfterGone, 1)
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
@@ -418,12 +413,9 @@ func S7() (ptrace.Traces, Expected) {
 	// 2000 * 2.5e-6 + 500 * 10e-6 = 0.005 + 0.005
 	e.Span(a2, Orphaned(4.50, true).Attempt(2).Run(DeliveredToNobody, 2, ok).Spend(GPT4o, 2000, 500, 0.010))
 
-	e.Runs(Gateway, opAgent(Researcher), Success, 1)
-	e.Runs(Researcher, "send research-jobs", Success, 1)
-	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Gateway, opAgent(Researcher), LLive, 1)
-	e.Attempts(Researcher, "send research-jobs", LLive, 1)
-	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 2)
+	agentCall(e, Researcher, Success, LLive)
+	e.OneRun(Researcher, "send research-jobs", Success, LLive, 1)
+	e.OneRun(Researcher, "chat gpt-4o", DeliveredToNobody, LStartedAfterGone, 2)
 	e.Roots(Researcher, DetachedRoot, 1)
 	e.SpendSeconds(Gateway, LLive, 0.55)
 	e.SpendSeconds(Researcher, LLive, 0.02)
@@ -506,12 +498,9 @@ func S9() (ptrace.Traces, Expected) {
 		fanoutSeries(e, agent, UnknownRoot, LUnknown, 2.20)
 	}
 	agentCall(e, Researcher, UnknownRoot, LUnknown)
-	e.Runs(Researcher, opSearch, UnknownRoot, 1)
-	e.Runs(Researcher, "chat gpt-4o", UnknownRoot, 1)
-	e.Runs(Researcher, "send research-results", UnknownRoot, 1)
-	e.Attempts(Researcher, opSearch, LUnknown, 4)
-	e.Attempts(Researcher, "chat gpt-4o", LUnknown, 1)
-	e.Attempts(Researcher, "send research-results", LUnknown, 1)
+	e.OneRun(Researcher, opSearch, UnknownRoot, LUnknown, 4)
+	e.OneRun(Researcher, "chat gpt-4o", UnknownRoot, LUnknown, 1)
+	e.OneRun(Researcher, "send research-results", UnknownRoot, LUnknown, 1)
 	e.SpendSeconds(Gateway, LUnknown, 10.46)
 	e.SpendSeconds(Researcher, LUnknown, 2.82) // 0.60 + 2.22
 	e.ModelCall(Researcher, GPT4o, LUnknown, 3000, 800, 0.0155)
@@ -576,11 +565,9 @@ func S11() (ptrace.Traces, Expected) {
 	e.Span(cons, Detached().Root(DetachedRoot))
 	e.Span(mail, Detached().Single(Success, ok))
 
-	e.Runs(Gateway, "send receipt", Success, 1)
+	e.OneRun(Gateway, "send receipt", Success, LLive, 1)
 	// url.full is http://mail-provider.example:443/v3/send: 443 is not http's default port.
-	e.Runs("mailer", "POST mail-provider.example:443", Success, 1)
-	e.Attempts(Gateway, "send receipt", LLive, 1)
-	e.Attempts("mailer", "POST mail-provider.example:443", LDetached, 1)
+	e.OneRun("mailer", "POST mail-provider.example:443", Success, LDetached, 1)
 	e.Roots("mailer", DetachedRoot, 1)
 	e.SpendSeconds(Gateway, LLive, 0.02)
 	e.SpendSeconds("mailer", LDetached, 0.03)
@@ -719,16 +706,12 @@ func S13() (ptrace.Traces, Expected) {
 	e.Span(c1, Unchecked())
 	e.Span(c2, Unchecked())
 
-	e.Runs(Planner, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Runs(LegacyAgent, opSearch, Success, 1)
-	e.Runs(LegacyAgent, "GET docs-tool:8080", Success, 1)
-	e.Runs(LegacyAgent, "chat gpt-4o-mini", Success, 1)
-	e.Attempts(LegacyAgent, opSearch, LLive, 1)
-	e.Attempts(LegacyAgent, "GET docs-tool:8080", LLive, 1)
-	e.Attempts(LegacyAgent, "chat gpt-4o-mini", LLive, 1)
+	e.OneRun(Planner, "chat gpt-4o-mini", DeliveredToNobody, LOutlivedRoot, 1)
+	e.OneRun(LegacyAgent, opSearch, Success, LLive, 1)
+	e.OneRun(LegacyAgent, "GET docs-tool:8080", Success, LLive, 1)
+	e.OneRun(LegacyAgent, "chat gpt-4o-mini", Success, LLive, 1)
 	e.SpendSeconds(LegacyAgent, LLive, 0.50) // 0.10 + 0.30 + 0.10
 	e.ModelCall(LegacyAgent, GPT4oMini, LLive, 0, 10, 0.000006)
-	e.Attempts(Planner, "chat gpt-4o-mini", LOutlivedRoot, 1)
 	e.Roots(LegacyAgent, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 0.99)
 	// The chat ran 0.05-1.90, gone at 1.00: its 0.90 s after the gone time are orphaned, the
