@@ -120,12 +120,9 @@ func S15() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Gateway, LLive, 3.494)    // POST 2.994 (noticed: all live) + the tool call's 0.50 before gone
 	e.SpendSeconds(Gateway, LOrphaned, 3.00) // the tool call's 3.00 after gone (its GET is inside it)
 	e.Outlive(Gateway, 2, 5.90)
-	e.OneRun(Planner, "chat gpt-4o-mini", DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(Planner, LOrphaned, 1.40)
-	e.ModelCall(Planner, GPT4oMini, LOrphaned, 1000, 200, 0.00027)
-	e.Outlive(Planner, 2, 3.90) // 2.00 + 1.90
 	e.Outlive(SearchTool, 1, 2.89)
-	e.Unpropagated(Gateway, Planner, 1)
+	unheardChat(e, Gateway, Planner, GPT4oMini, LStartedAfterGone, 1000, 200, 0.00027, 3.90) // 2.00 + 1.90
 	e.Unpropagated(Gateway, SearchTool, 1)
 	return b.Traces(), e.Build()
 }
@@ -159,12 +156,9 @@ func S16() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Gateway, LLive, 1.99)
 	e.SpendSeconds(Gateway, LOrphaned, 2.80)
 	e.Outlive(Gateway, 1, 2.80)
-	e.OneRun(Coder, "chat gpt-4o", DeliveredToNobody, LOutlivedRoot, 1)
 	e.SpendSeconds(Coder, LLive, 1.50)
 	e.SpendSeconds(Coder, LOrphaned, 2.50)
-	e.ModelCall(Coder, GPT4o, LOrphaned, 1500, 300, 0.00675)
-	e.Outlive(Coder, 2, 5.29) // 2.79 + 2.50
-	e.Unpropagated(Gateway, Coder, 1)
+	unheardChat(e, Gateway, Coder, GPT4o, LOutlivedRoot, 1500, 300, 0.00675, 5.29) // 2.79 + 2.50
 	return b.Traces(), e.Build()
 }
 
@@ -217,19 +211,13 @@ func S17() (ptrace.Traces, Expected) {
 	agentCall(e, Critic, RetryableFailure, LLive)
 	agentCall(e, Planner, Success, LLive)
 	e.SpendSeconds(Gateway, LLive, 1.12) // 0.02 + 1.00 + 0.10
-	e.OneRun(Coder, "chat gpt-4o", DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(Coder, LOrphaned, 3.30)
-	e.ModelCall(Coder, GPT4o, LOrphaned, 4000, 900, 0.019)
-	e.Outlive(Coder, 2, 7.90) // 4.00 + 3.90
-	e.OneRun(Critic, "chat gpt-4o-mini", DeliveredToNobody, LStartedAfterGone, 1)
-	e.SpendSeconds(Critic, LOrphaned, 2.30) // 1.60-3.90, all after 1.10
-	e.ModelCall(Critic, GPT4oMini, LOrphaned, 800, 100, 0.00018)
-	e.Outlive(Critic, 2, 5.70) // 2.90 + 2.80
+	unheardChat(e, Gateway, Coder, GPT4o, LStartedAfterGone, 4000, 900, 0.019, 7.90)       // 4.00 + 3.90
+	e.SpendSeconds(Critic, LOrphaned, 2.30)                                                // 1.60-3.90, all after 1.10
+	unheardChat(e, Gateway, Critic, GPT4oMini, LStartedAfterGone, 800, 100, 0.00018, 5.70) // 2.90 + 2.80
 	e.OneRun(Planner, "chat gpt-4o-mini", Success, LDetached, 1)
 	e.SpendSeconds(Planner, LDetached, 0.50)
 	e.ModelCall(Planner, GPT4oMini, LDetached, 500, 50, 0.000105)
-	e.Unpropagated(Gateway, Coder, 1)
-	e.Unpropagated(Gateway, Critic, 1)
 	return b.Traces(), e.Build()
 }
 
@@ -280,11 +268,8 @@ func S18() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Scheduler, LLive, 3.50)
 	e.ModelCall(Scheduler, GPT4oMini, LLive, 2000, 300, 0.00048)
 	e.SpendSeconds(Gateway, LLive, 1.99)
-	e.OneRun(Researcher, "chat gpt-4o", DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(Researcher, LOrphaned, 1.40)
-	e.ModelCall(Researcher, GPT4o, LOrphaned, 1000, 200, 0.0045)
-	e.Outlive(Researcher, 2, 3.90) // 2.00 + 1.90
-	e.Unpropagated(Gateway, Researcher, 1)
+	unheardChat(e, Gateway, Researcher, GPT4o, LStartedAfterGone, 1000, 200, 0.0045, 3.90) // 2.00 + 1.90
 	e.OneRun(Planner, opSearch, UnknownRoot, LUnknown, 1)
 	e.SpendSeconds(Planner, LUnknown, 0.50)
 	return b.Traces(), e.Build()

@@ -197,11 +197,8 @@ func S23() (ptrace.Traces, Expected) {
 	e.OneRun(Envoy, "POST api:8080", Cancelled, LLive, 1)
 	e.SpendSeconds(Envoy, LLive, 1.99)
 	e.SpendSeconds(API, LOrphaned, 2.40)
-	e.Outlive(API, 2, 5.90) // 3.00 + 2.90
-	e.OneRun(API, "chat "+GPT4o, DeliveredToNobody, LStartedAfterGone, 1)
-	e.ModelCall(API, GPT4o, LOrphaned, 1000, 200, 0.0045)
 	e.Reach(Envoy, 1, 0, 1)
-	e.Unpropagated(Envoy, API, 1)
+	unheardChat(e, Envoy, API, GPT4o, LStartedAfterGone, 1000, 200, 0.0045, 5.90) // 3.00 + 2.90
 	return b.Traces(), e.Build()
 }
 

@@ -53,15 +53,12 @@ func S30() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Gateway, LLive, 20.00) // 10.00 + 10.00
 	e.Runs(Researcher, "chat "+GPT4oMini, Success, 2)
 	e.Attempts(Researcher, "chat "+GPT4oMini, LLive, 2)
-	e.OneRun(Researcher, "chat "+GPT4o, DeliveredToNobody, LStartedAfterGone, 1)
 	e.SpendSeconds(Researcher, LLive, 17.50)     // 8.50 + 9.00
 	e.SpendSeconds(Researcher, LOrphaned, 12.50) // 12.00-24.50, all after 10.10
 	e.Tokens(Researcher, GPT4oMini, LLive, 3000, 600)
 	e.Cost(Researcher, GPT4oMini, LLive, 0.00081)
 	e.ModelCalls(Researcher, GPT4oMini, LLive, 2)
-	e.ModelCall(Researcher, GPT4o, LOrphaned, 3000, 800, 0.0155)
-	e.Outlive(Researcher, 2, 29.30) // 14.90 + 14.40
-	e.Unpropagated(Gateway, Researcher, 1)
+	unheardChat(e, Gateway, Researcher, GPT4o, LStartedAfterGone, 3000, 800, 0.0155, 29.30) // 14.90 + 14.40
 	return b.Traces(), e.Build()
 }
 

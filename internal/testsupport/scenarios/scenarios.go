@@ -282,15 +282,12 @@ func S4() (ptrace.Traces, Expected) {
 
 	agentCall(e, Coder, Cancelled, LLive)
 	e.OneRun(Coder, opSearch, Success, LLive, 1)
-	e.OneRun(Coder, "chat gpt-4o-mini", DeliveredToNobody, LStartedAfterGone, 1)
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
 	e.SpendSeconds(Coder, LLive, 1.40)
 	e.SpendSeconds(Coder, LOrphaned, 1.00)
-	e.ModelCall(Coder, GPT4oMini, LOrphaned, 500, 100, 0.000135)
-	e.Outlive(Coder, 2, 3.10) // 1.60 + 1.50
-	e.Unpropagated(Gateway, Coder, 1)
+	unheardChat(e, Gateway, Coder, GPT4oMini, LStartedAfterGone, 500, 100, 0.000135, 3.10) // 1.60 + 1.50
 	return b.Traces(), e.Build()
 }
 
@@ -599,20 +596,15 @@ func S12() (ptrace.Traces, Expected) {
 	e.Span(cChat, Orphaned(2.00, false).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
 
 	e.OneRun(Researcher, "chat gpt-4o-mini", Success, LLive, 1)
-	e.OneRun(Critic, "chat gpt-4o", DeliveredToNobody, LOutlivedRoot, 1)
 	e.SpendSeconds(Gateway, LLive, 3.38) // 1.39 + 1.99
 	e.SpendSeconds(Researcher, LLive, 1.25)
 	// The chat ran 1.50-4.00: its 2.00 s after the gone time are orphaned, the 0.50 s before live.
 	e.SpendSeconds(Critic, LOrphaned, 2.00)
 	e.SpendSeconds(Critic, LLive, 0.50)
 	e.Tokens(Researcher, GPT4oMini, LLive, 1200, 300)
-	e.Tokens(Critic, GPT4o, LOrphaned, 1000, 200)
 	e.Cost(Researcher, GPT4oMini, LLive, 0.00036)
-	e.Cost(Critic, GPT4o, LOrphaned, 0.0045)
 	e.ModelCalls(Researcher, GPT4oMini, LLive, 1)
-	e.ModelCalls(Critic, GPT4o, LOrphaned, 1)
-	e.Outlive(Critic, 2, 4.05) // 2.05 + 2.00
-	e.Unpropagated(Gateway, Critic, 1)
+	unheardChat(e, Gateway, Critic, GPT4o, LOutlivedRoot, 1000, 200, 0.0045, 4.05) // 2.05 + 2.00
 	return b.Traces(), e.Build()
 }
 
@@ -706,7 +698,6 @@ func S13() (ptrace.Traces, Expected) {
 	e.Span(c1, Unchecked())
 	e.Span(c2, Unchecked())
 
-	e.OneRun(Planner, "chat gpt-4o-mini", DeliveredToNobody, LOutlivedRoot, 1)
 	e.OneRun(LegacyAgent, opSearch, Success, LLive, 1)
 	e.OneRun(LegacyAgent, "GET docs-tool:8080", Success, LLive, 1)
 	e.OneRun(LegacyAgent, "chat gpt-4o-mini", Success, LLive, 1)
@@ -718,9 +709,7 @@ func S13() (ptrace.Traces, Expected) {
 	// 0.95 s before live.
 	e.SpendSeconds(Planner, LOrphaned, 0.90)
 	e.SpendSeconds(Planner, LLive, 0.95)
-	e.ModelCall(Planner, GPT4oMini, LOrphaned, 1200, 300, 0.00036)
-	e.Outlive(Planner, 2, 1.90) // 1.00 + 0.90
-	e.Unpropagated(Gateway, Planner, 1)
+	unheardChat(e, Gateway, Planner, GPT4oMini, LOutlivedRoot, 1200, 300, 0.00036, 1.90) // 1.00 + 0.90
 	return b.Traces(), e.Build()
 }
 

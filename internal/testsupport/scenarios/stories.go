@@ -87,6 +87,17 @@ func fanoutSeries(e *Expect, agent, outcome, liveness string, secs float64) {
 	e.ModelCall(agent, GPT4oMini, liveness, 1200, 300, 0.00036)
 }
 
+// unheardChat expects the series of an agent that never heard of the cancellation: its chat of
+// model (in and out tokens, costing usd) went on after the gone time, a run of one delivered to
+// nobody whose attempt has the liveness; its orphaned model call; its SERVER span and its chat
+// outliving the gone time by outlived seconds in all; and the unpropagated edge from caller.
+func unheardChat(e *Expect, caller, agent, model, liveness string, in, out int, usd, outlived float64) {
+	e.OneRun(agent, "chat "+model, DeliveredToNobody, liveness, 1)
+	e.ModelCall(agent, model, LOrphaned, in, out, usd)
+	e.Outlive(agent, 2, outlived)
+	e.Unpropagated(caller, agent, 1)
+}
+
 // retry marks s as attempt i+1 of a keyed retry loop: the idempotency key and, from the second
 // attempt on, http.request.resend_count i.
 func (s *Span) retry(key string, i int) *Span {
