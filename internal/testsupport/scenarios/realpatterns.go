@@ -180,7 +180,6 @@ func S16() (ptrace.Traces, Expected) {
 // browser following a redirect): detached, nothing orphaned.
 func S17() (ptrace.Traces, Expected) {
 	b, tr1, e := begin(17)
-	tr2 := b.NewTrace()
 	root1 := cancelledAsk(e, tr1, 2.00, 0, 1)
 	start := root1.Child(Gateway, "StartActivity:Summarize", Client, 0.10, 0.12)
 	e.Span(start, Live().Single(Success, ok))
@@ -190,7 +189,7 @@ func S17() (ptrace.Traces, Expected) {
 	// 4000 * 2.5e-6 + 900 * 10e-6
 	e.Span(chat1, Orphaned(3.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 4000, 900, 0.019))
 
-	root2 := completedAsk(e, tr2, 2.00)
+	root2 := completedAsk(e, b.NewTrace(), 2.00)
 	callC := root2.HTTPClient("POST", Critic, HTTPPort, "/run", 0.10, 1.10, 0).ErrorType("timeout")
 	e.Span(callC, Live().Single(RetryableFailure, bad))
 	srvC := callC.HTTPServer(Critic, "/run", 1.50, 4.00, 200)
@@ -293,8 +292,6 @@ func S18() (ptrace.Traces, Expected) {
 // 1.01-1.18) starts after the root ended: work like any call, orphaned, 0.17 orphaned seconds.
 func S19() (ptrace.Traces, Expected) {
 	b, tr1, e := begin(19)
-	tr2 := b.NewTrace()
-	e.Gone(tr2, 1.00, TicketTriage)
 
 	root := cancelledAsk(e, tr1, 2.00, 1, 0)
 	for _, c := range []struct {
@@ -319,6 +316,8 @@ func S19() (ptrace.Traces, Expected) {
 	}
 	e.SpendSeconds(Gateway, LLive, 5.97) // 3 x 1.99
 
+	tr2 := b.NewTrace()
+	e.Gone(tr2, 1.00, TicketTriage)
 	const model = "gpt-4o-mini-2024-07-18"
 	gen := tr2.Span(TicketTriage, "ai.generateText", Internal, 0.00, 1.00).
 		Set("ai.model.id", GPT4oMini).Set("ai.usage.promptTokens", 412).Set("ai.usage.completionTokens", 27).

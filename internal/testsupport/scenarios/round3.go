@@ -146,8 +146,7 @@ func S21() (ptrace.Traces, Expected) {
 // run of 2, numbered 2 and 3, success.
 func S22() (ptrace.Traces, Expected) {
 	b, tr, e := begin(22)
-	root := completedAsk(e, tr, 2.00)
-	srv := liveAgentCall(e, root, Planner, 0.01, 1.90, 0.02, 1.89)
+	srv := askedAgent(e, tr, 2.00, Planner, 0.01, 1.90, 0.02, 1.89)
 	tool := srv.HTTPClient("POST", SearchTool, HTTPPort, "/mcp", 0.10, 1.00, 200).Set(attrToolName, "web_search")
 	toolSrv := tool.HTTPServer(SearchTool, "/mcp", 0.11, 0.99, 200).Set(attrToolName, "web_search")
 	e.Span(tool, Live().Single(Success, ok))
@@ -218,8 +217,6 @@ func S23() (ptrace.Traces, Expected) {
 // 1.10-2.90 (500/100) run after the request finished: fire and forget, detached.
 func S24() (ptrace.Traces, Expected) {
 	b, t1, e := begin(24)
-	t2 := b.NewTrace()
-	e.Gone(t2, 0.50, API)
 	root := cancelledAsk(e, t1, 2.00, 0, 2)
 	srv := cancelledAgentCall(e, root, API, 0.01, 2.00, 0.02, 5.00, 200)
 	e.Span(srv, Orphaned(3.00, false).Caller(Gateway))
@@ -233,6 +230,8 @@ func S24() (ptrace.Traces, Expected) {
 	// are the delivery's (spend.nested).
 	e.Span(chat, Orphaned(2.80, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045).Nested())
 
+	t2 := b.NewTrace()
+	e.Gone(t2, 0.50, API)
 	root2 := t2.HTTPServerRoot(API, "POST", "/export", 0.00, 0.50, 200)
 	e.Span(root2, Live().Root(Completed))
 	pub2 := root2.Produce("celery", "exports", 0.10, 0.12)

@@ -100,8 +100,7 @@ func S26() (ptrace.Traces, Expected) {
 // winner. Never a cancelled run (the root is live), never two runs.
 func S27() (ptrace.Traces, Expected) {
 	b, tr, e := begin(27)
-	root := completedAsk(e, tr, 3.00)
-	srv := liveAgentCall(e, root, Planner, 0.01, 2.50, 0.02, 2.49)
+	srv := askedAgent(e, tr, 3.00, Planner, 0.01, 2.50, 0.02, 2.49)
 	lose := srv.HTTPClient("GET", "ranker", HTTPPort, "/rank", 0.10, 0.40, 0).ErrorType("context canceled")
 	win := srv.HTTPClient("GET", "ranker", HTTPPort, "/rank", 0.30, 1.80, 200)
 	e.Span(lose, Live().Attempt(1))
@@ -124,8 +123,7 @@ func S27() (ptrace.Traces, Expected) {
 // retryable_failure and success, not one run of two.
 func S28() (ptrace.Traces, Expected) {
 	b, tr, e := begin(28)
-	root := completedAsk(e, tr, 2.00)
-	srv := liveAgentCall(e, root, Critic, 0.01, 1.50, 0.02, 1.49)
+	srv := askedAgent(e, tr, 2.00, Critic, 0.01, 1.50, 0.02, 1.49)
 	search := srv.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 0.10, 0.50, 503)
 	fetch := srv.HTTPClient("GET", SearchTool, HTTPPort, "/fetch?url=https%3A%2F%2Fexample.com", 0.60, 0.90, 200)
 	e.Span(search, Live().Single(RetryableFailure, bad))

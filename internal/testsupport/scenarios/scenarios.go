@@ -303,8 +303,7 @@ func S4() (ptrace.Traces, Expected) {
 // until 6.00 (200).
 func S5() (ptrace.Traces, Expected) {
 	b, tr, e := begin(5)
-	root := completedAsk(e, tr, 6.00)
-	srv := liveAgentCall(e, root, Researcher, 0.01, 4.06, 0.02, 4.05)
+	srv := askedAgent(e, tr, 6.00, Researcher, 0.01, 4.06, 0.02, 4.05)
 	gets, tools := searchRetries(srv, "0c4e8a2b-7f61-4d93-b5a0-s5search0001", 503, [2]float64{0.10, 0.30},
 		[2]float64{0.60, 0.80}, [2]float64{1.30, 1.50}, [2]float64{2.40, 2.60}, [2]float64{3.80, 4.00})
 	liveRetryRun(e, gets, tools, RetryableFailure, bad)
@@ -528,8 +527,7 @@ func (b *Builder) Remove(s *Span) {
 func S10() (ptrace.Traces, Expected) {
 	b, tr, e := begin(10)
 	const skew = 0.08
-	root := completedAsk(e, tr, 2.00)
-	srv := liveAgentCall(e, root, Planner, 0.01, 1.99, 0.02+skew, 1.98+skew)
+	srv := askedAgent(e, tr, 2.00, Planner, 0.01, 1.99, 0.02+skew, 1.98+skew)
 	chat := srv.Chat(GPT4oMini, 0.05+skew, 1.95+skew).Usage(1200, 300)
 	e.Span(chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
 

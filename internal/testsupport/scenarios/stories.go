@@ -38,6 +38,12 @@ func cancelledRoot(e *Expect, tr *Trace, route string, end float64, reach, depth
 	return root
 }
 
+// askedAgent begins a story in which gateway's completed ask (completedAsk, 0 to end) calls one
+// agent, live (liveAgentCall, cs-ce, the agent's SERVER span ss-se). It returns the SERVER span.
+func askedAgent(e *Expect, tr *Trace, end float64, agent string, cs, ce, ss, se float64) *Span {
+	return liveAgentCall(e, completedAsk(e, tr, end), agent, cs, ce, ss, se)
+}
+
 // cancelledAgentCall adds gateway's call to agent (cs-ce) that the gateway gave up on at its
 // end (no response, error.type "context canceled": a live cancelled run of one, with its
 // series), and the agent's SERVER span ss-se answered serverStatus (0: none). It returns the
