@@ -254,6 +254,13 @@ func (e *Expect) SpendSeconds(service, liveness string, v float64) {
 	e.Metric(MSpendSeconds, v, "service_name", service, "liveness", liveness)
 }
 
+// SpendSplit expects a service's spend seconds split at the gone time: live seconds before it,
+// orphaned seconds after it (SpendSeconds of each).
+func (e *Expect) SpendSplit(service string, live, orphaned float64) {
+	e.SpendSeconds(service, LLive, live)
+	e.SpendSeconds(service, LOrphaned, orphaned)
+}
+
 // Tokens expects both directions of orphanwatch_spend_tokens_total.
 func (e *Expect) Tokens(service, model, liveness string, in, out int) {
 	if in > 0 {

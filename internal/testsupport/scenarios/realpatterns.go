@@ -63,14 +63,13 @@ func S14() (ptrace.Traces, Expected) {
 	e.Attempts(Gateway, "chat gpt-4o", LStartedAfterGone, 3)
 	e.ModelCalls(Gateway, GPT4o, LLive, 2)
 	e.ModelCalls(Gateway, GPT4o, LOrphaned, 3)
-	e.SpendSeconds(Gateway, LLive, 3.39)     // chat 0.90 + 0.50, POST 1.99
-	e.SpendSeconds(Gateway, LOrphaned, 1.10) // chat 0.40 + 0.40 + 0.30
-	e.Outlive(Gateway, 3, 16.10)             // 1.40 + 4.40 + 10.30
+	// live: chat 0.90 + 0.50, POST 1.99; orphaned: chat 0.40 + 0.40 + 0.30
+	e.SpendSplit(Gateway, 3.39, 1.10)
+	e.Outlive(Gateway, 3, 16.10) // 1.40 + 4.40 + 10.30
 	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
 	e.Attempts(Researcher, opSearch, LLive, 2)
 	e.Attempts(Researcher, opSearch, LStartedAfterGone, 2)
-	e.SpendSeconds(Researcher, LLive, 0.80)
-	e.SpendSeconds(Researcher, LOrphaned, 0.70)
+	e.SpendSplit(Researcher, 0.80, 0.70)
 	e.Outlive(Researcher, 3, 5.55) // 2.35 + 0.90 + 2.30
 	e.Outlive(SearchTool, 2, 3.18) // 0.89 + 2.29
 	e.Unpropagated(Gateway, Researcher, 1)
@@ -117,8 +116,9 @@ func S15() (ptrace.Traces, Expected) {
 
 	e.OneRun(Gateway, "execute_tool web_search", DeliveredToNobody, LOutlivedRoot, 1)
 	e.OneRun(Gateway, opSearch, DeliveredToNobody, LOutlivedRoot, 1)
-	e.SpendSeconds(Gateway, LLive, 3.494)    // POST 2.994 (noticed: all live) + the tool call's 0.50 before gone
-	e.SpendSeconds(Gateway, LOrphaned, 3.00) // the tool call's 3.00 after gone (its GET is inside it)
+	// live: POST 2.994 (noticed: all live) + the tool call's 0.50 before gone; orphaned: the tool
+	// call's 3.00 after gone (its GET is inside it)
+	e.SpendSplit(Gateway, 3.494, 3.00)
 	e.Outlive(Gateway, 2, 5.90)
 	e.SpendSeconds(Planner, LOrphaned, 1.40)
 	e.Outlive(SearchTool, 1, 2.89)
@@ -153,11 +153,9 @@ func S16() (ptrace.Traces, Expected) {
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
 	agentCall(e, Coder, DeliveredToNobody, LOutlivedRoot)
-	e.SpendSeconds(Gateway, LLive, 1.99)
-	e.SpendSeconds(Gateway, LOrphaned, 2.80)
+	e.SpendSplit(Gateway, 1.99, 2.80)
 	e.Outlive(Gateway, 1, 2.80)
-	e.SpendSeconds(Coder, LLive, 1.50)
-	e.SpendSeconds(Coder, LOrphaned, 2.50)
+	e.SpendSplit(Coder, 1.50, 2.50)
 	unheardChat(e, Gateway, Coder, GPT4o, LOutlivedRoot, 1500, 300, 0.00675, 5.29) // 2.79 + 2.50
 	return b.Traces(), e.Build()
 }
@@ -335,8 +333,7 @@ func S19() (ptrace.Traces, Expected) {
 	e.Roots(TicketTriage, Completed, 1)
 	e.OneRun(TicketTriage, "ai.generateText.doGenerate", Success, LLive, 1)
 	e.OneRun(TicketTriage, "ai.toolCall", DeliveredToNobody, LStartedAfterGone, 1)
-	e.SpendSeconds(TicketTriage, LLive, 0.85)
-	e.SpendSeconds(TicketTriage, LOrphaned, 0.17)
+	e.SpendSplit(TicketTriage, 0.85, 0.17)
 	e.ModelCall(TicketTriage, model, LLive, 412, 27, 0.000078)
 	e.Outlive(TicketTriage, 1, 0.18)
 	return b.Traces(), e.Build()

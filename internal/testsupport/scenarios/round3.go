@@ -250,8 +250,8 @@ func S24() (ptrace.Traces, Expected) {
 	e.SpendSeconds(API, LLive, 0.04)
 	e.OneRun(Worker, "process reports", DeliveredToNobody, LOutlivedRoot, 1)
 	e.OneRun(Worker, "chat "+GPT4o, DeliveredToNobody, LStartedAfterGone, 1)
-	e.SpendSeconds(Worker, LLive, 1.70)     // the delivery 0.30-2.00
-	e.SpendSeconds(Worker, LOrphaned, 2.90) // and 2.00-4.90
+	// live: the delivery 0.30-2.00; orphaned: its 2.00-4.90
+	e.SpendSplit(Worker, 1.70, 2.90)
 	e.ModelCall(Worker, GPT4o, LOrphaned, 1000, 200, 0.0045)
 	e.Outlive(Worker, 2, 5.70) // 2.90 + 2.80
 	e.Outlive(API, 1, 3.00)

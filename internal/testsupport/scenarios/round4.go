@@ -50,9 +50,9 @@ func S25() (ptrace.Traces, Expected) {
 	e.Attempts(Researcher, opSearch, LLive, 2)
 	e.Attempts(Researcher, opSearch, LOutlivedRoot, 1)
 	e.Attempts(Researcher, opSearch, LStartedAfterGone, 2)
-	e.SpendSeconds(Researcher, LLive, 1.90)     // 0.90 + 0.90 + the third try's 0.10 before 3.00
-	e.SpendSeconds(Researcher, LOrphaned, 2.40) // 1.00 + 0.80 + 0.60
-	e.Outlive(Researcher, 3, 8.40)              // 1.00 + 2.80 + 4.60
+	// live: 0.90 + 0.90 + the third try's 0.10 before 3.00; orphaned: 1.00 + 0.80 + 0.60
+	e.SpendSplit(Researcher, 1.90, 2.40)
+	e.Outlive(Researcher, 3, 8.40) // 1.00 + 2.80 + 4.60
 	return b.Traces(), e.Build()
 }
 
@@ -162,8 +162,7 @@ func S29() (ptrace.Traces, Expected) {
 	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
 	e.Attempts(Researcher, opSearch, LLive, 2)
 	e.Attempts(Researcher, opSearch, LStartedAfterGone, 2)
-	e.SpendSeconds(Researcher, LLive, 1.80)
-	e.SpendSeconds(Researcher, LOrphaned, 1.00)
+	e.SpendSplit(Researcher, 1.80, 1.00)
 	e.Outlive(Researcher, 2, 4.50)
 	return b.Traces(), e.Build()
 }

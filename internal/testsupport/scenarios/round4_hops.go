@@ -53,8 +53,8 @@ func S30() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Gateway, LLive, 20.00) // 10.00 + 10.00
 	e.Runs(Researcher, "chat "+GPT4oMini, Success, 2)
 	e.Attempts(Researcher, "chat "+GPT4oMini, LLive, 2)
-	e.SpendSeconds(Researcher, LLive, 17.50)     // 8.50 + 9.00
-	e.SpendSeconds(Researcher, LOrphaned, 12.50) // 12.00-24.50, all after 10.10
+	// live: 8.50 + 9.00; orphaned: 12.00-24.50, all after 10.10
+	e.SpendSplit(Researcher, 17.50, 12.50)
 	e.Tokens(Researcher, GPT4oMini, LLive, 3000, 600)
 	e.Cost(Researcher, GPT4oMini, LLive, 0.00081)
 	e.ModelCalls(Researcher, GPT4oMini, LLive, 2)
@@ -111,8 +111,8 @@ func S31() (ptrace.Traces, Expected) {
 	e.ModelCall(Worker, GPT4o, LLive, 4000, 1000, 0.02)
 	e.OneRun(Worker, "chat "+GPT4oMini, DeliveredToNobody, LOutlivedRoot, 1)
 	e.ModelCall(Worker, GPT4oMini, LOrphaned, 2000, 500, 0.0006)
-	e.SpendSeconds(Worker, LLive, 57.00)    // 43.00 + 14.00 (6.00-20.00)
-	e.SpendSeconds(Worker, LOrphaned, 6.00) // 20.00-26.00
+	// live: 43.00 + 14.00 (6.00-20.00); orphaned: 20.00-26.00
+	e.SpendSplit(Worker, 57.00, 6.00)
 	e.Outlive(Worker, 1, 6.00)
 	return b.Traces(), e.Build()
 }

@@ -199,9 +199,9 @@ func s2Expect(id string, x *s2Spans) *Expect {
 	e.Attempts(Researcher, opSearch, LStartedAfterGone, 1)
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, 0, 2)
-	e.SpendSeconds(Gateway, LLive, 10.46)       // 3 x 2.49 + 2.99
-	e.SpendSeconds(Researcher, LLive, 0.60)     // attempts 1-3, 0.20 each
-	e.SpendSeconds(Researcher, LOrphaned, 2.22) // attempt 4 0.20 + chat 2.00 + publish 0.02
+	e.SpendSeconds(Gateway, LLive, 10.46) // 3 x 2.49 + 2.99
+	// live: attempts 1-3, 0.20 each; orphaned: attempt 4 0.20 + chat 2.00 + publish 0.02
+	e.SpendSplit(Researcher, 0.60, 2.22)
 	e.ModelCall(Researcher, GPT4o, LOrphaned, 3000, 800, 0.0155)
 	e.Outlive(Researcher, 4, 11.92) // 3.55 + 1.40 + 3.45 + 3.52
 	e.Outlive(SearchTool, 1, 1.39)
@@ -285,8 +285,7 @@ func S4() (ptrace.Traces, Expected) {
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
-	e.SpendSeconds(Coder, LLive, 1.40)
-	e.SpendSeconds(Coder, LOrphaned, 1.00)
+	e.SpendSplit(Coder, 1.40, 1.00)
 	unheardChat(e, Gateway, Coder, GPT4oMini, LStartedAfterGone, 500, 100, 0.000135, 3.10) // 1.60 + 1.50
 	return b.Traces(), e.Build()
 }
@@ -414,8 +413,7 @@ func S7() (ptrace.Traces, Expected) {
 	e.OneRun(Researcher, "chat gpt-4o", DeliveredToNobody, LStartedAfterGone, 2)
 	e.Roots(Researcher, DetachedRoot, 1)
 	e.SpendSeconds(Gateway, LLive, 0.55)
-	e.SpendSeconds(Researcher, LLive, 0.02)
-	e.SpendSeconds(Researcher, LOrphaned, 2.50) // 0.50 + 2.00
+	e.SpendSplit(Researcher, 0.02, 2.50) // orphaned: 0.50 + 2.00
 	e.Tokens(Researcher, GPT4o, LOrphaned, 2000, 500)
 	e.Cost(Researcher, GPT4o, LOrphaned, 0.010)
 	e.ModelCalls(Researcher, GPT4o, LOrphaned, 2)
@@ -597,8 +595,7 @@ func S12() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Gateway, LLive, 3.38) // 1.39 + 1.99
 	e.SpendSeconds(Researcher, LLive, 1.25)
 	// The chat ran 1.50-4.00: its 2.00 s after the gone time are orphaned, the 0.50 s before live.
-	e.SpendSeconds(Critic, LOrphaned, 2.00)
-	e.SpendSeconds(Critic, LLive, 0.50)
+	e.SpendSplit(Critic, 0.50, 2.00)
 	e.Tokens(Researcher, GPT4oMini, LLive, 1200, 300)
 	e.Cost(Researcher, GPT4oMini, LLive, 0.00036)
 	e.ModelCalls(Researcher, GPT4oMini, LLive, 1)
@@ -705,8 +702,7 @@ func S13() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Gateway, LLive, 0.99)
 	// The chat ran 0.05-1.90, gone at 1.00: its 0.90 s after the gone time are orphaned, the
 	// 0.95 s before live.
-	e.SpendSeconds(Planner, LOrphaned, 0.90)
-	e.SpendSeconds(Planner, LLive, 0.95)
+	e.SpendSplit(Planner, 0.95, 0.90)
 	unheardChat(e, Gateway, Planner, GPT4oMini, LOutlivedRoot, 1200, 300, 0.00036, 1.90) // 1.00 + 0.90
 	return b.Traces(), e.Build()
 }
