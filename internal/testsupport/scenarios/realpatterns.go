@@ -48,8 +48,7 @@ func S14() (ptrace.Traces, Expected) {
 	}
 
 	// (b) researcher's retry decorator around a cancelled coroutine.
-	srv := cancelledAgentCall(e, root, Researcher, 0.01, 2.00, 0.02, 4.35, 200)
-	e.Span(srv, Orphaned(2.35, false).Caller(Gateway))
+	srv := unheardAgentCall(e, root, Researcher, 0.01, 2.00, 0.02, 4.35, 2.35)
 	research := srv.Child(Researcher, "research", Internal, 0.03, 2.05).Exception("asyncio.CancelledError")
 	e.Span(research, Live()) // 50 ms after the gone time, another service: within the tolerance
 	gets, tools := searchRetries(research, "s14-search-0001", 503,
@@ -96,8 +95,7 @@ func S15() (ptrace.Traces, Expected) {
 	root := cancelledAsk(e, tr, 3.00, 0, 1)
 
 	// (a) the caller's span unwinds a few milliseconds late.
-	srvP := cancelledAgentCall(e, root, Planner, 0.01, 3.004, 0.02, 5.00, 200)
-	e.Span(srvP, Orphaned(2.00, false).Caller(Gateway))
+	srvP := unheardAgentCall(e, root, Planner, 0.01, 3.004, 0.02, 5.00, 2.00)
 	chat := srvP.Chat(GPT4oMini, 3.50, 4.90).Usage(1000, 200)
 	// 1000 * 0.15e-6 + 200 * 0.60e-6
 	e.Span(chat, Orphaned(1.90, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 1000, 200, 0.00027))
@@ -246,8 +244,7 @@ func S18() (ptrace.Traces, Expected) {
 
 	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 1.00, 3.00, 499)
 	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
-	srv := cancelledAgentCall(e, root, Researcher, 1.01, 3.00, 1.02, 5.00, 200)
-	e.Span(srv, Orphaned(2.00, false).Caller(Gateway))
+	srv := unheardAgentCall(e, root, Researcher, 1.01, 3.00, 1.02, 5.00, 2.00)
 	chatR := srv.Chat(GPT4o, 3.50, 4.90).Usage(1000, 200)
 	// 1000 * 2.5e-6 + 200 * 10e-6
 	e.Span(chatR, Orphaned(1.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))

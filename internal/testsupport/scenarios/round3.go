@@ -218,8 +218,7 @@ func S23() (ptrace.Traces, Expected) {
 func S24() (ptrace.Traces, Expected) {
 	b, t1, e := begin(24)
 	root := cancelledAsk(e, t1, 2.00, 0, 2)
-	srv := cancelledAgentCall(e, root, API, 0.01, 2.00, 0.02, 5.00, 200)
-	e.Span(srv, Orphaned(3.00, false).Caller(Gateway))
+	srv := unheardAgentCall(e, root, API, 0.01, 2.00, 0.02, 5.00, 3.00)
 	pub := srv.Produce("celery", "reports", 0.10, 0.12).Set(attrMsgID, "t-24-1")
 	e.Span(pub, Live().Single(Success, ok))
 	task := pub.Child(Worker, "process reports", Consumer, 0.30, 4.90).

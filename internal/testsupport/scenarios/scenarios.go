@@ -583,11 +583,10 @@ func S12() (ptrace.Traces, Expected) {
 	root := completedAsk(e, tr, 2.00)
 	rSrv := liveAgentCall(e, root, Researcher, 0.01, 1.40, 0.02, 1.39)
 	rChat := rSrv.Chat(GPT4oMini, 0.05, 1.30).Usage(1200, 300)
-	cSrv := cancelledAgentCall(e, root, Critic, 0.01, 2.00, 0.02, 4.05, 200)
+	cSrv := unheardAgentCall(e, root, Critic, 0.01, 2.00, 0.02, 4.05, 2.05)
 	cChat := cSrv.Chat(GPT4o, 1.50, 4.00).Usage(1000, 200)
 
 	e.Span(rChat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
-	e.Span(cSrv, Orphaned(2.05, false).Caller(Gateway))
 	// 1000 * 2.5e-6 + 200 * 10e-6 = 0.0025 + 0.002
 	e.Span(cChat, Orphaned(2.00, false).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
 
@@ -596,9 +595,7 @@ func S12() (ptrace.Traces, Expected) {
 	e.SpendSeconds(Researcher, LLive, 1.25)
 	// The chat ran 1.50-4.00: its 2.00 s after the gone time are orphaned, the 0.50 s before live.
 	e.SpendSplit(Critic, 0.50, 2.00)
-	e.Tokens(Researcher, GPT4oMini, LLive, 1200, 300)
-	e.Cost(Researcher, GPT4oMini, LLive, 0.00036)
-	e.ModelCalls(Researcher, GPT4oMini, LLive, 1)
+	e.ModelCall(Researcher, GPT4oMini, LLive, 1200, 300, 0.00036)
 	unheardChat(e, Gateway, Critic, GPT4o, LOutlivedRoot, 1000, 200, 0.0045, 4.05) // 2.05 + 2.00
 	return b.Traces(), e.Build()
 }
@@ -640,9 +637,8 @@ func S13() (ptrace.Traces, Expected) {
 
 	// 1: good trace.
 	root := cancelledAsk(e, t1, 1.00, 0, 1)
-	srv := cancelledAgentCall(e, root, Planner, 0.01, 1.00, 0.02, 2.00, 200)
+	srv := unheardAgentCall(e, root, Planner, 0.01, 1.00, 0.02, 2.00, 1.00)
 	chat := srv.Chat(GPT4oMini, 0.05, 1.90).Usage(1200, 300)
-	e.Span(srv, Orphaned(1.00, false).Caller(Gateway))
 	e.Span(chat, Orphaned(0.90, false).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
 
 	// 2: good legacy root with malformed children.

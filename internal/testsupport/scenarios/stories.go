@@ -56,6 +56,14 @@ func cancelledAgentCall(e *Expect, root *Span, agent string, cs, ce, ss, se floa
 	return srv
 }
 
+// unheardAgentCall is cancelledAgentCall where the agent never heard: its SERVER span, answered
+// 200, outlived the gone time by afterGone seconds (orphaned, the edge from gateway named on it).
+func unheardAgentCall(e *Expect, root *Span, agent string, cs, ce, ss, se, afterGone float64) *Span {
+	srv := cancelledAgentCall(e, root, agent, cs, ce, ss, se, 200)
+	e.Span(srv, Orphaned(afterGone, false).Caller(Gateway))
+	return srv
+}
+
 // fanout is a sub-agent's ordinary work in a fan-out: gateway's call to it, its SERVER span, one
 // search-tool call with search-tool's SERVER span, and one gpt-4o-mini chat (1200/300).
 type fanout struct{ call, srv, get, tool, chat *Span }
