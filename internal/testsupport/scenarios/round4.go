@@ -158,10 +158,8 @@ func S29() (ptrace.Traces, Expected) {
 		searchTry{4.00, 4.50, 503, Orphaned(1.50, true).Attempt(1)},
 		searchTry{5.50, 6.00, 200, Orphaned(3.00, true).Attempt(2).Run(DeliveredToNobody, 2, ok)})
 
-	e.Runs(Researcher, opSearch, RetryableFailure, 1)
-	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
-	e.Attempts(Researcher, opSearch, LLive, 2)
-	e.Attempts(Researcher, opSearch, LStartedAfterGone, 2)
+	e.OneRun(Researcher, opSearch, RetryableFailure, LLive, 2)              // the run the handler saw
+	e.OneRun(Researcher, opSearch, DeliveredToNobody, LStartedAfterGone, 2) // the new run after it
 	e.SpendSplit(Researcher, 1.80, 1.00)
 	e.Outlive(Researcher, 2, 4.50)
 	return b.Traces(), e.Build()
