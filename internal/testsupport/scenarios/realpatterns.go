@@ -96,9 +96,8 @@ func S15() (ptrace.Traces, Expected) {
 
 	// (a) the caller's span unwinds a few milliseconds late.
 	srvP := unheardAgentCall(e, root, Planner, 0.01, 3.004, 0.02, 5.00, 2.00)
-	chat := srvP.Chat(GPT4oMini, 3.50, 4.90).Usage(1000, 200)
 	// 1000 * 0.15e-6 + 200 * 0.60e-6
-	e.Span(chat, Orphaned(1.90, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 1000, 200, 0.00027))
+	chatForNobody(e, srvP, GPT4oMini, 3.50, 4.90, 1000, 200, 0.00027, Orphaned(1.90, true))
 
 	// (c) dropped inside the root's own service.
 	agent := root.Child(Gateway, "supervisor.run", Internal, 0.05, 3.02).Exception("CancelledError")
@@ -144,9 +143,8 @@ func S16() (ptrace.Traces, Expected) {
 	call, srv := subAgentCall(root, Coder, 0.01, 4.80, 0.02, 4.79, 200, 200)
 	e.Span(call, Orphaned(2.80, false).Single(DeliveredToNobody, ok))
 	e.Span(srv, Orphaned(2.79, false).Caller(Gateway))
-	chat := srv.Chat(GPT4o, 0.50, 4.50).Usage(1500, 300)
 	// 1500 * 2.5e-6 + 300 * 10e-6
-	e.Span(chat, Orphaned(2.50, false).Single(DeliveredToNobody, ok).Spend(GPT4o, 1500, 300, 0.00675))
+	chatForNobody(e, srv, GPT4o, 0.50, 4.50, 1500, 300, 0.00675, Orphaned(2.50, false))
 
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
@@ -181,9 +179,8 @@ func S17() (ptrace.Traces, Expected) {
 	e.Span(start, Live().Single(Success, ok))
 	run := start.Child(Coder, "RunActivity:Summarize", Server, 2.50, 6.00)
 	e.Span(run, Orphaned(4.00, true).Caller(Gateway))
-	chat1 := run.Chat(GPT4o, 2.60, 5.90).Usage(4000, 900)
 	// 4000 * 2.5e-6 + 900 * 10e-6
-	e.Span(chat1, Orphaned(3.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 4000, 900, 0.019))
+	chatForNobody(e, run, GPT4o, 2.60, 5.90, 4000, 900, 0.019, Orphaned(3.90, true))
 
 	root2 := completedAsk(e, b.NewTrace(), 2.00)
 	callC := root2.HTTPClient("POST", Critic, HTTPPort, "/run", 0.10, 1.10, 0).ErrorType("timeout")
@@ -191,9 +188,8 @@ func S17() (ptrace.Traces, Expected) {
 	srvC := callC.HTTPServer(Critic, "/run", 1.50, 4.00, 200)
 	e.GoneUnder(srvC, 1.10, Gateway) // the caller that gave up
 	e.Span(srvC, Orphaned(2.90, true).Caller(Gateway))
-	chatC := srvC.Chat(GPT4oMini, 1.60, 3.90).Usage(800, 100)
 	// 800 * 0.15e-6 + 100 * 0.60e-6
-	e.Span(chatC, Orphaned(2.80, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 800, 100, 0.00018))
+	chatForNobody(e, srvC, GPT4oMini, 1.60, 3.90, 800, 100, 0.00018, Orphaned(2.80, true))
 	callP := root2.HTTPClient("POST", Planner, HTTPPort, "/run", 1.80, 1.90, 200)
 	e.Span(callP, Live().Single(Success, ok))
 	srvP := callP.HTTPServer(Planner, "/run", 2.50, 3.20, 200)
@@ -245,9 +241,8 @@ func S18() (ptrace.Traces, Expected) {
 	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 1.00, 3.00, 499)
 	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
 	srv := unheardAgentCall(e, root, Researcher, 1.01, 3.00, 1.02, 5.00, 2.00)
-	chatR := srv.Chat(GPT4o, 3.50, 4.90).Usage(1000, 200)
 	// 1000 * 2.5e-6 + 200 * 10e-6
-	e.Span(chatR, Orphaned(1.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
+	chatForNobody(e, srv, GPT4o, 3.50, 4.90, 1000, 200, 0.0045, Orphaned(1.90, true))
 
 	ghost := root.Child(Planner, "plan", Internal, 1.50, 2.60) // never arrives
 	lost := ghost.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 2.00, 2.50, 200)

@@ -188,8 +188,7 @@ func S23() (ptrace.Traces, Expected) {
 	e.Span(up, Live().Single(Cancelled, bad))
 	srv := up.HTTPServer(API, "/ask", 0.02, 5.00, 200)
 	e.Span(srv, Orphaned(3.00, false).Caller(Envoy))
-	chat := srv.Chat(GPT4o, 2.50, 4.90).Usage(1000, 200)
-	e.Span(chat, Orphaned(2.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
+	chatForNobody(e, srv, GPT4o, 2.50, 4.90, 1000, 200, 0.0045, Orphaned(2.90, true))
 
 	e.Roots(Envoy, Cancelled, 1)
 	// Envoy's upstream span is an HTTP CLIENT span: its operation is method and target.

@@ -38,9 +38,8 @@ func S30() (ptrace.Traces, Expected) {
 	early := srv1.Chat(GPT4oMini, 0.50, 9.00).Usage(1500, 300)
 	// 1500 * 0.15e-6 + 300 * 0.60e-6
 	e.Span(early, Live().Single(Success, ok).Spend(GPT4oMini, 1500, 300, 0.000405))
-	late := srv1.Chat(GPT4o, 12.00, 24.50).Usage(3000, 800)
 	// 3000 * 2.5e-6 + 800 * 10e-6
-	e.Span(late, Orphaned(14.40, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 3000, 800, 0.0155))
+	chatForNobody(e, srv1, GPT4o, 12.00, 24.50, 3000, 800, 0.0155, Orphaned(14.40, true))
 
 	try2 := root.HTTPClient("POST", Researcher, HTTPPort, "/run", 10.60, 20.60, 200).ResendCount(1)
 	e.Span(try2, Live().Attempt(2).Run(Success, 2, ok))

@@ -270,15 +270,14 @@ func S4() (ptrace.Traces, Expected) {
 	call.Deadline(2.00)
 	srv.Deadline(2.00)
 	get, tool := searchCall(srv, 0.10, 1.50, 200)
-	chat := srv.Chat(GPT4oMini, 2.50, 3.50).Usage(500, 100)
+	// 500 * 0.15e-6 + 100 * 0.60e-6 = 0.000075 + 0.00006
+	chatForNobody(e, srv, GPT4oMini, 2.50, 3.50, 500, 100, 0.000135, Orphaned(1.50, true))
 
 	e.Span(root, Live().Root(DeadlineExceeded).Reach(0, 1)) // coder (one hop) worked on past the deadline
 	e.Span(call, Live().Single(Cancelled, bad))             // ends 2.00 = gone, same service
 	e.Span(srv, Orphaned(1.60, false).Caller(Gateway))
 	e.Span(get, Live().Single(Success, ok))
 	e.Span(tool, Live())
-	// 500 * 0.15e-6 + 100 * 0.60e-6 = 0.000075 + 0.00006
-	e.Span(chat, Orphaned(1.50, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 500, 100, 0.000135))
 
 	agentCall(e, Coder, Cancelled, LLive)
 	e.OneRun(Coder, opSearch, Success, LLive, 1)
@@ -584,11 +583,10 @@ func S12() (ptrace.Traces, Expected) {
 	rSrv := liveAgentCall(e, root, Researcher, 0.01, 1.40, 0.02, 1.39)
 	rChat := rSrv.Chat(GPT4oMini, 0.05, 1.30).Usage(1200, 300)
 	cSrv := unheardAgentCall(e, root, Critic, 0.01, 2.00, 0.02, 4.05, 2.05)
-	cChat := cSrv.Chat(GPT4o, 1.50, 4.00).Usage(1000, 200)
+	// 1000 * 2.5e-6 + 200 * 10e-6 = 0.0025 + 0.002
+	chatForNobody(e, cSrv, GPT4o, 1.50, 4.00, 1000, 200, 0.0045, Orphaned(2.00, false))
 
 	e.Span(rChat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
-	// 1000 * 2.5e-6 + 200 * 10e-6 = 0.0025 + 0.002
-	e.Span(cChat, Orphaned(2.00, false).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
 
 	e.OneRun(Researcher, "chat gpt-4o-mini", Success, LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 3.38) // 1.39 + 1.99
@@ -638,8 +636,7 @@ func S13() (ptrace.Traces, Expected) {
 	// 1: good trace.
 	root := cancelledAsk(e, t1, 1.00, 0, 1)
 	srv := unheardAgentCall(e, root, Planner, 0.01, 1.00, 0.02, 2.00, 1.00)
-	chat := srv.Chat(GPT4oMini, 0.05, 1.90).Usage(1200, 300)
-	e.Span(chat, Orphaned(0.90, false).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+	chatForNobody(e, srv, GPT4oMini, 0.05, 1.90, 1200, 300, 0.00036, Orphaned(0.90, false))
 
 	// 2: good legacy root with malformed children.
 	t2 := b.NewTrace()

@@ -112,6 +112,14 @@ func unheardChat(e *Expect, caller, agent, model, liveness string, in, out int, 
 	e.Unpropagated(caller, agent, 1)
 }
 
+// chatForNobody adds a chat of model under parent, start to end, answered with in and out tokens
+// costing usd, that nobody waited for any more: the liveness verdict v (Orphaned) with a run of
+// one delivered to nobody (result ok) and the chat's spend.
+func chatForNobody(e *Expect, parent *Span, model string, start, end float64, in, out int, usd float64, v V) {
+	chat := parent.Chat(model, start, end).Usage(in, out)
+	e.Span(chat, v.Single(DeliveredToNobody, ok).Spend(model, in, out, usd))
+}
+
 // retry marks s as attempt i+1 of a keyed retry loop: the idempotency key and, from the second
 // attempt on, http.request.resend_count i.
 func (s *Span) retry(key string, i int) *Span {
