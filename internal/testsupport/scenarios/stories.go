@@ -3,8 +3,8 @@ package scenarios
 import "strconv"
 
 // The recurring pieces of the scenarios' stories: a gateway root that completed or was
-// abandoned, a hop to an agent the gateway gave up on, a fan-out agent's ordinary work, a keyed
-// retry loop. Each builds its spans in the order the scenarios always built them (span IDs
+// abandoned, a hop to an agent (answered, or given up on and never heard of), a fan-out agent's
+// ordinary work, a chat that went on for nobody, a keyed retry loop. Each builds its spans in the order the scenarios always built them (span IDs
 // follow creation order) and writes the verdicts and series that go with the piece, so a
 // scenario reads as its story and states only what is particular to it.
 
@@ -19,6 +19,49 @@ func begin(num int) (*Builder, *Trace, *Expect) {
 	b := NewBuilder(num)
 	tr := b.NewTrace()
 	return b, tr, NewExpect(id, b, desc)
+}
+
+// agentCall expects gateway's one call to agent: a run of one attempt with the outcome, the
+// attempt with the liveness label.
+func agentCall(e *Expect, agent, outcome, liveness string) {
+	e.OneRun(Gateway, opAgent(agent), outcome, liveness, 1)
+}
+
+// completedAsk adds the gateway's root POST /ask from 0 to end, completed (200): the trace's
+// gone time, the root's verdict and its series.
+func completedAsk(e *Expect, tr *Trace, end float64) *Span {
+	e.Gone(tr, end, Gateway)
+	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, end, 200)
+	e.Span(root, Live().Root(Completed))
+	e.Roots(Gateway, Completed, 1)
+	return root
+}
+
+// liveAgentCall adds gateway's call to agent (subAgentCall, both answered 200) under a live
+// root: a live single success and a live server, with the call's series (agentCall). It
+// returns the agent's SERVER span.
+func liveAgentCall(e *Expect, root *Span, agent string, cs, ce, ss, se float64) *Span {
+	call, srv := subAgentCall(root, agent, cs, ce, ss, se, 200, 200)
+	e.Span(call, Live().Single(Success, ok))
+	e.Span(srv, Live())
+	agentCall(e, agent, Success, LLive)
+	return srv
+}
+
+// subAgentCall adds gateway's CLIENT "POST" to agent and the agent's SERVER "POST /run".
+// serverStatus 0 leaves the server without response status code.
+func subAgentCall(parent *Span, agent string, cs, ce, ss, se float64, clientStatus, serverStatus int) (call, srv *Span) {
+	call = parent.HTTPClient("POST", agent, HTTPPort, "/run", cs, ce, clientStatus)
+	srv = call.HTTPServer(agent, "/run", ss, se, serverStatus)
+	return call, srv
+}
+
+// searchCall adds a CLIENT "GET" from parent to search-tool and search-tool's SERVER
+// "GET /search" 10 ms inside it, both with the same status.
+func searchCall(parent *Span, start, end float64, status int) (get, tool *Span) {
+	get = parent.HTTPClient("GET", SearchTool, HTTPPort, searchPath, start, end, status)
+	tool = get.HTTPServer(SearchTool, "/search", start+0.01, end-0.01, status)
+	return get, tool
 }
 
 // cancelledAsk adds the gateway's root POST /ask from 0 to end, abandoned by its client (499):
