@@ -4,7 +4,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -203,6 +205,16 @@ func (e *Expect) Span(s *Span, v V) {
 	e.verdicts[s] = v
 }
 
+// Spans sets the expected verdicts of spans, one each, in order.
+func (e *Expect) Spans(spans []*Span, vs ...V) {
+	if len(spans) != len(vs) {
+		panic(fmt.Sprintf("%s: %d verdicts for %d spans", e.id, len(vs), len(spans)))
+	}
+	for i, s := range spans {
+		e.Span(s, vs[i])
+	}
+}
+
 // Metric adds one expected series.
 func (e *Expect) Metric(name string, value float64, labels ...string) {
 	if len(labels)%2 != 0 {
@@ -220,6 +232,13 @@ func (e *Expect) Runs(service, operation, outcome string, n int) {
 	e.Metric(MRuns, float64(n), "service_name", service, "operation", operation, "outcome", outcome)
 }
 
+// OneRun expects one run of the operation with the outcome (Runs) and its attempts, all with
+// one liveness (Attempts).
+func (e *Expect) OneRun(service, operation, outcome, liveness string, attempts int) {
+	e.Runs(service, operation, outcome, 1)
+	e.Attempts(service, operation, liveness, attempts)
+}
+
 // Attempts expects orphanwatch_attempts_total{service_name, operation, liveness}.
 func (e *Expect) Attempts(service, operation, liveness string, n int) {
 	e.Metric(MAttempts, float64(n), "service_name", service, "operation", operation, "liveness", liveness)
@@ -233,6 +252,13 @@ func (e *Expect) Roots(service, reason string, n int) {
 // SpendSeconds expects orphanwatch_spend_seconds_total{service_name, liveness}.
 func (e *Expect) SpendSeconds(service, liveness string, v float64) {
 	e.Metric(MSpendSeconds, v, "service_name", service, "liveness", liveness)
+}
+
+// SpendSplit expects a service's spend seconds split at the gone time: live seconds before it,
+// orphaned seconds after it (SpendSeconds of each).
+func (e *Expect) SpendSplit(service string, live, orphaned float64) {
+	e.SpendSeconds(service, LLive, live)
+	e.SpendSeconds(service, LOrphaned, orphaned)
 }
 
 // Tokens expects both directions of orphanwatch_spend_tokens_total.
@@ -333,11 +359,7 @@ func SortMetrics(ms []ExpectedMetric) {
 
 // LabelKey is a canonical string of a label set ("k1=v1,k2=v2", keys sorted).
 func LabelKey(l map[string]string) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(l))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + "=" + l[k]

@@ -2,9 +2,9 @@ package scenarios_test
 
 import (
 	"context"
-	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,12 +87,7 @@ func checkMetrics(t *testing.T, sc scenarios.Scenario, exp scenarios.Expected, g
 	for _, m := range exp.Metrics {
 		want[m.Name+scenarios.LabelKey(m.Labels)] = m.Value
 	}
-	var keys []string
-	for k := range got {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(got)) {
 		if sc.ID == "S13" && (strings.Contains(k, `liveness="unknown"`) || strings.Contains(k, `outcome="unknown_root"`)) {
 			continue // S13's description leaves these unchecked
 		}
@@ -127,5 +122,3 @@ func TestPipelineS8Batches(t *testing.T) {
 	require.GreaterOrEqual(t, len(batches), 5)
 	checkMetrics(t, scenarios.Scenario{ID: "S8"}, exp, series(t, runPipeline(t, batches...)))
 }
-
-var _ = fmt.Sprintf

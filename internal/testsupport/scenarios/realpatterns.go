@@ -30,25 +30,13 @@ const (
 // delivered_to_nobody (result error). The coroutine noticed (one hop down: reach 1); the
 // search-tool kept working two hops down.
 func S14() (ptrace.Traces, Expected) {
-	b := NewBuilder(14)
-	tr := b.NewTrace()
-	e := NewExpect("S14", b, "A parent's cancellation is not the run noticing. gateway POST /v1/chat/completions ends 2.00 "+
-		"with 499; its upstream chat gpt-4o retry loop (a child of the root) goes on: 0.10-1.00 429, 1.40-1.90 503, "+
-		"3.00-3.40 503, 6.00-6.40 503, 12.00-12.30 503 -> delivered_to_nobody (error), not cancelled. researcher's "+
-		"coroutine span records asyncio.CancelledError at 2.05 while its retry decorator's search-tool attempts go on "+
-		"(0.20-0.60, 1.20-1.60, 2.50-2.90, 4.00-4.30, all 503) -> delivered_to_nobody (error). Reach 1, orphaned depth 2.")
-	e.Gone(tr, 2.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/v1/chat/completions", 0.00, 2.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(1, 2))
+	b, tr, e := begin(14)
+	root := cancelledRoot(e, tr, "/v1/chat/completions", 2.00, 1, 2)
 
 	// (a) the gateway's upstream retry loop.
 	times := [5][3]float64{{0.10, 1.00, 429}, {1.40, 1.90, 503}, {3.00, 3.40, 503}, {6.00, 6.40, 503}, {12.00, 12.30, 503}}
 	for i, tm := range times {
-		a := root.Chat(GPT4o, tm[0], tm[1]).HTTPError(int(tm[2]))
-		a.IdempotencyKey("s14-upstream-0001")
-		if i > 0 {
-			a.ResendCount(i)
-		}
+		a := root.Chat(GPT4o, tm[0], tm[1]).HTTPError(int(tm[2])).retry("s14-upstream-0001", i)
 		switch {
 		case i < 2:
 			e.Span(a, Live().Attempt(i+1).Model(GPT4o))
@@ -60,49 +48,27 @@ func S14() (ptrace.Traces, Expected) {
 	}
 
 	// (b) researcher's retry decorator around a cancelled coroutine.
-	call, srv := subAgentCall(root, Researcher, 0.01, 2.00, 0.02, 4.35, 0, 200)
-	call.ErrorType("context canceled")
-	e.Span(call, Live().Single(Cancelled, bad))
-	e.Span(srv, Orphaned(2.35, false).Caller(Gateway))
+	srv := unheardAgentCall(e, root, Researcher, 0.01, 2.00, 0.02, 4.35, 2.35)
 	research := srv.Child(Researcher, "research", Internal, 0.03, 2.05).Exception("asyncio.CancelledError")
 	e.Span(research, Live()) // 50 ms after the gone time, another service: within the tolerance
-	st := [4][2]float64{{0.20, 0.60}, {1.20, 1.60}, {2.50, 2.90}, {4.00, 4.30}}
-	for i, tm := range st {
-		get, tool := searchCall(research, tm[0], tm[1], 503)
-		get.IdempotencyKey("s14-search-0001")
-		if i > 0 {
-			get.ResendCount(i)
-		}
-		switch i {
-		case 0, 1:
-			e.Span(get, Live().Attempt(i+1))
-			e.Span(tool, Live())
-		case 2:
-			e.Span(get, Orphaned(0.90, true).Attempt(3))
-			e.Span(tool, Orphaned(0.89, true))
-		case 3:
-			e.Span(get, Orphaned(2.30, true).Attempt(4).Run(DeliveredToNobody, 4, bad))
-			e.Span(tool, Orphaned(2.29, true))
-		}
-	}
+	gets, tools := searchRetries(research, "s14-search-0001", 503,
+		[2]float64{0.20, 0.60}, [2]float64{1.20, 1.60}, [2]float64{2.50, 2.90}, [2]float64{4.00, 4.30})
+	e.Spans(gets, Live().Attempt(1), Live().Attempt(2), Orphaned(0.90, true).Attempt(3),
+		Orphaned(2.30, true).Attempt(4).Run(DeliveredToNobody, 4, bad))
+	e.Spans(tools, Live(), Live(), Orphaned(0.89, true), Orphaned(2.29, true))
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 1, 2)
 	e.Runs(Gateway, "chat gpt-4o", DeliveredToNobody, 1)
 	e.Attempts(Gateway, "chat gpt-4o", LLive, 2)
 	e.Attempts(Gateway, "chat gpt-4o", LStartedAfterGone, 3)
 	e.ModelCalls(Gateway, GPT4o, LLive, 2)
 	e.ModelCalls(Gateway, GPT4o, LOrphaned, 3)
-	e.Runs(Gateway, "POST researcher:8080", Cancelled, 1)
-	e.Attempts(Gateway, "POST researcher:8080", LLive, 1)
-	e.SpendSeconds(Gateway, LLive, 3.39)     // chat 0.90 + 0.50, POST 1.99
-	e.SpendSeconds(Gateway, LOrphaned, 1.10) // chat 0.40 + 0.40 + 0.30
-	e.Outlive(Gateway, 3, 16.10)             // 1.40 + 4.40 + 10.30
-	e.Runs(Researcher, "GET search-tool:8080", DeliveredToNobody, 1)
-	e.Attempts(Researcher, "GET search-tool:8080", LLive, 2)
-	e.Attempts(Researcher, "GET search-tool:8080", LStartedAfterGone, 2)
-	e.SpendSeconds(Researcher, LLive, 0.80)
-	e.SpendSeconds(Researcher, LOrphaned, 0.70)
+	// live: chat 0.90 + 0.50, POST 1.99; orphaned: chat 0.40 + 0.40 + 0.30
+	e.SpendSplit(Gateway, 3.39, 1.10)
+	e.Outlive(Gateway, 3, 16.10) // 1.40 + 4.40 + 10.30
+	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
+	e.Attempts(Researcher, opSearch, LLive, 2)
+	e.Attempts(Researcher, opSearch, LStartedAfterGone, 2)
+	e.SpendSplit(Researcher, 0.80, 0.70)
 	e.Outlive(Researcher, 3, 5.55) // 2.35 + 0.90 + 2.30
 	e.Outlive(SearchTool, 2, 3.18) // 0.89 + 2.29
 	e.Unpropagated(Gateway, Researcher, 1)
@@ -125,24 +91,13 @@ func S14() (ptrace.Traces, Expected) {
 // 2.61-5.89): the news stopped inside gateway, and the orphaned work then entered search-tool:
 // edge gateway -> search-tool. Reach 0 (only gateway knew), orphaned depth 1.
 func S15() (ptrace.Traces, Expected) {
-	b := NewBuilder(15)
-	tr := b.NewTrace()
-	e := NewExpect("S15", b, "The edge that dropped the news must not vanish. Root ends 3.00 with 499. gateway's CLIENT "+
-		"call to planner records 'context canceled' and unwinds at 3.004 (live: it noticed); planner's SERVER runs to "+
-		"5.00 with a chat 3.50-4.90: edge gateway->planner. gateway's agent acknowledges the cancel at 3.02 but its "+
-		"execute_tool 2.50-6.00 calls search-tool (GET 2.60-5.90): edge gateway->search-tool. Reach 0, depth 1.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
+	b, tr, e := begin(15)
+	root := cancelledAsk(e, tr, 3.00, 0, 1)
 
 	// (a) the caller's span unwinds a few milliseconds late.
-	callP, srvP := subAgentCall(root, Planner, 0.01, 3.004, 0.02, 5.00, 0, 200)
-	callP.ErrorType("context canceled")
-	e.Span(callP, Live().Single(Cancelled, bad))
-	e.Span(srvP, Orphaned(2.00, false).Caller(Gateway))
-	chat := srvP.Chat(GPT4oMini, 3.50, 4.90).Usage(1000, 200)
+	srvP := unheardAgentCall(e, root, Planner, 0.01, 3.004, 0.02, 5.00, 2.00)
 	// 1000 * 0.15e-6 + 200 * 0.60e-6
-	e.Span(chat, Orphaned(1.90, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 1000, 200, 0.00027))
+	chatForNobody(e, srvP, GPT4oMini, 3.50, 4.90, 1000, 200, 0.00027, Orphaned(1.90, true))
 
 	// (c) dropped inside the root's own service.
 	agent := root.Child(Gateway, "supervisor.run", Internal, 0.05, 3.02).Exception("CancelledError")
@@ -156,24 +111,15 @@ func S15() (ptrace.Traces, Expected) {
 	srvT := get.HTTPServer(SearchTool, "/search", 2.61, 5.89, 200)
 	e.Span(srvT, Orphaned(2.89, false).Caller(Gateway))
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Gateway, "POST planner:8080", Cancelled, 1)
-	e.Attempts(Gateway, "POST planner:8080", LLive, 1)
-	e.Runs(Gateway, "execute_tool web_search", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "execute_tool web_search", LOutlivedRoot, 1)
-	e.Runs(Gateway, "GET search-tool:8080", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "GET search-tool:8080", LOutlivedRoot, 1)
-	e.SpendSeconds(Gateway, LLive, 3.494)    // POST 2.994 (noticed: all live) + the tool call's 0.50 before gone
-	e.SpendSeconds(Gateway, LOrphaned, 3.00) // the tool call's 3.00 after gone (its GET is inside it)
+	e.OneRun(Gateway, "execute_tool web_search", DeliveredToNobody, LOutlivedRoot, 1)
+	e.OneRun(Gateway, opSearch, DeliveredToNobody, LOutlivedRoot, 1)
+	// live: POST 2.994 (noticed: all live) + the tool call's 0.50 before gone; orphaned: the tool
+	// call's 3.00 after gone (its GET is inside it)
+	e.SpendSplit(Gateway, 3.494, 3.00)
 	e.Outlive(Gateway, 2, 5.90)
-	e.Runs(Planner, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Attempts(Planner, "chat gpt-4o-mini", LStartedAfterGone, 1)
 	e.SpendSeconds(Planner, LOrphaned, 1.40)
-	e.ModelCall(Planner, GPT4oMini, LOrphaned, 1000, 200, 0.00027)
-	e.Outlive(Planner, 2, 3.90) // 2.00 + 1.90
 	e.Outlive(SearchTool, 1, 2.89)
-	e.Unpropagated(Gateway, Planner, 1)
+	unheardChat(e, Gateway, Planner, GPT4oMini, LStartedAfterGone, 1000, 200, 0.00027, 3.90) // 2.00 + 1.90
 	e.Unpropagated(Gateway, SearchTool, 1)
 	return b.Traces(), e.Build()
 }
@@ -189,12 +135,7 @@ func S15() (ptrace.Traces, Expected) {
 // CLIENT span is orphaned itself, and the edge gateway -> coder is still named on coder's
 // SERVER span: the first span of the orphaned path that entered another service.
 func S16() (ptrace.Traces, Expected) {
-	b := NewBuilder(16)
-	tr := b.NewTrace()
-	e := NewExpect("S16", b, "A propagated deadline passes while the caller keeps its calls open. Root gateway POST /ask "+
-		"0.00-5.00 (200) with x-envoy-expected-rq-timeout-ms 2000: deadline_exceeded, gone 2.00. gateway's call to coder "+
-		"0.01-4.80 stays open; coder's SERVER 0.02-4.79 and chat gpt-4o 0.50-4.50 (1500/300) go on. Edge gateway->coder "+
-		"named on coder's SERVER span though the caller's span is orphaned too. Reach 0, depth 1.")
+	b, tr, e := begin(16)
 	e.Gone(tr, 2.00, Gateway)
 	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 5.00, 200).
 		Set("http.request.header.x-envoy-expected-rq-timeout-ms", []string{"2000"})
@@ -202,24 +143,16 @@ func S16() (ptrace.Traces, Expected) {
 	call, srv := subAgentCall(root, Coder, 0.01, 4.80, 0.02, 4.79, 200, 200)
 	e.Span(call, Orphaned(2.80, false).Single(DeliveredToNobody, ok))
 	e.Span(srv, Orphaned(2.79, false).Caller(Gateway))
-	chat := srv.Chat(GPT4o, 0.50, 4.50).Usage(1500, 300)
 	// 1500 * 2.5e-6 + 300 * 10e-6
-	e.Span(chat, Orphaned(2.50, false).Single(DeliveredToNobody, ok).Spend(GPT4o, 1500, 300, 0.00675))
+	chatForNobody(e, srv, GPT4o, 0.50, 4.50, 1500, 300, 0.00675, Orphaned(2.50, false))
 
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Gateway, "POST coder:8080", DeliveredToNobody, 1)
-	e.Attempts(Gateway, "POST coder:8080", LOutlivedRoot, 1)
-	e.SpendSeconds(Gateway, LLive, 1.99)
-	e.SpendSeconds(Gateway, LOrphaned, 2.80)
+	agentCall(e, Coder, DeliveredToNobody, LOutlivedRoot)
+	e.SpendSplit(Gateway, 1.99, 2.80)
 	e.Outlive(Gateway, 1, 2.80)
-	e.Runs(Coder, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Coder, "chat gpt-4o", LOutlivedRoot, 1)
-	e.SpendSeconds(Coder, LLive, 1.50)
-	e.SpendSeconds(Coder, LOrphaned, 2.50)
-	e.ModelCall(Coder, GPT4o, LOrphaned, 1500, 300, 0.00675)
-	e.Outlive(Coder, 2, 5.29) // 2.79 + 2.50
-	e.Unpropagated(Gateway, Coder, 1)
+	e.SpendSplit(Coder, 1.50, 2.50)
+	unheardChat(e, Gateway, Coder, GPT4o, LOutlivedRoot, 1500, 300, 0.00675, 5.29) // 2.79 + 2.50
 	return b.Traces(), e.Build()
 }
 
@@ -240,38 +173,23 @@ func S16() (ptrace.Traces, Expected) {
 // the follow-up up at 2.50 after the root completed (a request sent after an answer, like a
 // browser following a redirect): detached, nothing orphaned.
 func S17() (ptrace.Traces, Expected) {
-	b := NewBuilder(17)
-	tr1 := b.NewTrace()
-	tr2 := b.NewTrace()
-	e := NewExpect("S17", b, "Late entry is not detachment. Trace 1: the request is cancelled at 2.00; StartActivity "+
-		"0.10-0.12 schedules the activity; RunActivity (coder) starts 2.50 and calls gpt-4o 2.60-5.90 (4000/900): "+
-		"orphaned, dispatched for nobody. Trace 2: the root completes at 2.00; gateway's call to critic timed out at "+
-		"1.10 (the caller gave up: critic's gone time is 1.10); critic works 1.50-4.00 (chat 1.60-3.90, 800/100): "+
-		"orphaned, dispatched for nobody. planner's follow-up 2.50-3.20 after a clean "+
-		"call 1.80-1.90 under a completed root: detached.")
-	e.Gone(tr1, 2.00, Gateway)
-	e.Gone(tr2, 2.00, Gateway)
-
-	root1 := tr1.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 499)
-	e.Span(root1, Live().Root(Cancelled).Reach(0, 1))
+	b, tr1, e := begin(17)
+	root1 := cancelledAsk(e, tr1, 2.00, 0, 1)
 	start := root1.Child(Gateway, "StartActivity:Summarize", Client, 0.10, 0.12)
 	e.Span(start, Live().Single(Success, ok))
 	run := start.Child(Coder, "RunActivity:Summarize", Server, 2.50, 6.00)
 	e.Span(run, Orphaned(4.00, true).Caller(Gateway))
-	chat1 := run.Chat(GPT4o, 2.60, 5.90).Usage(4000, 900)
 	// 4000 * 2.5e-6 + 900 * 10e-6
-	e.Span(chat1, Orphaned(3.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 4000, 900, 0.019))
+	chatForNobody(e, run, GPT4o, 2.60, 5.90, 4000, 900, 0.019, Orphaned(3.90, true))
 
-	root2 := tr2.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
-	e.Span(root2, Live().Root(Completed))
+	root2 := completedAsk(e, b.NewTrace(), 2.00)
 	callC := root2.HTTPClient("POST", Critic, HTTPPort, "/run", 0.10, 1.10, 0).ErrorType("timeout")
 	e.Span(callC, Live().Single(RetryableFailure, bad))
 	srvC := callC.HTTPServer(Critic, "/run", 1.50, 4.00, 200)
 	e.GoneUnder(srvC, 1.10, Gateway) // the caller that gave up
 	e.Span(srvC, Orphaned(2.90, true).Caller(Gateway))
-	chatC := srvC.Chat(GPT4oMini, 1.60, 3.90).Usage(800, 100)
 	// 800 * 0.15e-6 + 100 * 0.60e-6
-	e.Span(chatC, Orphaned(2.80, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 800, 100, 0.00018))
+	chatForNobody(e, srvC, GPT4oMini, 1.60, 3.90, 800, 100, 0.00018, Orphaned(2.80, true))
 	callP := root2.HTTPClient("POST", Planner, HTTPPort, "/run", 1.80, 1.90, 200)
 	e.Span(callP, Live().Single(Success, ok))
 	srvP := callP.HTTPServer(Planner, "/run", 2.50, 3.20, 200)
@@ -280,32 +198,17 @@ func S17() (ptrace.Traces, Expected) {
 	// 500 * 0.15e-6 + 50 * 0.60e-6
 	e.Span(chatP, Detached().Single(Success, ok).Spend(GPT4oMini, 500, 50, 0.000105))
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Roots(Gateway, Completed, 1)
-	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Gateway, "StartActivity:Summarize", Success, 1)
-	e.Attempts(Gateway, "StartActivity:Summarize", LLive, 1)
-	e.Runs(Gateway, "POST critic:8080", RetryableFailure, 1)
-	e.Runs(Gateway, "POST planner:8080", Success, 1)
-	e.Attempts(Gateway, "POST critic:8080", LLive, 1)
-	e.Attempts(Gateway, "POST planner:8080", LLive, 1)
+	e.OneRun(Gateway, "StartActivity:Summarize", Success, LLive, 1)
+	agentCall(e, Critic, RetryableFailure, LLive)
+	agentCall(e, Planner, Success, LLive)
 	e.SpendSeconds(Gateway, LLive, 1.12) // 0.02 + 1.00 + 0.10
-	e.Runs(Coder, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Coder, "chat gpt-4o", LStartedAfterGone, 1)
 	e.SpendSeconds(Coder, LOrphaned, 3.30)
-	e.ModelCall(Coder, GPT4o, LOrphaned, 4000, 900, 0.019)
-	e.Outlive(Coder, 2, 7.90) // 4.00 + 3.90
-	e.Runs(Critic, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Attempts(Critic, "chat gpt-4o-mini", LStartedAfterGone, 1)
-	e.SpendSeconds(Critic, LOrphaned, 2.30) // 1.60-3.90, all after 1.10
-	e.ModelCall(Critic, GPT4oMini, LOrphaned, 800, 100, 0.00018)
-	e.Outlive(Critic, 2, 5.70) // 2.90 + 2.80
-	e.Runs(Planner, "chat gpt-4o-mini", Success, 1)
-	e.Attempts(Planner, "chat gpt-4o-mini", LDetached, 1)
+	unheardChat(e, Gateway, Coder, GPT4o, LStartedAfterGone, 4000, 900, 0.019, 7.90)       // 4.00 + 3.90
+	e.SpendSeconds(Critic, LOrphaned, 2.30)                                                // 1.60-3.90, all after 1.10
+	unheardChat(e, Gateway, Critic, GPT4oMini, LStartedAfterGone, 800, 100, 0.00018, 5.70) // 2.90 + 2.80
+	e.OneRun(Planner, "chat gpt-4o-mini", Success, LDetached, 1)
 	e.SpendSeconds(Planner, LDetached, 0.50)
 	e.ModelCall(Planner, GPT4oMini, LDetached, 500, 50, 0.000105)
-	e.Unpropagated(Gateway, Coder, 1)
-	e.Unpropagated(Gateway, Critic, 1)
 	return b.Traces(), e.Build()
 }
 
@@ -324,12 +227,7 @@ func S17() (ptrace.Traces, Expected) {
 // apart: its root is ambiguous, its liveness unknown, its run unknown_root (counted by the
 // processor as spans without verdict, reason ambiguous_root).
 func S18() (ptrace.Traces, Expected) {
-	b := NewBuilder(18)
-	tr := b.NewTrace()
-	e := NewExpect("S18", b, "Every parentless span is a root. web session 0.00-60.00, scheduler nightly-digest 0.50-8.00 "+
-		"(chat gpt-4o-mini 4.00-7.50, 2000/300, live) and the request gateway POST /ask 1.00-3.00 (499, cancelled; "+
-		"researcher to 5.00, chat gpt-4o 3.50-4.90 1000/200 orphaned) in one trace: each judged against its own root, "+
-		"each root counted. A planner GET whose parent never arrives: unknown, unknown_root.")
+	b, tr, e := begin(18)
 	e.Gone(tr, 3.00, Gateway)
 	session := tr.Span(Web, "session", Internal, 0.00, 60.00)
 	e.Span(session, Live().Root(Completed))
@@ -342,13 +240,9 @@ func S18() (ptrace.Traces, Expected) {
 
 	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 1.00, 3.00, 499)
 	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
-	call, srv := subAgentCall(root, Researcher, 1.01, 3.00, 1.02, 5.00, 0, 200)
-	call.ErrorType("context canceled")
-	e.Span(call, Live().Single(Cancelled, bad))
-	e.Span(srv, Orphaned(2.00, false).Caller(Gateway))
-	chatR := srv.Chat(GPT4o, 3.50, 4.90).Usage(1000, 200)
+	srv := unheardAgentCall(e, root, Researcher, 1.01, 3.00, 1.02, 5.00, 2.00)
 	// 1000 * 2.5e-6 + 200 * 10e-6
-	e.Span(chatR, Orphaned(1.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
+	chatForNobody(e, srv, GPT4o, 3.50, 4.90, 1000, 200, 0.0045, Orphaned(1.90, true))
 
 	ghost := root.Child(Planner, "plan", Internal, 1.50, 2.60) // never arrives
 	lost := ghost.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 2.00, 2.50, 200)
@@ -359,21 +253,13 @@ func S18() (ptrace.Traces, Expected) {
 	e.Roots(Scheduler, Completed, 1)
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, 0, 1)
-	e.Runs(Scheduler, "chat gpt-4o-mini", Success, 1)
-	e.Attempts(Scheduler, "chat gpt-4o-mini", LLive, 1)
+	e.OneRun(Scheduler, "chat gpt-4o-mini", Success, LLive, 1)
 	e.SpendSeconds(Scheduler, LLive, 3.50)
 	e.ModelCall(Scheduler, GPT4oMini, LLive, 2000, 300, 0.00048)
-	e.Runs(Gateway, "POST researcher:8080", Cancelled, 1)
-	e.Attempts(Gateway, "POST researcher:8080", LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
-	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 1)
 	e.SpendSeconds(Researcher, LOrphaned, 1.40)
-	e.ModelCall(Researcher, GPT4o, LOrphaned, 1000, 200, 0.0045)
-	e.Outlive(Researcher, 2, 3.90) // 2.00 + 1.90
-	e.Unpropagated(Gateway, Researcher, 1)
-	e.Runs(Planner, "GET search-tool:8080", UnknownRoot, 1)
-	e.Attempts(Planner, "GET search-tool:8080", LUnknown, 1)
+	unheardChat(e, Gateway, Researcher, GPT4o, LStartedAfterGone, 1000, 200, 0.0045, 3.90) // 2.00 + 1.90
+	e.OneRun(Planner, opSearch, UnknownRoot, LUnknown, 1)
 	e.SpendSeconds(Planner, LUnknown, 0.50)
 	return b.Traces(), e.Build()
 }
@@ -395,19 +281,9 @@ func S18() (ptrace.Traces, Expected) {
 // counted once, on the child, and the root says so (spend.repeated). Its ai.toolCall (INTERNAL,
 // 1.01-1.18) starts after the root ended: work like any call, orphaned, 0.17 orphaned seconds.
 func S19() (ptrace.Traces, Expected) {
-	b := NewBuilder(19)
-	tr1 := b.NewTrace()
-	tr2 := b.NewTrace()
-	e := NewExpect("S19", b, "Cancellations of more languages, and a tool call. Trace 1: root cancelled at 2.00; planner "+
-		"(kotlinx JobCancellationException), coder (Swift CancellationError) and critic (tokio 'task 7 was cancelled') "+
-		"stop their search loops and end at 2.60: live, runs cancelled, reach 1. Trace 2: Vercel AI SDK "+
-		"ai.generateText repeats doGenerate's 412/27 (counted once; spend.repeated on the root); ai.toolCall 1.01-1.18 "+
-		"after the root's end at 1.00: orphaned work, 0.17 s.")
-	e.Gone(tr1, 2.00, Gateway)
-	e.Gone(tr2, 1.00, TicketTriage)
+	b, tr1, e := begin(19)
 
-	root := tr1.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(1, 0))
+	root := cancelledAsk(e, tr1, 2.00, 1, 0)
 	for _, c := range []struct {
 		agent, typ string
 		event      bool
@@ -416,36 +292,22 @@ func S19() (ptrace.Traces, Expected) {
 		{Coder, "Swift.CancellationError", true},
 		{Critic, "task 7 was cancelled", false},
 	} {
-		call, srv := subAgentCall(root, c.agent, 0.01, 2.00, 0.02, 2.60, 0, 0)
-		call.ErrorType("context canceled")
+		srv := cancelledAgentCall(e, root, c.agent, 0.01, 2.00, 0.02, 2.60, 0)
 		if c.event {
 			srv.Exception(c.typ)
 		} else {
 			srv.ErrorType(c.typ)
 		}
-		e.Span(call, Live().Single(Cancelled, bad))
 		e.Span(srv, Live())
-		for i, tm := range [2][2]float64{{0.10, 0.30}, {0.80, 1.00}} {
-			get, tool := searchCall(srv, tm[0], tm[1], 503)
-			get.IdempotencyKey("s19-search-" + c.agent)
-			if i == 0 {
-				e.Span(get, Live().Attempt(1))
-			} else {
-				get.ResendCount(1)
-				e.Span(get, Live().Attempt(2).Run(Cancelled, 2, bad))
-			}
-			e.Span(tool, Live())
-		}
-		e.Runs(c.agent, "GET search-tool:8080", Cancelled, 1)
-		e.Attempts(c.agent, "GET search-tool:8080", LLive, 2)
+		gets, tools := searchRetries(srv, "s19-search-"+c.agent, 503, [2]float64{0.10, 0.30}, [2]float64{0.80, 1.00})
+		liveRetryRun(e, gets, tools, Cancelled, bad)
+		e.OneRun(c.agent, opSearch, Cancelled, LLive, 2)
 		e.SpendSeconds(c.agent, LLive, 0.40)
-		e.Runs(Gateway, "POST "+c.agent+":8080", Cancelled, 1)
-		e.Attempts(Gateway, "POST "+c.agent+":8080", LLive, 1)
 	}
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 1, 0)
 	e.SpendSeconds(Gateway, LLive, 5.97) // 3 x 1.99
 
+	tr2 := b.NewTrace()
+	e.Gone(tr2, 1.00, TicketTriage)
 	const model = "gpt-4o-mini-2024-07-18"
 	gen := tr2.Span(TicketTriage, "ai.generateText", Internal, 0.00, 1.00).
 		Set("ai.model.id", GPT4oMini).Set("ai.usage.promptTokens", 412).Set("ai.usage.completionTokens", 27).
@@ -461,12 +323,9 @@ func S19() (ptrace.Traces, Expected) {
 	e.Span(tool, Orphaned(0.18, true).Single(DeliveredToNobody, ok))
 
 	e.Roots(TicketTriage, Completed, 1)
-	e.Runs(TicketTriage, "ai.generateText.doGenerate", Success, 1)
-	e.Attempts(TicketTriage, "ai.generateText.doGenerate", LLive, 1)
-	e.Runs(TicketTriage, "ai.toolCall", DeliveredToNobody, 1)
-	e.Attempts(TicketTriage, "ai.toolCall", LStartedAfterGone, 1)
-	e.SpendSeconds(TicketTriage, LLive, 0.85)
-	e.SpendSeconds(TicketTriage, LOrphaned, 0.17)
+	e.OneRun(TicketTriage, "ai.generateText.doGenerate", Success, LLive, 1)
+	e.OneRun(TicketTriage, "ai.toolCall", DeliveredToNobody, LStartedAfterGone, 1)
+	e.SpendSplit(TicketTriage, 0.85, 0.17)
 	e.ModelCall(TicketTriage, model, LLive, 412, 27, 0.000078)
 	e.Outlive(TicketTriage, 1, 0.18)
 	return b.Traces(), e.Build()

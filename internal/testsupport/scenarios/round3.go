@@ -49,13 +49,9 @@ func (t *Trace) delivery(service, destination string, start, end float64, attrs 
 // and the redelivery 33.00-34.00 succeeds: one run of two attempts, success. Trace C3: offset
 // 43 of the same partition, 4.00-4.50: another message, a run of one.
 func S20() (ptrace.Traces, Expected) {
-	b := NewBuilder(20)
-	ta, b1, b2 := b.NewTrace(), b.NewTrace(), b.NewTrace()
+	b, ta, e := begin(20)
+	b1, b2 := b.NewTrace(), b.NewTrace()
 	c1, c2, c3 := b.NewTrace(), b.NewTrace(), b.NewTrace()
-	e := NewExpect("S20", b, "Queue redelivery is one run. web POST /orders 0.00-0.50 publishes message m-20-1; "+
-		"fulfilment's deliveries of it at 1.00-2.00 (commit lost) and 30.00-31.00 (new trace, same messaging.message.id) "+
-		"are attempts 1 and 2 of one run, success, its outcome on the first delivery (the first that succeeded); detached. billing's deliveries of payments/3/42 (Kafka partition and "+
-		"offset, no id) 2.00-3.00 CommitFailedException and 33.00-34.00 ok: one run of 2, success; offset 43: a run of 1.")
 	e.Gone(ta, 0.50, Web)
 	root := ta.HTTPServerRoot(Web, "POST", "/orders", 0.00, 0.50, 200)
 	pub := root.Produce("kafka", "orders", 0.10, 0.12).Set(attrMsgID, "m-20-1")
@@ -80,11 +76,9 @@ func S20() (ptrace.Traces, Expected) {
 	// Each delivery begins a trace of detached work: a root counted as detached.
 	e.Roots(Fulfilment, DetachedRoot, 2)
 	e.Roots(Billing, DetachedRoot, 3)
-	e.Runs(Web, "send orders", Success, 1)
-	e.Attempts(Web, "send orders", LLive, 1)
+	e.OneRun(Web, "send orders", Success, LLive, 1)
 	e.SpendSeconds(Web, LLive, 0.02)
-	e.Runs(Fulfilment, "process orders", Success, 1)
-	e.Attempts(Fulfilment, "process orders", LDetached, 2)
+	e.OneRun(Fulfilment, "process orders", Success, LDetached, 2)
 	e.SpendSeconds(Fulfilment, LDetached, 2.00)
 	e.Runs(Billing, "process payments", Success, 2)
 	e.Attempts(Billing, "process payments", LDetached, 3)
@@ -105,47 +99,31 @@ func S20() (ptrace.Traces, Expected) {
 // 2, success; never a cancelled run (the root is live). critic fans out two GETs to the same
 // target at once (0.30-0.80 and 0.35-0.85, both 200): parallel work, two runs of one.
 func S21() (ptrace.Traces, Expected) {
-	b := NewBuilder(21)
-	tr := b.NewTrace()
-	e := NewExpect("S21", b, "Hedged tries are one run. Root 0.00-3.00 (200). planner's gRPC hedge: try 1 0.10-1.20 "+
-		"CANCELLED by its client when try 2 (grpc-previous-rpc-attempts 1) 0.60-1.19 succeeds: one run of 2, success. "+
-		"coder's GET search-tool 0.20-0.90 200 and its twin 0.40-0.91 cancelled at the success: one run of 2, success. "+
-		"critic's two GETs 0.30-0.80 and 0.35-0.85, both 200: parallel work, two runs of one.")
+	b, tr, e := begin(21)
 	root := completedAsk(e, tr, 3.00)
 
-	pCall, pSrv := subAgentCall(root, Planner, 0.01, 2.00, 0.02, 1.99, 200, 200)
-	e.Span(pCall, Live().Single(Success, ok))
-	e.Span(pSrv, Live())
+	pSrv := liveAgentCall(e, root, Planner, 0.01, 2.00, 0.02, 1.99)
 	try1 := pSrv.GRPCClient("ranker", "rank.Ranker", "Rank", 0.10, 1.20, GRPCCancelled)
 	try2 := pSrv.GRPCClient("ranker", "rank.Ranker", "Rank", 0.60, 1.19, GRPCOK).Set(attrGRPCPrevTries, []string{"1"})
 	e.Span(try1, Live().Attempt(1))
 	e.Span(try2, Live().Attempt(2).Run(Success, 2, ok))
 
-	cCall, cSrv := subAgentCall(root, Coder, 0.01, 2.00, 0.02, 1.99, 200, 200)
-	e.Span(cCall, Live().Single(Success, ok))
-	e.Span(cSrv, Live())
+	cSrv := liveAgentCall(e, root, Coder, 0.01, 2.00, 0.02, 1.99)
 	win, winSrv := searchCall(cSrv, 0.20, 0.90, 200)
 	lose := cSrv.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 0.40, 0.91, 0).ErrorType("context canceled")
 	e.Span(win, Live().Attempt(1).Run(Success, 2, ok))
 	e.Span(winSrv, Live())
 	e.Span(lose, Live().Attempt(2))
 
-	kCall, kSrv := subAgentCall(root, Critic, 0.01, 2.00, 0.02, 1.99, 200, 200)
-	e.Span(kCall, Live().Single(Success, ok))
-	e.Span(kSrv, Live())
+	kSrv := liveAgentCall(e, root, Critic, 0.01, 2.00, 0.02, 1.99)
 	for _, tm := range [2][2]float64{{0.30, 0.80}, {0.35, 0.85}} {
 		get, tool := searchCall(kSrv, tm[0], tm[1], 200)
 		e.Span(get, Live().Single(Success, ok))
 		e.Span(tool, Live())
 	}
 
-	for _, a := range []string{Planner, Coder, Critic} {
-		agentCall(e, a, Success, LLive)
-	}
-	e.Runs(Planner, "rank.Ranker/Rank", Success, 1)
-	e.Attempts(Planner, "rank.Ranker/Rank", LLive, 2)
-	e.Runs(Coder, opSearch, Success, 1)
-	e.Attempts(Coder, opSearch, LLive, 2)
+	e.OneRun(Planner, "rank.Ranker/Rank", Success, LLive, 2)
+	e.OneRun(Coder, opSearch, Success, LLive, 2)
 	e.Runs(Critic, opSearch, Success, 2)
 	e.Attempts(Critic, opSearch, LLive, 2)
 	e.SpendSeconds(Gateway, LLive, 5.97)
@@ -167,14 +145,8 @@ func S21() (ptrace.Traces, Expected) {
 // string array: ["2"] 1.10-1.30 (503) and ["3"] 1.40-1.60 (200), the first try not traced: one
 // run of 2, numbered 2 and 3, success.
 func S22() (ptrace.Traces, Expected) {
-	b := NewBuilder(22)
-	tr := b.NewTrace()
-	e := NewExpect("S22", b, "A SERVER span is never an attempt; arrays of one value. Root 0.00-2.00 (200). planner's tool "+
-		"call POST search-tool 0.10-1.00: the tool server's SERVER span (gen_ai.tool.name web_search) makes no run. "+
-		"planner's calls to ranker with x-envoy-attempt-count [\"2\"] 1.10-1.30 503 and [\"3\"] 1.40-1.60 200: one run "+
-		"of 2, attempts 2 and 3, success.")
-	root := completedAsk(e, tr, 2.00)
-	srv := liveAgentCall(e, root, Planner, 0.01, 1.90, 0.02, 1.89)
+	b, tr, e := begin(22)
+	srv := askedAgent(e, tr, 2.00, Planner, 0.01, 1.90, 0.02, 1.89)
 	tool := srv.HTTPClient("POST", SearchTool, HTTPPort, "/mcp", 0.10, 1.00, 200).Set(attrToolName, "web_search")
 	toolSrv := tool.HTTPServer(SearchTool, "/mcp", 0.11, 0.99, 200).Set(attrToolName, "web_search")
 	e.Span(tool, Live().Single(Success, ok))
@@ -184,10 +156,8 @@ func S22() (ptrace.Traces, Expected) {
 	e.Span(r1, Live().Attempt(2))
 	e.Span(r2, Live().Attempt(3).Run(Success, 2, ok))
 
-	e.Runs(Planner, "POST "+SearchTool+":8080", Success, 1)
-	e.Attempts(Planner, "POST "+SearchTool+":8080", LLive, 1)
-	e.Runs(Planner, "GET ranker:8080", Success, 1)
-	e.Attempts(Planner, "GET ranker:8080", LLive, 2)
+	e.OneRun(Planner, "POST "+SearchTool+":8080", Success, LLive, 1)
+	e.OneRun(Planner, "GET ranker:8080", Success, LLive, 2)
 	e.SpendSeconds(Gateway, LLive, 1.89)
 	e.SpendSeconds(Planner, LLive, 1.30) // 0.90 + 0.20 + 0.20
 	return b.Traces(), e.Build()
@@ -206,12 +176,7 @@ func S22() (ptrace.Traces, Expected) {
 // (1000/200) was dispatched after the gone time: delivered to nobody. The news reached the
 // proxy's own upstream call and stopped there: reach 0 hops, orphaned depth 1.
 func S23() (ptrace.Traces, Expected) {
-	b := NewBuilder(23)
-	tr := b.NewTrace()
-	e := NewExpect("S23", b, "A proxy that saw its client leave. Envoy ingress (root) 0.00-2.00 with response_flags DC, "+
-		"http.status_code 0, error true: cancelled. Its upstream request 0.01-2.00, status 0 with error: a cancelled "+
-		"run. api's SERVER 0.02-5.00 orphaned (caller envoy); its chat gpt-4o 2.50-4.90 started after gone: "+
-		"delivered_to_nobody. Reach 0, depth 1.")
+	b, tr, e := begin(23)
 	e.Gone(tr, 2.00, Envoy)
 	root := tr.Span(Envoy, "ingress", Server, 0.00, 2.00).
 		Set("http.method", "POST").Set("http.url", "http://shop.example/ask").Set("http.status_code", "0").
@@ -223,21 +188,15 @@ func S23() (ptrace.Traces, Expected) {
 	e.Span(up, Live().Single(Cancelled, bad))
 	srv := up.HTTPServer(API, "/ask", 0.02, 5.00, 200)
 	e.Span(srv, Orphaned(3.00, false).Caller(Envoy))
-	chat := srv.Chat(GPT4o, 2.50, 4.90).Usage(1000, 200)
-	e.Span(chat, Orphaned(2.90, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
+	chatForNobody(e, srv, GPT4o, 2.50, 4.90, 1000, 200, 0.0045, Orphaned(2.90, true))
 
 	e.Roots(Envoy, Cancelled, 1)
 	// Envoy's upstream span is an HTTP CLIENT span: its operation is method and target.
-	e.Runs(Envoy, "POST api:8080", Cancelled, 1)
-	e.Attempts(Envoy, "POST api:8080", LLive, 1)
+	e.OneRun(Envoy, "POST api:8080", Cancelled, LLive, 1)
 	e.SpendSeconds(Envoy, LLive, 1.99)
 	e.SpendSeconds(API, LOrphaned, 2.40)
-	e.Outlive(API, 2, 5.90) // 3.00 + 2.90
-	e.Runs(API, "chat "+GPT4o, DeliveredToNobody, 1)
-	e.Attempts(API, "chat "+GPT4o, LStartedAfterGone, 1)
-	e.ModelCall(API, GPT4o, LOrphaned, 1000, 200, 0.0045)
 	e.Reach(Envoy, 1, 0, 1)
-	e.Unpropagated(Envoy, API, 1)
+	unheardChat(e, Envoy, API, GPT4o, LStartedAfterGone, 1000, 200, 0.0045, 5.90) // 3.00 + 2.90
 	return b.Traces(), e.Build()
 }
 
@@ -256,20 +215,9 @@ func S23() (ptrace.Traces, Expected) {
 // 0.10-0.12) and answers at once; worker's CONSUMER 1.00-3.00 and its chat gpt-4o-mini
 // 1.10-2.90 (500/100) run after the request finished: fire and forget, detached.
 func S24() (ptrace.Traces, Expected) {
-	b := NewBuilder(24)
-	t1, t2 := b.NewTrace(), b.NewTrace()
-	e := NewExpect("S24", b, "Request-reply over a queue. Trace 1: root 0.00-2.00 (499); api's handler 0.02-5.00 "+
-		"awaits its task (PRODUCER 0.10-0.12, worker CONSUMER 0.30-4.90 a child of it): the task is the request's work, "+
-		"orphaned; its chat gpt-4o 2.50-4.80 delivered to nobody. Trace 2: api answers at 0.50, the worker's export "+
-		"1.00-3.00 (chat 1.10-2.90) is fire and forget: detached.")
-	e.Gone(t1, 2.00, Gateway)
-	e.Gone(t2, 0.50, API)
-	root := t1.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 2))
-	call, srv := subAgentCall(root, API, 0.01, 2.00, 0.02, 5.00, 0, 200)
-	call.ErrorType("context canceled")
-	e.Span(call, Live().Single(Cancelled, bad))
-	e.Span(srv, Orphaned(3.00, false).Caller(Gateway))
+	b, t1, e := begin(24)
+	root := cancelledAsk(e, t1, 2.00, 0, 2)
+	srv := unheardAgentCall(e, root, API, 0.01, 2.00, 0.02, 5.00, 3.00)
 	pub := srv.Produce("celery", "reports", 0.10, 0.12).Set(attrMsgID, "t-24-1")
 	e.Span(pub, Live().Single(Success, ok))
 	task := pub.Child(Worker, "process reports", Consumer, 0.30, 4.90).
@@ -280,6 +228,8 @@ func S24() (ptrace.Traces, Expected) {
 	// are the delivery's (spend.nested).
 	e.Span(chat, Orphaned(2.80, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045).Nested())
 
+	t2 := b.NewTrace()
+	e.Gone(t2, 0.50, API)
 	root2 := t2.HTTPServerRoot(API, "POST", "/export", 0.00, 0.50, 200)
 	e.Span(root2, Live().Root(Completed))
 	pub2 := root2.Produce("celery", "exports", 0.10, 0.12)
@@ -290,28 +240,20 @@ func S24() (ptrace.Traces, Expected) {
 	chat2 := exp.Chat(GPT4oMini, 1.10, 2.90).Usage(500, 100)
 	e.Span(chat2, Detached().Single(Success, ok).Spend(GPT4oMini, 500, 100, 0.000135))
 
-	e.Roots(Gateway, Cancelled, 1)
 	e.Roots(API, Completed, 1)
-	e.Reach(Gateway, 1, 0, 2)
 	e.Unpropagated(Gateway, API, 1)
-	agentCall(e, API, Cancelled, LLive)
-	e.Runs(API, "send reports", Success, 1)
-	e.Attempts(API, "send reports", LLive, 1)
-	e.Runs(API, "send exports", Success, 1)
-	e.Attempts(API, "send exports", LLive, 1)
+	e.OneRun(API, "send reports", Success, LLive, 1)
+	e.OneRun(API, "send exports", Success, LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
 	e.SpendSeconds(API, LLive, 0.04)
-	e.Runs(Worker, "process reports", DeliveredToNobody, 1)
-	e.Attempts(Worker, "process reports", LOutlivedRoot, 1)
-	e.Runs(Worker, "chat "+GPT4o, DeliveredToNobody, 1)
-	e.Attempts(Worker, "chat "+GPT4o, LStartedAfterGone, 1)
-	e.SpendSeconds(Worker, LLive, 1.70)     // the delivery 0.30-2.00
-	e.SpendSeconds(Worker, LOrphaned, 2.90) // and 2.00-4.90
+	e.OneRun(Worker, "process reports", DeliveredToNobody, LOutlivedRoot, 1)
+	e.OneRun(Worker, "chat "+GPT4o, DeliveredToNobody, LStartedAfterGone, 1)
+	// live: the delivery 0.30-2.00; orphaned: its 2.00-4.90
+	e.SpendSplit(Worker, 1.70, 2.90)
 	e.ModelCall(Worker, GPT4o, LOrphaned, 1000, 200, 0.0045)
 	e.Outlive(Worker, 2, 5.70) // 2.90 + 2.80
 	e.Outlive(API, 1, 3.00)
-	e.Runs(Worker, "chat "+GPT4oMini, Success, 1)
-	e.Attempts(Worker, "chat "+GPT4oMini, LDetached, 1)
+	e.OneRun(Worker, "chat "+GPT4oMini, Success, LDetached, 1)
 	e.SpendSeconds(Worker, LDetached, 1.80)
 	e.ModelCall(Worker, GPT4oMini, LDetached, 500, 100, 0.000135)
 	return b.Traces(), e.Build()

@@ -10,6 +10,19 @@ import "go.opentelemetry.io/collector/pdata/ptrace"
 
 const paymentsHost = "payments"
 
+// researcherHandler begins the story of S25 and S29: the user leaves at 3.00 (cancelledAsk:
+// reach 0, orphaned depth 1) and gateway's call to researcher 0.01-3.00 is cancelled with it
+// (cancelledAgentCall, gateway's 2.99 live seconds); researcher's handler, SERVER POST /run
+// 0.02-3.00, returns 504 at the gone time: live. It returns the handler, under which
+// researcher's loop keeps trying.
+func researcherHandler(e *Expect, tr *Trace) *Span {
+	root := cancelledAsk(e, tr, 3.00, 0, 1)
+	handler := cancelledAgentCall(e, root, Researcher, 0.01, 3.00, 0.02, 3.00, 504)
+	e.Span(handler, Live())
+	e.SpendSeconds(Gateway, LLive, 2.99)
+	return handler
+}
+
 // ---------------------------------------------------------------------------------------
 // S25
 
@@ -24,46 +37,22 @@ const paymentsHost = "payments"
 // after the gone time, delivered to nobody (result ok). The news stayed in gateway (reach 0);
 // researcher's tries went on one hop down (depth 1).
 func S25() (ptrace.Traces, Expected) {
-	b := NewBuilder(25)
-	tr := b.NewTrace()
-	e := NewExpect("S25", b, "A loop outlives its parent. Root 0.00-3.00 (499); gateway's call to researcher cancelled. "+
-		"researcher's handler 0.02-3.00 returns 504 while its background loop keeps trying search-tool: 0.10-1.00, "+
-		"1.50-2.40, 2.90-4.00 (in flight at the handler's end), 5.00-5.80 (all 503), 7.00-7.60 (200): one run of five, "+
-		"delivered_to_nobody (result ok) on the first that succeeded; not one run per attempt.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
-	call, handler := subAgentCall(root, Researcher, 0.01, 3.00, 0.02, 3.00, 0, 504)
-	call.ErrorType("context canceled")
-	e.Span(call, Live().Single(Cancelled, bad))
-	e.Span(handler, Live())
-	tries := []struct {
-		start, end float64
-		status     int
-		v          V
-	}{
-		{0.10, 1.00, 503, Live().Attempt(1)},
-		{1.50, 2.40, 503, Live().Attempt(2)},
-		{2.90, 4.00, 503, Orphaned(1.00, false).Attempt(3)},
-		{5.00, 5.80, 503, Orphaned(2.80, true).Attempt(4)},
-		{7.00, 7.60, 200, Orphaned(4.60, true).Attempt(5).Run(DeliveredToNobody, 5, ok)},
-	}
-	for _, t := range tries {
-		get := handler.HTTPClient("GET", SearchTool, HTTPPort, searchPath, t.start, t.end, t.status)
-		e.Span(get, t.v)
-	}
+	b, tr, e := begin(25)
+	handler := researcherHandler(e, tr)
+	searchTries(e, handler,
+		searchTry{0.10, 1.00, 503, Live().Attempt(1)},
+		searchTry{1.50, 2.40, 503, Live().Attempt(2)},
+		searchTry{2.90, 4.00, 503, Orphaned(1.00, false).Attempt(3)},
+		searchTry{5.00, 5.80, 503, Orphaned(2.80, true).Attempt(4)},
+		searchTry{7.00, 7.60, 200, Orphaned(4.60, true).Attempt(5).Run(DeliveredToNobody, 5, ok)})
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 0, 1)
-	agentCall(e, Researcher, Cancelled, LLive)
-	e.SpendSeconds(Gateway, LLive, 2.99)
 	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
 	e.Attempts(Researcher, opSearch, LLive, 2)
 	e.Attempts(Researcher, opSearch, LOutlivedRoot, 1)
 	e.Attempts(Researcher, opSearch, LStartedAfterGone, 2)
-	e.SpendSeconds(Researcher, LLive, 1.90)     // 0.90 + 0.90 + the third try's 0.10 before 3.00
-	e.SpendSeconds(Researcher, LOrphaned, 2.40) // 1.00 + 0.80 + 0.60
-	e.Outlive(Researcher, 3, 8.40)              // 1.00 + 2.80 + 4.60
+	// live: 0.90 + 0.90 + the third try's 0.10 before 3.00; orphaned: 1.00 + 0.80 + 0.60
+	e.SpendSplit(Researcher, 1.90, 2.40)
+	e.Outlive(Researcher, 3, 8.40) // 1.00 + 2.80 + 4.60
 	return b.Traces(), e.Build()
 }
 
@@ -79,11 +68,8 @@ func S25() (ptrace.Traces, Expected) {
 // attempts across the traces: a keyed run goes on after a success; its final attempt is the
 // first that succeeded (trace 1's), success, and the re-send is attempt 2.
 func S26() (ptrace.Traces, Expected) {
-	b := NewBuilder(26)
-	t1, t2 := b.NewTrace(), b.NewTrace()
-	e := NewExpect("S26", b, "A keyed re-send after a success. Trace 1: api POST /checkout 0.00-2.00; POST payments "+
-		"(Idempotency-Key ord-26) 0.10-1.90 200. Trace 2, the client re-sending: POST /checkout 30.00-31.00; POST payments "+
-		"with the same key 30.10-30.90 200. One run of 2 across the traces, success, its outcome on the first that succeeded.")
+	b, t1, e := begin(26)
+	t2 := b.NewTrace()
 	e.Gone(t1, 2.00, API)
 	e.Gone(t2, 31.00, API)
 	r1 := t1.HTTPServerRoot(API, "POST", "/checkout", 0.00, 2.00, 200)
@@ -97,8 +83,7 @@ func S26() (ptrace.Traces, Expected) {
 
 	op := "POST " + paymentsHost + ":8080"
 	e.Roots(API, Completed, 2)
-	e.Runs(API, op, Success, 1)
-	e.Attempts(API, op, LLive, 2)
+	e.OneRun(API, op, Success, LLive, 2)
 	e.SpendSeconds(API, LLive, 2.60)
 	return b.Traces(), e.Build()
 }
@@ -114,21 +99,15 @@ func S26() (ptrace.Traces, Expected) {
 // 1.80. The tries overlap: one run of two, whatever ended first; success, decided by the
 // winner. Never a cancelled run (the root is live), never two runs.
 func S27() (ptrace.Traces, Expected) {
-	b := NewBuilder(27)
-	tr := b.NewTrace()
-	e := NewExpect("S27", b, "Hedged tries, the loser cancelled long before the winner finished. Root 0.00-3.00 (200). "+
-		"planner's GET ranker /rank 0.10-0.40 cancelled by its client (context canceled) once its hedge 0.30-1.80 had "+
-		"started; the hedge succeeds: one run of 2, success, on the winner.")
-	root := completedAsk(e, tr, 3.00)
-	srv := liveAgentCall(e, root, Planner, 0.01, 2.50, 0.02, 2.49)
+	b, tr, e := begin(27)
+	srv := askedAgent(e, tr, 3.00, Planner, 0.01, 2.50, 0.02, 2.49)
 	lose := srv.HTTPClient("GET", "ranker", HTTPPort, "/rank", 0.10, 0.40, 0).ErrorType("context canceled")
 	win := srv.HTTPClient("GET", "ranker", HTTPPort, "/rank", 0.30, 1.80, 200)
 	e.Span(lose, Live().Attempt(1))
 	e.Span(win, Live().Attempt(2).Run(Success, 2, ok))
 
 	e.SpendSeconds(Gateway, LLive, 2.49)
-	e.Runs(Planner, "GET ranker:8080", Success, 1)
-	e.Attempts(Planner, "GET ranker:8080", LLive, 2)
+	e.OneRun(Planner, "GET ranker:8080", Success, LLive, 2)
 	e.SpendSeconds(Planner, LLive, 1.80) // 0.30 + 1.50
 	return b.Traces(), e.Build()
 }
@@ -143,13 +122,8 @@ func S27() (ptrace.Traces, Expected) {
 // 0.60-0.90 (200): same span name, same host and port, different paths: two runs of one,
 // retryable_failure and success, not one run of two.
 func S28() (ptrace.Traces, Expected) {
-	b := NewBuilder(28)
-	tr := b.NewTrace()
-	e := NewExpect("S28", b, "Two endpoints of one host are two operations. Root 0.00-2.00 (200). critic's GET search-tool "+
-		"/search 0.10-0.50 503, then GET search-tool /fetch 0.60-0.90 200: two runs of one (retryable_failure, success), "+
-		"not one run of two.")
-	root := completedAsk(e, tr, 2.00)
-	srv := liveAgentCall(e, root, Critic, 0.01, 1.50, 0.02, 1.49)
+	b, tr, e := begin(28)
+	srv := askedAgent(e, tr, 2.00, Critic, 0.01, 1.50, 0.02, 1.49)
 	search := srv.HTTPClient("GET", SearchTool, HTTPPort, searchPath, 0.10, 0.50, 503)
 	fetch := srv.HTTPClient("GET", SearchTool, HTTPPort, "/fetch?url=https%3A%2F%2Fexample.com", 0.60, 0.90, 200)
 	e.Span(search, Live().Single(RetryableFailure, bad))
@@ -176,43 +150,17 @@ func S28() (ptrace.Traces, Expected) {
 // 1, dispatched after the gone time: delivered_to_nobody (result ok). Two runs, whatever the
 // moment of the decision; S25, with a try in flight at the handler's end, is one.
 func S29() (ptrace.Traces, Expected) {
-	b := NewBuilder(29)
-	tr := b.NewTrace()
-	e := NewExpect("S29", b, "The loop's span ended between two tries. Root 0.00-3.00 (499); researcher's handler "+
-		"0.02-3.00 (504) ends during a backoff: tries 0.10-1.00, 1.50-2.40 (503) before it are one run, retryable_failure; "+
-		"tries 4.00-4.50 (503) and 5.50-6.00 (200) after it a new run of 2, delivered_to_nobody.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
-	call, handler := subAgentCall(root, Researcher, 0.01, 3.00, 0.02, 3.00, 0, 504)
-	call.ErrorType("context canceled")
-	e.Span(call, Live().Single(Cancelled, bad))
-	e.Span(handler, Live())
-	tries := []struct {
-		start, end float64
-		status     int
-		v          V
-	}{
-		{0.10, 1.00, 503, Live().Attempt(1)},
-		{1.50, 2.40, 503, Live().Attempt(2).Run(RetryableFailure, 2, bad)},
-		{4.00, 4.50, 503, Orphaned(1.50, true).Attempt(1)},
-		{5.50, 6.00, 200, Orphaned(3.00, true).Attempt(2).Run(DeliveredToNobody, 2, ok)},
-	}
-	for _, t := range tries {
-		get := handler.HTTPClient("GET", SearchTool, HTTPPort, searchPath, t.start, t.end, t.status)
-		e.Span(get, t.v)
-	}
+	b, tr, e := begin(29)
+	handler := researcherHandler(e, tr)
+	searchTries(e, handler,
+		searchTry{0.10, 1.00, 503, Live().Attempt(1)},
+		searchTry{1.50, 2.40, 503, Live().Attempt(2).Run(RetryableFailure, 2, bad)},
+		searchTry{4.00, 4.50, 503, Orphaned(1.50, true).Attempt(1)},
+		searchTry{5.50, 6.00, 200, Orphaned(3.00, true).Attempt(2).Run(DeliveredToNobody, 2, ok)})
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 0, 1)
-	agentCall(e, Researcher, Cancelled, LLive)
-	e.SpendSeconds(Gateway, LLive, 2.99)
-	e.Runs(Researcher, opSearch, RetryableFailure, 1)
-	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
-	e.Attempts(Researcher, opSearch, LLive, 2)
-	e.Attempts(Researcher, opSearch, LStartedAfterGone, 2)
-	e.SpendSeconds(Researcher, LLive, 1.80)
-	e.SpendSeconds(Researcher, LOrphaned, 1.00)
+	e.OneRun(Researcher, opSearch, RetryableFailure, LLive, 2)              // the run the handler saw
+	e.OneRun(Researcher, opSearch, DeliveredToNobody, LStartedAfterGone, 2) // the new run after it
+	e.SpendSplit(Researcher, 1.80, 1.00)
 	e.Outlive(Researcher, 2, 4.50)
 	return b.Traces(), e.Build()
 }

@@ -27,13 +27,7 @@ import (
 // still waited. Try 2's server 10.70-20.50 and its chat gpt-4o-mini 11.00-20.00 (1500/300) are
 // live.
 func S30() (ptrace.Traces, Expected) {
-	b := NewBuilder(30)
-	tr := b.NewTrace()
-	e := NewExpect("S30", b, "An SDK's per-try timeout. Root gateway 0.00-30.00 (200). gateway's call to researcher: "+
-		"try 1 0.10-10.10 times out (httpx.ReadTimeout), try 2 10.60-20.60 (resend_count 1) 200: one run of 2, success. "+
-		"researcher's server of try 1 works on 0.20-25.00: its caller gave up at 10.10, so it is orphaned "+
-		"(caller.service gateway), its chat gpt-4o 12.00-24.50 delivered_to_nobody though the root still waits; its chat "+
-		"gpt-4o-mini 0.50-9.00 and everything of try 2 live.")
+	b, tr, e := begin(30)
 	root := completedAsk(e, tr, 30.00)
 
 	try1 := root.HTTPClient("POST", Researcher, HTTPPort, "/run", 0.10, 10.10, 0).ErrorType("httpx.ReadTimeout")
@@ -44,9 +38,8 @@ func S30() (ptrace.Traces, Expected) {
 	early := srv1.Chat(GPT4oMini, 0.50, 9.00).Usage(1500, 300)
 	// 1500 * 0.15e-6 + 300 * 0.60e-6
 	e.Span(early, Live().Single(Success, ok).Spend(GPT4oMini, 1500, 300, 0.000405))
-	late := srv1.Chat(GPT4o, 12.00, 24.50).Usage(3000, 800)
 	// 3000 * 2.5e-6 + 800 * 10e-6
-	e.Span(late, Orphaned(14.40, true).Single(DeliveredToNobody, ok).Spend(GPT4o, 3000, 800, 0.0155))
+	chatForNobody(e, srv1, GPT4o, 12.00, 24.50, 3000, 800, 0.0155, Orphaned(14.40, true))
 
 	try2 := root.HTTPClient("POST", Researcher, HTTPPort, "/run", 10.60, 20.60, 200).ResendCount(1)
 	e.Span(try2, Live().Attempt(2).Run(Success, 2, ok))
@@ -55,21 +48,16 @@ func S30() (ptrace.Traces, Expected) {
 	chat2 := srv2.Chat(GPT4oMini, 11.00, 20.00).Usage(1500, 300)
 	e.Span(chat2, Live().Single(Success, ok).Spend(GPT4oMini, 1500, 300, 0.000405))
 
-	e.Runs(Gateway, opAgent(Researcher), Success, 1)
-	e.Attempts(Gateway, opAgent(Researcher), LLive, 2)
+	e.OneRun(Gateway, opAgent(Researcher), Success, LLive, 2)
 	e.SpendSeconds(Gateway, LLive, 20.00) // 10.00 + 10.00
 	e.Runs(Researcher, "chat "+GPT4oMini, Success, 2)
 	e.Attempts(Researcher, "chat "+GPT4oMini, LLive, 2)
-	e.Runs(Researcher, "chat "+GPT4o, DeliveredToNobody, 1)
-	e.Attempts(Researcher, "chat "+GPT4o, LStartedAfterGone, 1)
-	e.SpendSeconds(Researcher, LLive, 17.50)     // 8.50 + 9.00
-	e.SpendSeconds(Researcher, LOrphaned, 12.50) // 12.00-24.50, all after 10.10
+	// live: 8.50 + 9.00; orphaned: 12.00-24.50, all after 10.10
+	e.SpendSplit(Researcher, 17.50, 12.50)
 	e.Tokens(Researcher, GPT4oMini, LLive, 3000, 600)
 	e.Cost(Researcher, GPT4oMini, LLive, 0.00081)
 	e.ModelCalls(Researcher, GPT4oMini, LLive, 2)
-	e.ModelCall(Researcher, GPT4o, LOrphaned, 3000, 800, 0.0155)
-	e.Outlive(Researcher, 2, 29.30) // 14.90 + 14.40
-	e.Unpropagated(Gateway, Researcher, 1)
+	unheardChat(e, Gateway, Researcher, GPT4o, LStartedAfterGone, 3000, 800, 0.0155, 29.30) // 14.90 + 14.40
 	return b.Traces(), e.Build()
 }
 
@@ -88,13 +76,8 @@ func S30() (ptrace.Traces, Expected) {
 // with K2 and a deadline of 20.00 (x-deadline): judged against that deadline, orphaned 6.00 s
 // after it, delivered to nobody.
 func S31() (ptrace.Traces, Expected) {
-	b := NewBuilder(31)
-	t1, t2, t3 := b.NewTrace(), b.NewTrace(), b.NewTrace()
-	e := NewExpect("S31", b, "An asynchronous API hands its work over. api POST /reports 0.00-0.30 answers 202 after "+
-		"queuing two jobs with keys K1 and K2. The reports job (CONSUMER 1.00-46.00, end reason detached; chat gpt-4o "+
-		"2.00-45.00 with K1) is bound to a request that completed: judged only by the deadline it carries, none: live, "+
-		"success. The exports job's chat gpt-4o-mini 6.00-26.00 carries K2 and a deadline of 20.00: orphaned against "+
-		"it, delivered_to_nobody.")
+	b, t1, e := begin(31)
+	t2, t3 := b.NewTrace(), b.NewTrace()
 	e.Gone(t1, 0.30, API)
 	e.Gone(t2, math.Inf(1), Worker) // handed over, no deadline: nothing judges it but its own result
 	e.Gone(t3, 20.00, "")           // only the deadline it carries
@@ -120,19 +103,15 @@ func S31() (ptrace.Traces, Expected) {
 
 	e.Roots(API, Completed, 1)
 	e.Roots(Worker, DetachedRoot, 2)
-	e.Runs(API, "send reports", Success, 1)
-	e.Attempts(API, "send reports", LLive, 1)
-	e.Runs(API, "send exports", Success, 1)
-	e.Attempts(API, "send exports", LLive, 1)
+	e.OneRun(API, "send reports", Success, LLive, 1)
+	e.OneRun(API, "send exports", Success, LLive, 1)
 	e.SpendSeconds(API, LLive, 0.04)
-	e.Runs(Worker, "chat "+GPT4o, Success, 1)
-	e.Attempts(Worker, "chat "+GPT4o, LLive, 1)
+	e.OneRun(Worker, "chat "+GPT4o, Success, LLive, 1)
 	e.ModelCall(Worker, GPT4o, LLive, 4000, 1000, 0.02)
-	e.Runs(Worker, "chat "+GPT4oMini, DeliveredToNobody, 1)
-	e.Attempts(Worker, "chat "+GPT4oMini, LOutlivedRoot, 1)
+	e.OneRun(Worker, "chat "+GPT4oMini, DeliveredToNobody, LOutlivedRoot, 1)
 	e.ModelCall(Worker, GPT4oMini, LOrphaned, 2000, 500, 0.0006)
-	e.SpendSeconds(Worker, LLive, 57.00)    // 43.00 + 14.00 (6.00-20.00)
-	e.SpendSeconds(Worker, LOrphaned, 6.00) // 20.00-26.00
+	// live: 43.00 + 14.00 (6.00-20.00); orphaned: 20.00-26.00
+	e.SpendSplit(Worker, 57.00, 6.00)
 	e.Outlive(Worker, 1, 6.00)
 	return b.Traces(), e.Build()
 }
@@ -151,15 +130,8 @@ func S31() (ptrace.Traces, Expected) {
 // (the request was over before them and did not wait), not judged against the cancelled
 // request, and nothing of the request's went on (reach 0, depth 0).
 func S32() (ptrace.Traces, Expected) {
-	b := NewBuilder(32)
-	tr := b.NewTrace()
-	e := NewExpect("S32", b, "A redelivered Kafka message is one run, not bound to the producer. gateway POST /orders "+
-		"0.00-1.00 cancelled (499) after send orders 0.10-0.12 (partition 2, offset 1017). billing's deliveries, children "+
-		"of the PRODUCER: 2.00-3.00 CommitFailedException, redelivered 62.00-63.00 ok: one run of 2, success, detached, "+
-		"not judged against the cancelled request.")
-	e.Gone(tr, 1.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/orders", 0.00, 1.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 0))
+	b, tr, e := begin(32)
+	root := cancelledRoot(e, tr, "/orders", 1.00, 0, 0)
 	pub := root.Produce("kafka", "orders", 0.10, 0.12).Set(attrMsgPartition, "2").Set(attrKafkaOffset, 1017)
 	e.Span(pub, Live().Single(Success, ok))
 	deliver := func(start, end float64) *Span {
@@ -172,13 +144,9 @@ func S32() (ptrace.Traces, Expected) {
 	e.Span(d1, Detached().Attempt(1))
 	e.Span(d2, Detached().Attempt(2).Run(Success, 2, ok))
 
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 0, 0)
-	e.Runs(Gateway, "send orders", Success, 1)
-	e.Attempts(Gateway, "send orders", LLive, 1)
+	e.OneRun(Gateway, "send orders", Success, LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 0.02)
-	e.Runs(Billing, "process orders", Success, 1)
-	e.Attempts(Billing, "process orders", LDetached, 2)
+	e.OneRun(Billing, "process orders", Success, LDetached, 2)
 	e.SpendSeconds(Billing, LDetached, 2.00)
 	return b.Traces(), e.Build()
 }
@@ -195,12 +163,8 @@ func S32() (ptrace.Traces, Expected) {
 // root request: each is counted with the end reason detached, carries no liveness, and the
 // runs under it are judged by their own results (success, 2 attempts; success).
 func S33() (ptrace.Traces, Expected) {
-	b := NewBuilder(33)
-	t1, t2 := b.NewTrace(), b.NewTrace()
-	e := NewExpect("S33", b, "The roots of detached work end 'detached'. billing's parentless CONSUMER process invoices "+
-		"0.00-4.00 (status ERROR) with chat gpt-4o-mini 0.20-1.20 503 and 1.50-3.80 200: end reason detached, run "+
-		"success of 2. scheduler's linked root digest batch 0.00-2.00 with chat gpt-4o 0.10-1.90: end reason detached, "+
-		"success.")
+	b, t1, e := begin(33)
+	t2 := b.NewTrace()
 	poll := t1.Span(Billing, "process invoices", Consumer, 0.00, 4.00).
 		Set(AttrMsgSystem, "rabbitmq").Set(AttrMsgOpType, "process").Set(AttrMsgOpName, "process").
 		Set(AttrMsgDestination, "invoices").Error("invoice 7 rejected")
@@ -219,14 +183,12 @@ func S33() (ptrace.Traces, Expected) {
 
 	e.Roots(Billing, DetachedRoot, 1)
 	e.Roots(Scheduler, DetachedRoot, 1)
-	e.Runs(Billing, "chat "+GPT4oMini, Success, 1)
-	e.Attempts(Billing, "chat "+GPT4oMini, LDetached, 2)
+	e.OneRun(Billing, "chat "+GPT4oMini, Success, LDetached, 2)
 	e.SpendSeconds(Billing, LDetached, 3.30) // 1.00 + 2.30
 	e.Tokens(Billing, GPT4oMini, LDetached, 800, 200)
 	e.Cost(Billing, GPT4oMini, LDetached, 0.00024)
 	e.ModelCalls(Billing, GPT4oMini, LDetached, 2)
-	e.Runs(Scheduler, "chat "+GPT4o, Success, 1)
-	e.Attempts(Scheduler, "chat "+GPT4o, LDetached, 1)
+	e.OneRun(Scheduler, "chat "+GPT4o, Success, LDetached, 1)
 	e.SpendSeconds(Scheduler, LDetached, 1.80)
 	e.ModelCall(Scheduler, GPT4o, LDetached, 1000, 200, 0.0045)
 	return b.Traces(), e.Build()
@@ -244,11 +206,7 @@ func S33() (ptrace.Traces, Expected) {
 // with error.type "dial tcp 10.0.0.9:8080: i/o timeout" (no connection, no server span), the
 // retry 5.60-5.90 is answered (200): one run of 2, success.
 func S34() (ptrace.Traces, Expected) {
-	b := NewBuilder(34)
-	tr := b.NewTrace()
-	e := NewExpect("S34", b, "Timeouts of common SDKs are retryable. Root gateway 0.00-12.00 (200). researcher's chat "+
-		"gpt-4o times out three times (openai.APITimeoutError): one run of 3, retryable_failure. coder's GET search-tool "+
-		"fails with 'dial tcp ...: i/o timeout', its retry succeeds: one run of 2, success. All live.")
+	b, tr, e := begin(34)
 	root := completedAsk(e, tr, 12.00)
 
 	srvR := liveAgentCall(e, root, Researcher, 0.01, 11.00, 0.02, 10.99)
@@ -269,12 +227,10 @@ func S34() (ptrace.Traces, Expected) {
 	e.Span(tool, Live())
 
 	e.SpendSeconds(Gateway, LLive, 16.98) // 10.99 + 5.99
-	e.Runs(Researcher, "chat "+GPT4o, RetryableFailure, 1)
-	e.Attempts(Researcher, "chat "+GPT4o, LLive, 3)
+	e.OneRun(Researcher, "chat "+GPT4o, RetryableFailure, LLive, 3)
 	e.SpendSeconds(Researcher, LLive, 9.00)
 	e.ModelCalls(Researcher, GPT4o, LLive, 3)
-	e.Runs(Coder, opSearch, Success, 1)
-	e.Attempts(Coder, opSearch, LLive, 2)
+	e.OneRun(Coder, opSearch, Success, LLive, 2)
 	e.SpendSeconds(Coder, LLive, 5.30) // 5.00 + 0.30
 	return b.Traces(), e.Build()
 }

@@ -62,50 +62,6 @@ var opSearch = "GET " + SearchTool + ":" + strconv.Itoa(HTTPPort)
 
 func opAgent(agent string) string { return "POST " + agent + ":" + strconv.Itoa(HTTPPort) }
 
-// agentCall expects gateway's one call to agent: a run of one attempt with the outcome, the
-// attempt with the liveness label.
-func agentCall(e *Expect, agent, outcome, liveness string) {
-	e.Runs(Gateway, opAgent(agent), outcome, 1)
-	e.Attempts(Gateway, opAgent(agent), liveness, 1)
-}
-
-// completedAsk adds the gateway's root POST /ask from 0 to end, completed (200): the trace's
-// gone time, the root's verdict and its series.
-func completedAsk(e *Expect, tr *Trace, end float64) *Span {
-	e.Gone(tr, end, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, end, 200)
-	e.Span(root, Live().Root(Completed))
-	e.Roots(Gateway, Completed, 1)
-	return root
-}
-
-// liveAgentCall adds gateway's call to agent (subAgentCall, both answered 200) under a live
-// root: a live single success and a live server, with the call's series (agentCall). It
-// returns the agent's SERVER span.
-func liveAgentCall(e *Expect, root *Span, agent string, cs, ce, ss, se float64) *Span {
-	call, srv := subAgentCall(root, agent, cs, ce, ss, se, 200, 200)
-	e.Span(call, Live().Single(Success, ok))
-	e.Span(srv, Live())
-	agentCall(e, agent, Success, LLive)
-	return srv
-}
-
-// subAgentCall adds gateway's CLIENT "POST" to agent and the agent's SERVER "POST /run".
-// serverStatus 0 leaves the server without response status code.
-func subAgentCall(parent *Span, agent string, cs, ce, ss, se float64, clientStatus, serverStatus int) (call, srv *Span) {
-	call = parent.HTTPClient("POST", agent, HTTPPort, "/run", cs, ce, clientStatus)
-	srv = call.HTTPServer(agent, "/run", ss, se, serverStatus)
-	return call, srv
-}
-
-// searchCall adds a CLIENT "GET" from parent to search-tool and search-tool's SERVER
-// "GET /search" 10 ms inside it, both with the same status.
-func searchCall(parent *Span, start, end float64, status int) (get, tool *Span) {
-	get = parent.HTTPClient("GET", SearchTool, HTTPPort, searchPath, start, end, status)
-	tool = get.HTTPServer(SearchTool, "/search", start+0.01, end-0.01, status)
-	return get, tool
-}
-
 // ---------------------------------------------------------------------------------------
 // S1
 
@@ -115,37 +71,12 @@ func searchCall(parent *Span, start, end float64, status int) (get, tool *Span) 
 // search GET 0.10–0.30 with its search-tool SERVER 0.11–0.29, chat gpt-4o-mini 0.40–5.40);
 // no idempotency keys (nothing is retried).
 func S1() (ptrace.Traces, Expected) {
-	b := NewBuilder(1)
-	tr := b.NewTrace()
-	e := NewExpect("S1", b, "Happy fan-out: gateway POST /ask 0.00-6.00 (200) calls planner, researcher, coder and critic "+
-		"(0.01-5.50); each makes one search-tool GET and one gpt-4o-mini chat (1200/300 tokens), all succeeding first try. "+
-		"Root completed, every span live, every run success, zero orphaned spend.")
-	e.Gone(tr, 6.00, Gateway)
-
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 6.00, 200)
-	e.Span(root, Live().Root(Completed))
+	b, tr, e := begin(1)
+	root := completedAsk(e, tr, 6.00)
 	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
-		call, srv := subAgentCall(root, agent, 0.01, 5.50, 0.02, 5.49, 200, 200)
-		e.Span(call, Live().Single(Success, ok))
-		e.Span(srv, Live())
-		get, tool := searchCall(srv, 0.10, 0.30, 200)
-		e.Span(get, Live().Single(Success, ok))
-		e.Span(tool, Live())
-		chat := srv.Chat(GPT4oMini, 0.40, 5.40).Usage(1200, 300)
-		// 1200 * 0.15e-6 + 300 * 0.60e-6 = 0.00018 + 0.00018
-		e.Span(chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
-
-		e.Runs(agent, opSearch, Success, 1)
-		e.Runs(agent, "chat gpt-4o-mini", Success, 1)
-		e.Attempts(agent, opSearch, LLive, 1)
-		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
-		e.SpendSeconds(agent, LLive, 5.20) // GET 0.20 + chat 5.00
-		e.ModelCall(agent, GPT4oMini, LLive, 1200, 300, 0.00036)
+		fanoutAgent(root, agent, 5.50).expect(e, Live, Success)
+		fanoutSeries(e, agent, Success, LLive, 5.20) // GET 0.20 + chat 5.00
 	}
-	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
-		agentCall(e, agent, Success, LLive)
-	}
-	e.Roots(Gateway, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 21.96) // 4 x 5.49
 	return b.Traces(), e.Build()
 }
@@ -153,16 +84,14 @@ func S1() (ptrace.Traces, Expected) {
 // ---------------------------------------------------------------------------------------
 // S2 (and S8, S9, which reuse its spans)
 
-type s2Other struct{ call, srv, get, tool, chat *Span }
-
 type s2Spans struct {
 	b                *Builder
 	tr               *Trace
 	root             *Span
-	others           []s2Other // planner, coder, critic
+	others           []fanout // planner, coder, critic
 	otherNames       []string
 	resCall, resSrv  *Span
-	attempts, tools  [4]*Span
+	attempts, tools  []*Span
 	resChat, publish *Span
 }
 
@@ -181,55 +110,24 @@ func s2Build(num int) *s2Spans {
 	x.tr = x.b.NewTrace()
 	x.root = x.tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
 	x.otherNames = []string{Planner, Coder, Critic}
-	for _, agent := range x.otherNames[:1] {
-		x.others = append(x.others, s2Agent(x.root, agent))
-	}
+	x.others = append(x.others, fanoutAgent(x.root, Planner, 2.50))
 	x.resCall, x.resSrv = subAgentCall(x.root, Researcher, 0.01, 3.00, 0.02, 6.55, 0, 200)
 	x.resCall.ErrorType("context canceled")
-	for _, agent := range x.otherNames[1:] {
-		x.others = append(x.others, s2Agent(x.root, agent))
-	}
-	times := [4][2]float64{{0.10, 0.30}, {0.80, 1.00}, {2.00, 2.20}, {4.20, 4.40}}
-	for i, tm := range times {
-		status := 503
-		if i == 3 {
-			status = 200
-		}
-		x.attempts[i], x.tools[i] = searchCall(x.resSrv, tm[0], tm[1], status)
-		x.attempts[i].IdempotencyKey("9b2f6c1e-4d7a-4f3b-a2c8-s2search0001")
-		if i > 0 {
-			x.attempts[i].ResendCount(i)
-		}
-	}
+	x.others = append(x.others, fanoutAgent(x.root, Coder, 2.50), fanoutAgent(x.root, Critic, 2.50))
+	x.attempts, x.tools = searchRetries(x.resSrv, "9b2f6c1e-4d7a-4f3b-a2c8-s2search0001", 200,
+		[2]float64{0.10, 0.30}, [2]float64{0.80, 1.00}, [2]float64{2.00, 2.20}, [2]float64{4.20, 4.40})
 	x.resChat = x.resSrv.Chat(GPT4o, 4.45, 6.45).Usage(3000, 800)
 	x.publish = x.resSrv.Produce("kafka", "research-results", 6.50, 6.52)
 	return x
 }
 
-func s2Agent(root *Span, agent string) s2Other {
-	var o s2Other
-	o.call, o.srv = subAgentCall(root, agent, 0.01, 2.50, 0.02, 2.49, 200, 200)
-	o.get, o.tool = searchCall(o.srv, 0.10, 0.30, 200)
-	o.chat = o.srv.Chat(GPT4oMini, 0.40, 2.40).Usage(1200, 300)
-	return o
-}
-
-const s2Desc = "The caller leaves, the retry loop never hears (the seed's story). gateway POST /ask ends at 3.00 with 499 " +
-	"(gone 3.00); gateway's CLIENT call to researcher ends 3.00 with error.type 'context canceled'. researcher's search-tool " +
-	"attempts (same idempotency key, resend_count -,1,2,3): 0.10-0.30 503, 0.80-1.00 503, 2.00-2.20 503, 4.20-4.40 200; then " +
-	"chat gpt-4o 4.45-6.45 (3000/800), PRODUCER 6.50-6.52, SERVER span ends 6.55. planner, coder, critic finish by 2.50."
-
 // s2Expect writes S2's verdicts (also S8's, under another scenario number).
-func s2Expect(id string, x *s2Spans, desc string) *Expect {
-	e := NewExpect(id, x.b, desc)
+func s2Expect(id string, x *s2Spans) *Expect {
+	e := NewExpect(id, x.b, descriptions[id])
 	e.Gone(x.tr, 3.00, Gateway)
 	e.Span(x.root, Live().Root(Cancelled).Reach(0, 2)) // HTTP 499; the news stays in gateway, orphaned work two hops down (search-tool)
 	for _, o := range x.others {
-		e.Span(o.call, Live().Single(Success, ok))
-		e.Span(o.srv, Live())
-		e.Span(o.get, Live().Single(Success, ok))
-		e.Span(o.tool, Live())
-		e.Span(o.chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+		o.expect(e, Live, Success)
 	}
 	// Same service as the root: ends 3.00 = gone, live. Its only attempt recorded a cancellation.
 	e.Span(x.resCall, Live().Single(Cancelled, bad))
@@ -248,29 +146,19 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 	e.Span(x.publish, Orphaned(3.52, true).Single(DeliveredToNobody, ok))
 
 	for _, agent := range x.otherNames {
-		e.Runs(agent, opSearch, Success, 1)
-		e.Runs(agent, "chat gpt-4o-mini", Success, 1)
-		e.Attempts(agent, opSearch, LLive, 1)
-		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
-		e.SpendSeconds(agent, LLive, 2.20) // 0.20 + 2.00
-		e.ModelCall(agent, GPT4oMini, LLive, 1200, 300, 0.00036)
-	}
-	for _, agent := range []string{Planner, Coder, Critic} {
-		agentCall(e, agent, Success, LLive)
+		fanoutSeries(e, agent, Success, LLive, 2.20) // 0.20 + 2.00
 	}
 	agentCall(e, Researcher, Cancelled, LLive)
 	e.Runs(Researcher, opSearch, DeliveredToNobody, 1)
-	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Runs(Researcher, "send research-results", DeliveredToNobody, 1)
+	e.OneRun(Researcher, "chat gpt-4o", DeliveredToNobody, LStartedAfterGone, 1)
+	e.OneRun(Researcher, "send research-results", DeliveredToNobody, LStartedAfterGone, 1)
 	e.Attempts(Researcher, opSearch, LLive, 3)
 	e.Attempts(Researcher, opSearch, LStartedAfterGone, 1)
-	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 1)
-	e.Attempts(Researcher, "send research-results", LStartedAfterGone, 1)
 	e.Roots(Gateway, Cancelled, 1)
 	e.Reach(Gateway, 1, 0, 2)
-	e.SpendSeconds(Gateway, LLive, 10.46)       // 3 x 2.49 + 2.99
-	e.SpendSeconds(Researcher, LLive, 0.60)     // attempts 1-3, 0.20 each
-	e.SpendSeconds(Researcher, LOrphaned, 2.22) // attempt 4 0.20 + chat 2.00 + publish 0.02
+	e.SpendSeconds(Gateway, LLive, 10.46) // 3 x 2.49 + 2.99
+	// live: attempts 1-3, 0.20 each; orphaned: attempt 4 0.20 + chat 2.00 + publish 0.02
+	e.SpendSplit(Researcher, 0.60, 2.22)
 	e.ModelCall(Researcher, GPT4o, LOrphaned, 3000, 800, 0.0155)
 	e.Outlive(Researcher, 4, 11.92) // 3.55 + 1.40 + 3.45 + 3.52
 	e.Outlive(SearchTool, 1, 1.39)
@@ -281,7 +169,7 @@ func s2Expect(id string, x *s2Spans, desc string) *Expect {
 // S2: the caller leaves, the retry loop never hears. See s2Build for the choices made.
 func S2() (ptrace.Traces, Expected) {
 	x := s2Build(2)
-	return x.b.Traces(), s2Expect("S2", x, s2Desc).Build()
+	return x.b.Traces(), s2Expect("S2", x).Build()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -294,67 +182,24 @@ func S2() (ptrace.Traces, Expected) {
 // status ERROR. The search run's final attempt (3, a 503) did not succeed and its parent
 // (the retry loop, researcher's SERVER span) recorded the cancellation: rule 2, cancelled.
 func S3() (ptrace.Traces, Expected) {
-	b := NewBuilder(3)
-	tr := b.NewTrace()
-	e := NewExpect("S3", b, "A loop that checks (the seed's fix). As S2 up to 2.20: gateway's root ends 3.00 with 499; "+
-		"researcher's search attempts 0.10-0.30, 0.80-1.00, 2.00-2.20 all 503; the backoff is cancelled at 3.00, no attempt 4, "+
-		"no chat, no publish; researcher's SERVER span ends 3.01 with error.type 'context canceled'. Search run cancelled "+
-		"(3 attempts), researcher SERVER live within the 250 ms clock-skew tolerance, zero orphaned spend, no unpropagated edge.")
-	e.Gone(tr, 3.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 3.00, 499)
-	e.Span(root, Live().Root(Cancelled).Reach(1, 0)) // researcher noticed (one hop); nothing orphaned
-	others := []string{Planner, Coder, Critic}
-	agents := func(names []string) {
-		for _, agent := range names {
-			call, srv := subAgentCall(root, agent, 0.01, 2.50, 0.02, 2.49, 200, 200)
-			get, tool := searchCall(srv, 0.10, 0.30, 200)
-			chat := srv.Chat(GPT4oMini, 0.40, 2.40).Usage(1200, 300)
-			e.Span(call, Live().Single(Success, ok))
-			e.Span(srv, Live())
-			e.Span(get, Live().Single(Success, ok))
-			e.Span(tool, Live())
-			e.Span(chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
-		}
-	}
-	agents(others[:1])
-	resCall, resSrv := subAgentCall(root, Researcher, 0.01, 3.00, 0.02, 3.01, 0, 0)
-	resCall.ErrorType("context canceled")
+	b, tr, e := begin(3)
+	root := cancelledAsk(e, tr, 3.00, 1, 0) // researcher noticed (one hop); nothing orphaned
+	fanoutAgent(root, Planner, 2.50).expect(e, Live, Success)
+	resSrv := cancelledAgentCall(e, root, Researcher, 0.01, 3.00, 0.02, 3.01, 0)
 	resSrv.ErrorType("context canceled")
-	e.Span(resCall, Live().Single(Cancelled, bad))
 	// 3.01 is 10 ms after the gone time, in another service than the root: live.
 	e.Span(resSrv, Live())
-	agents(others[1:])
-	times := [3][2]float64{{0.10, 0.30}, {0.80, 1.00}, {2.00, 2.20}}
-	for i, tm := range times {
-		get, tool := searchCall(resSrv, tm[0], tm[1], 503)
-		get.IdempotencyKey("9b2f6c1e-4d7a-4f3b-a2c8-s3search0001")
-		if i > 0 {
-			get.ResendCount(i)
-		}
-		if i < 2 {
-			e.Span(get, Live().Attempt(i+1))
-		} else {
-			e.Span(get, Live().Attempt(3).Run(Cancelled, 3, bad))
-		}
-		e.Span(tool, Live())
+	for _, agent := range []string{Coder, Critic} {
+		fanoutAgent(root, agent, 2.50).expect(e, Live, Success)
 	}
+	gets, tools := searchRetries(resSrv, "9b2f6c1e-4d7a-4f3b-a2c8-s3search0001", 503,
+		[2]float64{0.10, 0.30}, [2]float64{0.80, 1.00}, [2]float64{2.00, 2.20})
+	liveRetryRun(e, gets, tools, Cancelled, bad)
 
-	for _, agent := range others {
-		e.Runs(agent, opSearch, Success, 1)
-		e.Runs(agent, "chat gpt-4o-mini", Success, 1)
-		e.Attempts(agent, opSearch, LLive, 1)
-		e.Attempts(agent, "chat gpt-4o-mini", LLive, 1)
-		e.SpendSeconds(agent, LLive, 2.20)
-		e.ModelCall(agent, GPT4oMini, LLive, 1200, 300, 0.00036)
-	}
 	for _, agent := range []string{Planner, Coder, Critic} {
-		agentCall(e, agent, Success, LLive)
+		fanoutSeries(e, agent, Success, LLive, 2.20)
 	}
-	agentCall(e, Researcher, Cancelled, LLive)
-	e.Runs(Researcher, opSearch, Cancelled, 1)
-	e.Attempts(Researcher, opSearch, LLive, 3)
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 1, 0)
+	e.OneRun(Researcher, opSearch, Cancelled, LLive, 3)
 	e.SpendSeconds(Gateway, LLive, 10.46) // 3 x 2.49 + 2.99
 	e.SpendSeconds(Researcher, LLive, 0.60)
 	return b.Traces(), e.Build()
@@ -375,43 +220,29 @@ func S3() (ptrace.Traces, Expected) {
 // equals its deadline, and the end reason is deadline_exceeded as SCENARIOS.md says (see
 // QUESTIONS.md: "deadline came before the end" read as "at or before").
 func S4() (ptrace.Traces, Expected) {
-	b := NewBuilder(4)
-	tr := b.NewTrace()
-	e := NewExpect("S4", b, "Dispatched after the deadline. gateway POST /ask carries x-deadline T0+2.00 (unix 1767225602), "+
-		"passes it to coder, and ends 2.00 with 504. gateway's CLIENT call to coder is abandoned at 2.00 (status unset, no "+
-		"response code). coder's search 0.10-1.50 succeeds; its gpt-4o-mini chat 2.50-3.50 (500/100) starts after the gone "+
-		"time; coder's SERVER span ends 3.60. Root deadline_exceeded, chat started_after_gone and delivered_to_nobody, "+
-		"coder SERVER outlived the root by 1.60 s.")
+	b, tr, e := begin(4)
 	e.Gone(tr, 2.00, Gateway)
 	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 504).Deadline(2.00)
 	call, srv := subAgentCall(root, Coder, 0.01, 2.00, 0.02, 3.60, 0, 200)
 	call.Deadline(2.00)
 	srv.Deadline(2.00)
 	get, tool := searchCall(srv, 0.10, 1.50, 200)
-	chat := srv.Chat(GPT4oMini, 2.50, 3.50).Usage(500, 100)
+	// 500 * 0.15e-6 + 100 * 0.60e-6 = 0.000075 + 0.00006
+	chatForNobody(e, srv, GPT4oMini, 2.50, 3.50, 500, 100, 0.000135, Orphaned(1.50, true))
 
 	e.Span(root, Live().Root(DeadlineExceeded).Reach(0, 1)) // coder (one hop) worked on past the deadline
 	e.Span(call, Live().Single(Cancelled, bad))             // ends 2.00 = gone, same service
 	e.Span(srv, Orphaned(1.60, false).Caller(Gateway))
 	e.Span(get, Live().Single(Success, ok))
 	e.Span(tool, Live())
-	// 500 * 0.15e-6 + 100 * 0.60e-6 = 0.000075 + 0.00006
-	e.Span(chat, Orphaned(1.50, true).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 500, 100, 0.000135))
 
-	e.Runs(Gateway, opAgent(Coder), Cancelled, 1)
-	e.Runs(Coder, opSearch, Success, 1)
-	e.Runs(Coder, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Attempts(Gateway, opAgent(Coder), LLive, 1)
-	e.Attempts(Coder, opSearch, LLive, 1)
-	e.Attempts(Coder, "chat gpt-4o-mini", LStartedAfterGone, 1)
+	agentCall(e, Coder, Cancelled, LLive)
+	e.OneRun(Coder, opSearch, Success, LLive, 1)
 	e.Roots(Gateway, DeadlineExceeded, 1)
 	e.Reach(Gateway, 1, 0, 1)
 	e.SpendSeconds(Gateway, LLive, 1.99)
-	e.SpendSeconds(Coder, LLive, 1.40)
-	e.SpendSeconds(Coder, LOrphaned, 1.00)
-	e.ModelCall(Coder, GPT4oMini, LOrphaned, 500, 100, 0.000135)
-	e.Outlive(Coder, 2, 3.10) // 1.60 + 1.50
-	e.Unpropagated(Gateway, Coder, 1)
+	e.SpendSplit(Coder, 1.40, 1.00)
+	unheardChat(e, Gateway, Coder, GPT4oMini, LStartedAfterGone, 500, 100, 0.000135, 3.10) // 1.60 + 1.50
 	return b.Traces(), e.Build()
 }
 
@@ -426,36 +257,12 @@ func S4() (ptrace.Traces, Expected) {
 // search-tool SERVER span (503, status ERROR). The root then composes its degraded answer
 // until 6.00 (200).
 func S5() (ptrace.Traces, Expected) {
-	b := NewBuilder(5)
-	tr := b.NewTrace()
-	e := NewExpect("S5", b, "Retries exhausted while someone still waits. researcher's five search-tool attempts "+
-		"(0.10-0.30, 0.60-0.80, 1.30-1.50, 2.40-2.60, 3.80-4.00) all get 503; researcher answers 200 at 4.05; the root ends "+
-		"6.00 with 200 (degraded answer). Search run retryable_failure with 5 attempts; nothing orphaned.")
-	e.Gone(tr, 6.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 6.00, 200)
-	call, srv := subAgentCall(root, Researcher, 0.01, 4.06, 0.02, 4.05, 200, 200)
-	e.Span(root, Live().Root(Completed))
-	e.Span(call, Live().Single(Success, ok))
-	e.Span(srv, Live())
-	times := [5][2]float64{{0.10, 0.30}, {0.60, 0.80}, {1.30, 1.50}, {2.40, 2.60}, {3.80, 4.00}}
-	for i, tm := range times {
-		get, tool := searchCall(srv, tm[0], tm[1], 503)
-		get.IdempotencyKey("0c4e8a2b-7f61-4d93-b5a0-s5search0001")
-		if i > 0 {
-			get.ResendCount(i)
-		}
-		if i < 4 {
-			e.Span(get, Live().Attempt(i+1))
-		} else {
-			e.Span(get, Live().Attempt(5).Run(RetryableFailure, 5, bad))
-		}
-		e.Span(tool, Live())
-	}
-	e.Runs(Gateway, opAgent(Researcher), Success, 1)
-	e.Runs(Researcher, opSearch, RetryableFailure, 1)
-	e.Attempts(Gateway, opAgent(Researcher), LLive, 1)
-	e.Attempts(Researcher, opSearch, LLive, 5)
-	e.Roots(Gateway, Completed, 1)
+	b, tr, e := begin(5)
+	srv := askedAgent(e, tr, 6.00, Researcher, 0.01, 4.06, 0.02, 4.05)
+	gets, tools := searchRetries(srv, "0c4e8a2b-7f61-4d93-b5a0-s5search0001", 503, [2]float64{0.10, 0.30},
+		[2]float64{0.60, 0.80}, [2]float64{1.30, 1.50}, [2]float64{2.40, 2.60}, [2]float64{3.80, 4.00})
+	liveRetryRun(e, gets, tools, RetryableFailure, bad)
+	e.OneRun(Researcher, opSearch, RetryableFailure, LLive, 5)
 	e.SpendSeconds(Gateway, LLive, 4.05)
 	e.SpendSeconds(Researcher, LLive, 1.00) // 5 x 0.20
 	return b.Traces(), e.Build()
@@ -478,23 +285,15 @@ func S5() (ptrace.Traces, Expected) {
 // marker (verdicts.md, "How attempts group into runs"); its SERVER span has status unset
 // (INVALID_ARGUMENT is not a server error).
 func S6() (ptrace.Traces, Expected) {
-	b := NewBuilder(6)
-	tr := b.NewTrace()
-	e := NewExpect("S6", b, "A hard failure, and gRPC. coder's search-tool GET gets 400: run hard_failure, 1 attempt. "+
-		"planner's gRPC calls to search-tool: UNAVAILABLE, UNAVAILABLE, OK (run success, 3 attempts), then a new call "+
-		"with INVALID_ARGUMENT (run hard_failure, 1 attempt). Root completed at 3.00; all live.")
+	b, tr, e := begin(6)
 	root := completedAsk(e, tr, 3.00)
 
-	cCall, cSrv := subAgentCall(root, Coder, 0.01, 1.00, 0.02, 0.99, 200, 200)
-	e.Span(cCall, Live().Single(Success, ok))
-	e.Span(cSrv, Live())
+	cSrv := liveAgentCall(e, root, Coder, 0.01, 1.00, 0.02, 0.99)
 	get, tool := searchCall(cSrv, 0.10, 0.20, 400)
 	e.Span(get, Live().Single(HardFailure, bad))
 	e.Span(tool, Live())
 
-	pCall, pSrv := subAgentCall(root, Planner, 0.01, 2.00, 0.02, 1.99, 200, 200)
-	e.Span(pCall, Live().Single(Success, ok))
-	e.Span(pSrv, Live())
+	pSrv := liveAgentCall(e, root, Planner, 0.01, 2.00, 0.02, 1.99)
 	grpc := []struct {
 		s, e float64
 		code int
@@ -512,14 +311,9 @@ func S6() (ptrace.Traces, Expected) {
 		e.Span(sv, Live())
 	}
 	const op = "search.v1.SearchService/Search"
-	e.Runs(Gateway, opAgent(Coder), Success, 1)
-	e.Runs(Gateway, opAgent(Planner), Success, 1)
-	e.Runs(Coder, opSearch, HardFailure, 1)
+	e.OneRun(Coder, opSearch, HardFailure, LLive, 1)
 	e.Runs(Planner, op, Success, 1)
 	e.Runs(Planner, op, HardFailure, 1)
-	e.Attempts(Gateway, opAgent(Coder), LLive, 1)
-	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
-	e.Attempts(Coder, opSearch, LLive, 1)
 	e.Attempts(Planner, op, LLive, 4)
 	e.SpendSeconds(Gateway, LLive, 2.98) // 0.99 + 1.99
 	e.SpendSeconds(Coder, LLive, 0.10)
@@ -547,25 +341,17 @@ func S6() (ptrace.Traces, Expected) {
 // link) and judged against its gone time 1.00. The failed attempt is a model call with a
 // model but unknown tokens: spend.model only, no cost (not known).
 func S7() (ptrace.Traces, Expected) {
-	b := NewBuilder(7)
-	ta := b.NewTrace()
+	b, ta, e := begin(7)
 	tb := b.NewTrace()
-	e := NewExpect("S7", b, "Work crosses a queue, bound by its idempotency key. Trace A: gateway POST /ask cancelled at "+
-		"1.00 (499); researcher publishes a job (PRODUCER 0.50-0.52) carrying key K (the queue is reached over HTTP and "+
-		"the PRODUCER span captures its Idempotency-Key header). Trace B: CONSUMER (researcher's job worker) linked to that PRODUCER, detached itself; chat gpt-4o "+
-		"with Idempotency-Key K 2.00-2.50 -> 429, 3.50-5.50 -> 200 (2000/500). Both attempts bound by K to A's root: "+
-		"started_after_gone, run delivered_to_nobody (2 attempts), orphaned tokens 2000 + 500, orphaned cost 0.010 USD.")
-	e.Gone(ta, 1.00, Gateway)
 	e.Gone(tb, 1.00, Gateway) // bound by K to A's root
 
-	root := ta.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 499)
+	root := cancelledAsk(e, ta, 1.00, 0, 0) // trace B is another trace: not counted here
 	call, srv := subAgentCall(root, Researcher, 0.01, 0.56, 0.02, 0.55, 202, 202)
 	const k = "5e1d7c3a-2b9f-4e6d-8a1c-s7researchjob"
 	// The job carries K; the PRODUCER span records it as the captured Idempotency-Key header of
 	// the queue's HTTP API. A key seen only in the consumer's trace would bind nothing: the
 	// consumer's own keys are its own business.
 	pub := srv.Produce("kafka", "research-jobs", 0.50, 0.52).IdempotencyKey(k)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 0)) // trace B is another trace: not counted here
 	e.Span(call, Live().Single(Success, ok))
 	e.Span(srv, Live())
 	e.Span(pub, Live().Single(Success, ok))
@@ -578,18 +364,12 @@ func S7() (ptrace.Traces, Expected) {
 	// 2000 * 2.5e-6 + 500 * 10e-6 = 0.005 + 0.005
 	e.Span(a2, Orphaned(4.50, true).Attempt(2).Run(DeliveredToNobody, 2, ok).Spend(GPT4o, 2000, 500, 0.010))
 
-	e.Runs(Gateway, opAgent(Researcher), Success, 1)
-	e.Runs(Researcher, "send research-jobs", Success, 1)
-	e.Runs(Researcher, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Gateway, opAgent(Researcher), LLive, 1)
-	e.Attempts(Researcher, "send research-jobs", LLive, 1)
-	e.Attempts(Researcher, "chat gpt-4o", LStartedAfterGone, 2)
-	e.Roots(Gateway, Cancelled, 1)
+	agentCall(e, Researcher, Success, LLive)
+	e.OneRun(Researcher, "send research-jobs", Success, LLive, 1)
+	e.OneRun(Researcher, "chat gpt-4o", DeliveredToNobody, LStartedAfterGone, 2)
 	e.Roots(Researcher, DetachedRoot, 1)
-	e.Reach(Gateway, 1, 0, 0)
 	e.SpendSeconds(Gateway, LLive, 0.55)
-	e.SpendSeconds(Researcher, LLive, 0.02)
-	e.SpendSeconds(Researcher, LOrphaned, 2.50) // 0.50 + 2.00
+	e.SpendSplit(Researcher, 0.02, 2.50) // orphaned: 0.50 + 2.00
 	e.Tokens(Researcher, GPT4o, LOrphaned, 2000, 500)
 	e.Cost(Researcher, GPT4o, LOrphaned, 0.010)
 	e.ModelCalls(Researcher, GPT4o, LOrphaned, 2)
@@ -626,8 +406,7 @@ func S8Batches() ([]ptrace.Traces, Expected) {
 
 func s8Spans() ([]*Span, Expected) {
 	x := s2Build(8)
-	exp := s2Expect("S8", x, "S2's spans shuffled and split into six batches, the root arriving last. "+
-		"Expected: exactly S2's verdicts and metric values.").Build()
+	exp := s2Expect("S8", x).Build()
 	var rest []*Span
 	for _, s := range x.b.Spans() {
 		if s != x.root {
@@ -650,15 +429,9 @@ func s8Spans() ([]*Span, Expected) {
 func S9() (ptrace.Traces, Expected) {
 	x := s2Build(9)
 	x.b.Remove(x.root)
-	e := NewExpect("S9", x.b, "S2 without its root span (gateway POST /ask never arrives). No span live or orphaned: "+
-		"all liveness unknown; every run unknown_root; spend counted under liveness unknown. The processor's own "+
-		"telemetry must count the runs (or spans) whose root never arrived.")
+	e := NewExpect("S9", x.b, descriptions["S9"])
 	for _, o := range x.others {
-		e.Span(o.call, Unknown().Single(UnknownRoot, ok))
-		e.Span(o.srv, Unknown())
-		e.Span(o.get, Unknown().Single(UnknownRoot, ok))
-		e.Span(o.tool, Unknown())
-		e.Span(o.chat, Unknown().Single(UnknownRoot, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+		o.expect(e, Unknown, UnknownRoot)
 	}
 	e.Span(x.resCall, Unknown().Single(UnknownRoot, bad))
 	e.Span(x.resSrv, Unknown())
@@ -672,22 +445,12 @@ func S9() (ptrace.Traces, Expected) {
 	e.Span(x.publish, Unknown().Single(UnknownRoot, ok))
 
 	for _, agent := range x.otherNames {
-		e.Runs(agent, opSearch, UnknownRoot, 1)
-		e.Runs(agent, "chat gpt-4o-mini", UnknownRoot, 1)
-		e.Attempts(agent, opSearch, LUnknown, 1)
-		e.Attempts(agent, "chat gpt-4o-mini", LUnknown, 1)
-		e.SpendSeconds(agent, LUnknown, 2.20)
-		e.ModelCall(agent, GPT4oMini, LUnknown, 1200, 300, 0.00036)
+		fanoutSeries(e, agent, UnknownRoot, LUnknown, 2.20)
 	}
-	for _, agent := range []string{Planner, Researcher, Coder, Critic} {
-		agentCall(e, agent, UnknownRoot, LUnknown)
-	}
-	e.Runs(Researcher, opSearch, UnknownRoot, 1)
-	e.Runs(Researcher, "chat gpt-4o", UnknownRoot, 1)
-	e.Runs(Researcher, "send research-results", UnknownRoot, 1)
-	e.Attempts(Researcher, opSearch, LUnknown, 4)
-	e.Attempts(Researcher, "chat gpt-4o", LUnknown, 1)
-	e.Attempts(Researcher, "send research-results", LUnknown, 1)
+	agentCall(e, Researcher, UnknownRoot, LUnknown)
+	e.OneRun(Researcher, opSearch, UnknownRoot, LUnknown, 4)
+	e.OneRun(Researcher, "chat gpt-4o", UnknownRoot, LUnknown, 1)
+	e.OneRun(Researcher, "send research-results", UnknownRoot, LUnknown, 1)
 	e.SpendSeconds(Gateway, LUnknown, 10.46)
 	e.SpendSeconds(Researcher, LUnknown, 2.82) // 0.60 + 2.22
 	e.ModelCall(Researcher, GPT4o, LUnknown, 3000, 800, 0.0155)
@@ -716,26 +479,13 @@ func (b *Builder) Remove(s *Span) {
 // chat 0.13–2.03 (30 ms after). Both are live under the 250 ms default tolerance, and the
 // chat run is success (rule 3 applies the tolerance too).
 func S10() (ptrace.Traces, Expected) {
-	b := NewBuilder(10)
-	tr := b.NewTrace()
-	e := NewExpect("S10", b, "Clocks disagree: planner's clock runs 80 ms ahead. Root gateway POST /ask 0.00-2.00 (200). "+
-		"By the timestamps planner's SERVER span ends 2.06 (60 ms after the root) and its chat 2.03, though both really "+
-		"finished before. Live under the default 250 ms tolerance; chat run success.")
-	e.Gone(tr, 2.00, Gateway)
+	b, tr, e := begin(10)
 	const skew = 0.08
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
-	call, srv := subAgentCall(root, Planner, 0.01, 1.99, 0.02+skew, 1.98+skew, 200, 200)
+	srv := askedAgent(e, tr, 2.00, Planner, 0.01, 1.99, 0.02+skew, 1.98+skew)
 	chat := srv.Chat(GPT4oMini, 0.05+skew, 1.95+skew).Usage(1200, 300)
-	e.Span(root, Live().Root(Completed))
-	e.Span(call, Live().Single(Success, ok))
-	e.Span(srv, Live())
 	e.Span(chat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
 
-	e.Runs(Gateway, opAgent(Planner), Success, 1)
-	e.Runs(Planner, "chat gpt-4o-mini", Success, 1)
-	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
-	e.Attempts(Planner, "chat gpt-4o-mini", LLive, 1)
-	e.Roots(Gateway, Completed, 1)
+	e.OneRun(Planner, "chat gpt-4o-mini", Success, LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 1.98)
 	e.SpendSeconds(Planner, LLive, 1.90)
 	e.ModelCall(Planner, GPT4oMini, LLive, 1200, 300, 0.00036)
@@ -754,28 +504,19 @@ func S10() (ptrace.Traces, Expected) {
 // liveness; its CONSUMER root's end reason is detached (not a root request). The mail call is still an attempt and a run
 // of one; with no gone time, rule 3 cannot apply and rule 4 gives success.
 func S11() (ptrace.Traces, Expected) {
-	b := NewBuilder(11)
-	ta := b.NewTrace()
+	b, ta, e := begin(11)
 	tb := b.NewTrace()
-	e := NewExpect("S11", b, "Work meant to outlive the request. Root gateway POST /ask completes 1.00 (200) after a "+
-		"PRODUCER 'send receipt' (no idempotency key, no deadline); trace B consumes it at 5.00 (CONSUMER, linked) and "+
-		"calls the mail provider. Nothing orphaned: trace B is detached.")
-	e.Gone(ta, 1.00, Gateway)
-	root := ta.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 200)
+	root := completedAsk(e, ta, 1.00)
 	pub := root.Produce("kafka", "receipt", 0.50, 0.52)
 	cons := tb.ConsumerRoot("mailer", pub, 5.00, 5.05)
 	mail := cons.HTTPClient("POST", "mail-provider.example", 443, "/v3/send", 5.01, 5.04, 202)
-	e.Span(root, Live().Root(Completed))
 	e.Span(pub, Live().Single(Success, ok))
 	e.Span(cons, Detached().Root(DetachedRoot))
 	e.Span(mail, Detached().Single(Success, ok))
 
-	e.Runs(Gateway, "send receipt", Success, 1)
+	e.OneRun(Gateway, "send receipt", Success, LLive, 1)
 	// url.full is http://mail-provider.example:443/v3/send: 443 is not http's default port.
-	e.Runs("mailer", "POST mail-provider.example:443", Success, 1)
-	e.Attempts(Gateway, "send receipt", LLive, 1)
-	e.Attempts("mailer", "POST mail-provider.example:443", LDetached, 1)
-	e.Roots(Gateway, Completed, 1)
+	e.OneRun("mailer", "POST mail-provider.example:443", Success, LDetached, 1)
 	e.Roots("mailer", DetachedRoot, 1)
 	e.SpendSeconds(Gateway, LLive, 0.02)
 	e.SpendSeconds("mailer", LDetached, 0.03)
@@ -794,51 +535,23 @@ func S11() (ptrace.Traces, Expected) {
 // SERVER span 0.02–4.05 (200) holds the chat gpt-4o 1.50–4.00 (1000/200, 200). The chat
 // started before the gone time: liveness label outlived_root.
 func S12() (ptrace.Traces, Expected) {
-	b := NewBuilder(12)
-	tr := b.NewTrace()
-	e := NewExpect("S12", b, "The root answered, the fan-out went on. Root gateway POST /ask completes 2.00 (200) with "+
-		"researcher's part only; gateway's call to critic is cancelled at 2.00; critic's gpt-4o chat 1.50-4.00 "+
-		"(1000/200) succeeds and its SERVER span ends 4.05. Chat run delivered_to_nobody (ok), outlived by 2.00 s, "+
-		"orphaned tokens 1000 + 200, cost 0.0045 USD.")
-	e.Gone(tr, 2.00, Gateway)
-	root := tr.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 2.00, 200)
-	rCall, rSrv := subAgentCall(root, Researcher, 0.01, 1.40, 0.02, 1.39, 200, 200)
+	b, tr, e := begin(12)
+	root := completedAsk(e, tr, 2.00)
+	rSrv := liveAgentCall(e, root, Researcher, 0.01, 1.40, 0.02, 1.39)
 	rChat := rSrv.Chat(GPT4oMini, 0.05, 1.30).Usage(1200, 300)
-	cCall, cSrv := subAgentCall(root, Critic, 0.01, 2.00, 0.02, 4.05, 0, 200)
-	cCall.ErrorType("context canceled")
-	cChat := cSrv.Chat(GPT4o, 1.50, 4.00).Usage(1000, 200)
-
-	e.Span(root, Live().Root(Completed))
-	e.Span(rCall, Live().Single(Success, ok))
-	e.Span(rSrv, Live())
-	e.Span(rChat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
-	e.Span(cCall, Live().Single(Cancelled, bad))
-	e.Span(cSrv, Orphaned(2.05, false).Caller(Gateway))
+	cSrv := unheardAgentCall(e, root, Critic, 0.01, 2.00, 0.02, 4.05, 2.05)
 	// 1000 * 2.5e-6 + 200 * 10e-6 = 0.0025 + 0.002
-	e.Span(cChat, Orphaned(2.00, false).Single(DeliveredToNobody, ok).Spend(GPT4o, 1000, 200, 0.0045))
+	chatForNobody(e, cSrv, GPT4o, 1.50, 4.00, 1000, 200, 0.0045, Orphaned(2.00, false))
 
-	e.Runs(Gateway, opAgent(Researcher), Success, 1)
-	e.Runs(Gateway, opAgent(Critic), Cancelled, 1)
-	e.Runs(Researcher, "chat gpt-4o-mini", Success, 1)
-	e.Runs(Critic, "chat gpt-4o", DeliveredToNobody, 1)
-	e.Attempts(Gateway, opAgent(Researcher), LLive, 1)
-	e.Attempts(Gateway, opAgent(Critic), LLive, 1)
-	e.Attempts(Researcher, "chat gpt-4o-mini", LLive, 1)
-	e.Attempts(Critic, "chat gpt-4o", LOutlivedRoot, 1)
-	e.Roots(Gateway, Completed, 1)
+	e.Span(rChat, Live().Single(Success, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+
+	e.OneRun(Researcher, "chat gpt-4o-mini", Success, LLive, 1)
 	e.SpendSeconds(Gateway, LLive, 3.38) // 1.39 + 1.99
 	e.SpendSeconds(Researcher, LLive, 1.25)
 	// The chat ran 1.50-4.00: its 2.00 s after the gone time are orphaned, the 0.50 s before live.
-	e.SpendSeconds(Critic, LOrphaned, 2.00)
-	e.SpendSeconds(Critic, LLive, 0.50)
-	e.Tokens(Researcher, GPT4oMini, LLive, 1200, 300)
-	e.Tokens(Critic, GPT4o, LOrphaned, 1000, 200)
-	e.Cost(Researcher, GPT4oMini, LLive, 0.00036)
-	e.Cost(Critic, GPT4o, LOrphaned, 0.0045)
-	e.ModelCalls(Researcher, GPT4oMini, LLive, 1)
-	e.ModelCalls(Critic, GPT4o, LOrphaned, 1)
-	e.Outlive(Critic, 2, 4.05) // 2.05 + 2.00
-	e.Unpropagated(Gateway, Critic, 1)
+	e.SpendSplit(Critic, 0.50, 2.00)
+	e.ModelCall(Researcher, GPT4oMini, LLive, 1200, 300, 0.00036)
+	unheardChat(e, Gateway, Critic, GPT4o, LOutlivedRoot, 1000, 200, 0.0045, 4.05) // 2.05 + 2.00
 	return b.Traces(), e.Build()
 }
 
@@ -875,26 +588,12 @@ const InvalidUTF8 = "caf\xe9 \xff\xfe r\xc3sum\xe9"
 // whose outcome label is "unknown_root" (which malformed spans may or may not produce) —
 // see the expected.json description.
 func S13() (ptrace.Traces, Expected) {
-	b := NewBuilder(13)
-	e := NewExpect("S13", b, "Bad input mixed with good spans. Trace 1 is good (root cancelled at 1.00, planner orphaned) "+
-		"and trace 2 and 6 have good roots: these get exact verdicts, and so do trace 2's children, each bad in one attribute "+
-		"only (resend_count as a string, input tokens -5, invalid UTF-8): the bad value is ignored and counted. Malformed "+
-		"spans (attributes null) must carry no orphanwatch.* attribute except orphanwatch.liveness=unknown: all-zero trace ID, "+
-		"end before start, zero timestamps, duplicate span ID, parent cycle. "+
-		"Metrics: listed series are exact and no other series may exist, except series with liveness=\"unknown\" or "+
-		"outcome=\"unknown_root\", which are not checked. The 10,000-span trace is S13HugeTrace() in Go, not in this file.")
+	b, t1, e := begin(13)
 
 	// 1: good trace.
-	t1 := b.NewTrace()
-	e.Gone(t1, 1.00, Gateway)
-	root := t1.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 499)
-	call, srv := subAgentCall(root, Planner, 0.01, 1.00, 0.02, 2.00, 0, 200)
-	call.ErrorType("context canceled")
-	chat := srv.Chat(GPT4oMini, 0.05, 1.90).Usage(1200, 300)
-	e.Span(root, Live().Root(Cancelled).Reach(0, 1))
-	e.Span(call, Live().Single(Cancelled, bad))
-	e.Span(srv, Orphaned(1.00, false).Caller(Gateway))
-	e.Span(chat, Orphaned(0.90, false).Single(DeliveredToNobody, ok).Spend(GPT4oMini, 1200, 300, 0.00036))
+	root := cancelledAsk(e, t1, 1.00, 0, 1)
+	srv := unheardAgentCall(e, root, Planner, 0.01, 1.00, 0.02, 2.00, 1.00)
+	chatForNobody(e, srv, GPT4oMini, 0.05, 1.90, 1200, 300, 0.00036, Orphaned(0.90, false))
 
 	// 2: good legacy root with malformed children.
 	t2 := b.NewTrace()
@@ -927,12 +626,9 @@ func S13() (ptrace.Traces, Expected) {
 	e.Span(t5.HTTPServerRoot(Gateway, "POST", "/ask", 0, 0, 200).SetZeroTimes(), Unchecked())
 
 	// 6: duplicate span ID under a good root.
-	t6 := b.NewTrace()
-	e.Gone(t6, 1.00, Gateway)
-	droot := t6.HTTPServerRoot(Gateway, "POST", "/ask", 0.00, 1.00, 200)
+	droot := completedAsk(e, b.NewTrace(), 1.00)
 	d1 := droot.HTTPClient("POST", Planner, HTTPPort, "/run", 0.10, 0.50, 200)
 	d2 := droot.HTTPClient("POST", Planner, HTTPPort, "/run", 0.20, 0.60, 200).SetID(d1.ID)
-	e.Span(droot, Live().Root(Completed))
 	// Two different spans with one ID: neither can be trusted, both get no verdict. (An exact
 	// copy, as an upstream exporter's retry sends, keeps one verdict: see the processor tests.)
 	e.Span(d1, Unchecked())
@@ -947,30 +643,17 @@ func S13() (ptrace.Traces, Expected) {
 	e.Span(c1, Unchecked())
 	e.Span(c2, Unchecked())
 
-	e.Runs(Gateway, opAgent(Planner), Cancelled, 1)
-	e.Runs(Planner, "chat gpt-4o-mini", DeliveredToNobody, 1)
-	e.Runs(LegacyAgent, opSearch, Success, 1)
-	e.Runs(LegacyAgent, "GET docs-tool:8080", Success, 1)
-	e.Runs(LegacyAgent, "chat gpt-4o-mini", Success, 1)
-	e.Attempts(LegacyAgent, opSearch, LLive, 1)
-	e.Attempts(LegacyAgent, "GET docs-tool:8080", LLive, 1)
-	e.Attempts(LegacyAgent, "chat gpt-4o-mini", LLive, 1)
+	e.OneRun(LegacyAgent, opSearch, Success, LLive, 1)
+	e.OneRun(LegacyAgent, "GET docs-tool:8080", Success, LLive, 1)
+	e.OneRun(LegacyAgent, "chat gpt-4o-mini", Success, LLive, 1)
 	e.SpendSeconds(LegacyAgent, LLive, 0.50) // 0.10 + 0.30 + 0.10
 	e.ModelCall(LegacyAgent, GPT4oMini, LLive, 0, 10, 0.000006)
-	e.Attempts(Gateway, opAgent(Planner), LLive, 1)
-	e.Attempts(Planner, "chat gpt-4o-mini", LOutlivedRoot, 1)
-	e.Roots(Gateway, Cancelled, 1)
-	e.Reach(Gateway, 1, 0, 1)
-	e.Roots(Gateway, Completed, 1)
 	e.Roots(LegacyAgent, Completed, 1)
 	e.SpendSeconds(Gateway, LLive, 0.99)
 	// The chat ran 0.05-1.90, gone at 1.00: its 0.90 s after the gone time are orphaned, the
 	// 0.95 s before live.
-	e.SpendSeconds(Planner, LOrphaned, 0.90)
-	e.SpendSeconds(Planner, LLive, 0.95)
-	e.ModelCall(Planner, GPT4oMini, LOrphaned, 1200, 300, 0.00036)
-	e.Outlive(Planner, 2, 1.90) // 1.00 + 0.90
-	e.Unpropagated(Gateway, Planner, 1)
+	e.SpendSplit(Planner, 0.95, 0.90)
+	unheardChat(e, Gateway, Planner, GPT4oMini, LOutlivedRoot, 1200, 300, 0.00036, 1.90) // 1.00 + 0.90
 	return b.Traces(), e.Build()
 }
 

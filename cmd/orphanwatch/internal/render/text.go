@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -236,11 +238,7 @@ func verdictText(v map[string]any) string {
 	if len(v) == 0 {
 		return "(none)"
 	}
-	keys := make([]string, 0, len(v))
-	for k := range v {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(v))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		val := v[k]
