@@ -1,6 +1,6 @@
-// Package scenarios builds the traces of the orphanwatch scenarios (SCENARIOS.md, S1..S13)
-// together with the verdicts the processor must write on them and the metric series the
-// exporter must then produce (docs/verdicts.md).
+// Package scenarios builds the traces of the orphanwatch scenarios (SCENARIOS.md S1-S24, and
+// S25-S34 from the verdict rounds after it) together with the verdicts the processor must write
+// on them and the metric series the exporter must then produce (docs/verdicts.md).
 //
 // The traces are built with a small test-data DSL: times are given in seconds relative to
 // T0 = 2026-01-01T00:00:00Z, trace and span IDs are derived from the scenario number, the

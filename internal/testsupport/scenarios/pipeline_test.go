@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -88,9 +87,6 @@ func checkMetrics(t *testing.T, sc scenarios.Scenario, exp scenarios.Expected, g
 		want[m.Name+scenarios.LabelKey(m.Labels)] = m.Value
 	}
 	for _, k := range slices.Sorted(maps.Keys(got)) {
-		if sc.ID == "S13" && (strings.Contains(k, `liveness="unknown"`) || strings.Contains(k, `outcome="unknown_root"`)) {
-			continue // S13's description leaves these unchecked
-		}
 		w, ok := want[k]
 		if !assert.True(t, ok, "%s: unexpected series %s = %v", sc.ID, k, got[k]) {
 			continue
