@@ -90,10 +90,7 @@ func TestReplayTogetherScenarios(t *testing.T) {
 		t.Run(sc.dir, func(t *testing.T) {
 			cfg := scenarioConfig()
 			cfg.DecisionWait = 30 * time.Second
-			sink := new(consumertest.TracesSink)
-			r, err := NewReplay(nopSettings(), cfg, sink)
-			require.NoError(t, err)
-			ctx := context.Background()
+			r, sink := newTestReplay(t, cfg)
 			for _, e := range tdwalk.ByEnd(sc.traces) {
 				var batches []ptrace.Traces
 				for _, f := range e.Spans {
@@ -101,11 +98,9 @@ func TestReplayTogetherScenarios(t *testing.T) {
 					f.AppendTo(b)
 					batches = append(batches, b)
 				}
-				require.NoError(t, r.ConsumeTogether(ctx, e.End.AsTime(), batches))
+				require.NoError(t, r.ConsumeTogether(context.Background(), e.End.AsTime(), batches))
 			}
-			_, err = r.Drain(ctx)
-			require.NoError(t, err)
-			require.NoError(t, r.Shutdown(ctx))
+			drainReplay(t, r)
 			checkScenario(t, sc, effective(t, sink.AllTraces()))
 		})
 	}
