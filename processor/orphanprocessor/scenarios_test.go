@@ -25,6 +25,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/internal/verdictattrs"
 )
 
 const scenarioDir = "../../testdata/scenarios"
@@ -289,7 +290,7 @@ func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
 				a.Remove(verdict.AttrDeferred)
 			}
 			tid, sid := sp.TraceID(), sp.SpanID()
-			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + kindNames[sp.Kind()]
+			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + verdictattrs.KindNames[sp.Kind()]
 			// A deferred span takes one whole verdict; parts go to the span they name
 			// (the first of exact duplicates).
 			var rest []carried
