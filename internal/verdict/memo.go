@@ -58,6 +58,18 @@ type RootReach struct {
 	ReachHops, OrphanedDepthHops int
 }
 
+// RaiseReach raises v, the verdict of root span id, to the reach and depth reach gives that root
+// (a later release of its trace saw more): what a component holding an abandoned root's verdict
+// does with each Decision's Reach.
+func RaiseReach(v *Verdict, id SpanID, reach []RootReach) {
+	for _, r := range reach {
+		if r.SpanID == id {
+			v.ReachHops = max(v.ReachHops, r.ReachHops)
+			v.OrphanedDepthHops = max(v.OrphanedDepthHops, r.OrphanedDepthHops)
+		}
+	}
+}
+
 // memoShard is the trace memos of the traces whose ID hashes to it (memoShardOf), with the
 // buffers of a release, under its own mutex.
 type memoShard struct {
