@@ -316,12 +316,7 @@ func (o *Observer) updateHeldRoots(t verdict.TraceID, reach []verdict.RootReach)
 	o.rootsMu.Lock()
 	defer o.rootsMu.Unlock()
 	for _, hr := range o.roots[t] {
-		for _, r := range reach {
-			if hr.cv.Span.SpanID == r.SpanID {
-				hr.cv.Verdict.ReachHops = max(hr.cv.Verdict.ReachHops, r.ReachHops)
-				hr.cv.Verdict.OrphanedDepthHops = max(hr.cv.Verdict.OrphanedDepthHops, r.OrphanedDepthHops)
-			}
-		}
+		verdict.RaiseReach(&hr.cv.Verdict, hr.cv.Span.SpanID, reach)
 	}
 }
 

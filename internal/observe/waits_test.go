@@ -121,6 +121,26 @@ func one(service string, id, parent byte, start, end float64) ptrace.Traces {
 	return td
 }
 
+// afterAbandoned is an observer with cfg that took the abandoned trace at 3 s, then a late
+// researcher span (id under parent, from start) ending and handed over at late s, and stepped
+// to end s.
+func afterAbandoned(t *testing.T, cfg rulesconfig.Config, id, parent byte, start, late, end float64) *observer {
+	t.Helper()
+	ob := newObserver(t, cfg)
+	ob.consume(3, abandoned())
+	ob.consume(late, one("researcher", id, parent, start, late))
+	ob.step(end)
+	return ob
+}
+
+// counted requires span id to have been counted; it returns when, with what verdict.
+func (ob *observer) counted(t *testing.T, id byte) (time.Time, verdict.Verdict) {
+	t.Helper()
+	when, v, ok := ob.sink.when(id)
+	require.True(t, ok, "span %d counted", id)
+	return when, v
+}
+
 func durOf(d time.Duration) *time.Duration { return &d }
 
 // TestAbandonedRootHoldGovernsTheCount: the cancelled root's verdict is counted
@@ -141,12 +161,7 @@ func TestAbandonedRootHoldGovernsTheCount(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := rulesconfig.Default()
 			cfg.AbandonedRootHold = tc.hold
-			ob := newObserver(t, cfg)
-			ob.consume(3, abandoned())
-			ob.consume(8, one("researcher", 3, 2, 0.2, 8))
-			ob.step(40)
-			when, v, ok := ob.sink.when(1)
-			require.True(t, ok, "the root counted")
+			when, v := afterAbandoned(t, cfg, 3, 2, 0.2, 8, 40).counted(t, 1) // the root
 			assert.True(t, v.HasReach, "an abandoned root")
 			// Counted at the first tick at or after its due moment.
 			assert.False(t, when.Before(at(tc.counted)), "counted at %s, due %.1f s", when.Sub(t0), tc.counted)
@@ -171,12 +186,7 @@ func TestChainWaitGovernsTheIncompleteChain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := rulesconfig.Default()
 			cfg.ChainWait = tc.wait
-			ob := newObserver(t, cfg)
-			ob.consume(3, abandoned())
-			ob.consume(6, one("researcher", 4, 5, 0.5, 6))
-			ob.step(45)
-			when, v, ok := ob.sink.when(4)
-			require.True(t, ok, "counted")
+			when, v := afterAbandoned(t, cfg, 4, 5, 0.5, 6, 45).counted(t, 4)
 			assert.Equal(t, verdict.LivenessOrphaned, v.Liveness)
 			assert.True(t, when.After(at(tc.from)) && when.Before(at(tc.to)), "counted at %s, want within %.1f-%.1f s", when.Sub(t0), tc.from, tc.to)
 		})

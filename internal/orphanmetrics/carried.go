@@ -1,6 +1,8 @@
 package orphanmetrics // import "github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 
 import (
+	"slices"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -163,25 +165,18 @@ func readIdentity(attrs pcommon.Map) identity {
 	return id
 }
 
+// spanKinds are the span kinds, by their ptrace.SpanKind value, as orphanwatch.span.kind names
+// them.
+var spanKinds = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+
 // spanKindOf reads a span kind written as its lowercase name; anything else is unspecified and
 // not ok.
 func spanKindOf(val pcommon.Value) (ptrace.SpanKind, bool) {
 	if val.Type() != pcommon.ValueTypeStr {
 		return ptrace.SpanKindUnspecified, false
 	}
-	switch val.Str() {
-	case "internal":
-		return ptrace.SpanKindInternal, true
-	case "server":
-		return ptrace.SpanKindServer, true
-	case "client":
-		return ptrace.SpanKindClient, true
-	case "producer":
-		return ptrace.SpanKindProducer, true
-	case "consumer":
-		return ptrace.SpanKindConsumer, true
-	case "unspecified":
-		return ptrace.SpanKindUnspecified, true
+	if k := slices.Index(spanKinds[:], val.Str()); k >= 0 {
+		return ptrace.SpanKind(k), true
 	}
 	return ptrace.SpanKindUnspecified, false
 }

@@ -104,7 +104,7 @@ func wholeAfterLast(t require.TestingT, spans []verdict.Span) []verdict.Verdict 
 	c.Observe(spans)
 	e := newEffective(spans)
 	order := indexes(len(spans))
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(spans[a].End, spans[b].End) })
+	sortByEnd(spans, order, false)
 	now := spans[order[0]].End
 	for _, g := range byTrace(spans, order) {
 		e.decided(t, g, c.Release(nil, pick(spans, g), now, func(k int) any { return g[k] }))
@@ -129,7 +129,7 @@ type arrival struct {
 func drawArrival(rt *rapid.T, spans []verdict.Span) arrival {
 	a := arrival{at: make([]int64, len(spans))}
 	order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
-	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(spans[x].End, spans[y].End) })
+	sortByEnd(spans, order, false)
 	last := map[string]int64{}
 	for k, i := range order {
 		d := int64(rapid.IntRange(0, 50).Draw(rt, fmt.Sprintf("delay%d", k))) * int64(100*time.Millisecond)

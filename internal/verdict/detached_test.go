@@ -48,9 +48,7 @@ func handoff(root func(*Span), call func(*Span)) []Verdict {
 	root(&a)
 	prod := sp(2, 1, "api", KindProducer, 0.1, 0.12)
 	prod.KeyHash = 42
-	b := sp(1, 0, "worker", KindConsumer, 1, 60)
-	b.TraceID = TraceID{2}
-	b.Links = []Link{{TraceID: TraceID{1}, SpanID: SpanID{2}}}
+	b := linkedConsumer("worker", 1, 60)
 	job := sp(2, 1, "worker", KindClient, 2, 50)
 	job.TraceID, job.KeyHash, job.Operation = TraceID{2}, 42, "chat"
 	call(&job)

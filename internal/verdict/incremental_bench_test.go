@@ -1,7 +1,6 @@
 package verdict_test
 
 import (
-	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -28,15 +27,7 @@ func BenchmarkReleaseK(b *testing.B) {
 			for k, i := range g {
 				tr[k] = spans[i]
 			}
-			slices.SortStableFunc(tr, func(x, y verdict.Span) int {
-				if xr, yr := x.ParentID.IsZero(), y.ParentID.IsZero(); xr != yr {
-					if xr {
-						return -1
-					}
-					return 1
-				}
-				return cmp.Compare(x.End, y.End)
-			})
+			slices.SortStableFunc(tr, func(x, y verdict.Span) int { return endOrder(&x, &y, true) })
 			traces = append(traces, tr)
 		}
 	}

@@ -125,15 +125,7 @@ func TestIncrementalEqualsWhole(t *testing.T) {
 		spans := files[fi]
 		order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
 		rootsFirst := rapid.Bool().Draw(rt, "rootsFirst")
-		slices.SortStableFunc(order, func(a, b int) int {
-			if ra, rb := spans[a].ParentID.IsZero(), spans[b].ParentID.IsZero(); rootsFirst && ra != rb {
-				if ra {
-					return -1
-				}
-				return 1
-			}
-			return cmp.Compare(spans[a].End, spans[b].End)
-		})
+		sortByEnd(spans, order, rootsFirst)
 		releases := drawReleases(rt, order)
 		// Between releases: nothing, or time passes (a moment, past ChainWait, past
 		// run_timeout) with a sweep after it or without (the next release sees it first).
@@ -168,16 +160,7 @@ func lockstepEach(t *testing.T, dirs []string, files [][]verdict.Span) uint64 {
 	var taken uint64
 	for fi, spans := range files {
 		order := indexes(len(spans))
-		slices.SortStableFunc(order, func(a, b int) int {
-			ra, rb := spans[a].ParentID.IsZero(), spans[b].ParentID.IsZero()
-			if ra != rb {
-				if ra {
-					return -1
-				}
-				return 1
-			}
-			return cmp.Compare(spans[a].End, spans[b].End)
-		})
+		sortByEnd(spans, order, true)
 		releases := make([][]int, len(order))
 		for k, i := range order {
 			releases[k] = []int{i}

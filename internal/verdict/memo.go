@@ -58,6 +58,18 @@ type RootReach struct {
 	ReachHops, OrphanedDepthHops int
 }
 
+// RaiseReach raises v, the verdict of root span id, to the reach and depth reach gives that root
+// (a later release of its trace saw more): what a component holding an abandoned root's verdict
+// does with each Decision's Reach.
+func RaiseReach(v *Verdict, id SpanID, reach []RootReach) {
+	for _, r := range reach {
+		if r.SpanID == id {
+			v.ReachHops = max(v.ReachHops, r.ReachHops)
+			v.OrphanedDepthHops = max(v.OrphanedDepthHops, r.OrphanedDepthHops)
+		}
+	}
+}
+
 // memoShard is the trace memos of the traces whose ID hashes to it (memoShardOf), with the
 // buffers of a release, under its own mutex.
 type memoShard struct {
@@ -616,18 +628,9 @@ func (c *Correlator) Sweep(now int64) ([]Carried, Stats) {
 		}
 		ms.unlock()
 	}
-	c.relMu.Lock()
-	defer c.relMu.Unlock()
-	c.open.All(func(id rules.RunID, r *rules.OpenRun) bool {
-		if r.OverAt != rules.OverNever && now > r.OverAt { // runOverAt: the rules of time
-			c.open.Delete(id)
-			c.sweptRun(r)
-		}
-		return true
+	return c.closeRuns(func(r *rules.OpenRun) bool {
+		return r.OverAt != rules.OverNever && now > r.OverAt // runOverAt: the rules of time
 	})
-	out, st := c.swept, c.sweptStats
-	c.swept, c.sweptStats = nil, Stats{}
-	return out, st
 }
 
 // Finish gives up, at now (unix ns), every trace that owes verdicts and closes every open run
@@ -642,11 +645,19 @@ func (c *Correlator) Finish(now int64) ([]Carried, Stats) {
 		}
 		ms.unlock()
 	}
+	return c.closeRuns(func(*rules.OpenRun) bool { return true })
+}
+
+// closeRuns closes the open runs over says are over and hands over the carried verdicts swept
+// so far (Sweep's and Finish's end), under relMu.
+func (c *Correlator) closeRuns(over func(r *rules.OpenRun) bool) ([]Carried, Stats) {
 	c.relMu.Lock()
 	defer c.relMu.Unlock()
 	c.open.All(func(id rules.RunID, r *rules.OpenRun) bool {
-		c.open.Delete(id)
-		c.sweptRun(r)
+		if over(r) {
+			c.open.Delete(id)
+			c.sweptRun(r)
+		}
 		return true
 	})
 	out, st := c.swept, c.sweptStats

@@ -1,7 +1,6 @@
 package verdict_test
 
 import (
-	"cmp"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -122,7 +121,7 @@ func TestConcurrentReleasesEqualSerial(t *testing.T) {
 		t.Run(filepath.Base(d), func(t *testing.T) {
 			spans := scenarioSpans(t, filepath.Join(d, "trace.json"))
 			order := indexes(len(spans))
-			slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(spans[a].End, spans[b].End) })
+			sortByEnd(spans, order, false)
 			copies := make([][]verdict.Span, 8)
 			for k := range copies {
 				copies[k] = copyOf(spans, k)

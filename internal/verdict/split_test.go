@@ -289,7 +289,7 @@ func TestReleaseAnySplitEqualsOneDecide(t *testing.T) {
 		spans := files[fi]
 		want := wholeAfterLast(rt, spans) // Decide of each trace, but for keyed runs across traces (S26): one run
 		order := rapid.Permutation(indexes(len(spans))).Draw(rt, "ties")
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(spans[a].End, spans[b].End) })
+		sortByEnd(spans, order, false)
 		releases := drawReleases(rt, order)
 		got := splitReleases(rt, spans, releases)
 		for i := range spans {
@@ -297,6 +297,22 @@ func TestReleaseAnySplitEqualsOneDecide(t *testing.T) {
 				filepath.Base(dirs[fi]), spans[i].SpanID, spans[i].Name, spans[i].Kind, len(releases))
 		}
 	})
+}
+
+// sortByEnd sorts order, indexes into spans, stably by endOrder.
+func sortByEnd(spans []verdict.Span, order []int, rootsFirst bool) {
+	slices.SortStableFunc(order, func(a, b int) int { return endOrder(&spans[a], &spans[b], rootsFirst) })
+}
+
+// endOrder orders two spans by their end, the roots first when rootsFirst.
+func endOrder(x, y *verdict.Span, rootsFirst bool) int {
+	if xr, yr := x.ParentID.IsZero(), y.ParentID.IsZero(); rootsFirst && xr != yr {
+		if xr {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(x.End, y.End)
 }
 
 func indexes(n int) []int {

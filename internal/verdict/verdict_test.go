@@ -25,6 +25,15 @@ func sp(id, parent byte, service string, kind Kind, start, end float64) Span {
 	return s
 }
 
+// linkedConsumer is trace 2's root: service consuming, from start to end, what trace 1's span 2
+// produced (it links to it).
+func linkedConsumer(service string, start, end float64) Span {
+	b := sp(1, 0, service, KindConsumer, start, end)
+	b.TraceID = TraceID{2}
+	b.Links = []Link{{TraceID: TraceID{1}, SpanID: SpanID{2}}}
+	return b
+}
+
 func decide(t *testing.T, cfg Config, spans ...Span) []Verdict {
 	t.Helper()
 	c := mustNew(t, cfg)
@@ -182,9 +191,7 @@ func TestKeyBindsAcrossTraces(t *testing.T) {
 	a.HTTPStatus = 499
 	prod := sp(2, 1, "gw", KindProducer, 0.5, 0.52)
 	prod.KeyHash = 42
-	b := sp(1, 0, "worker", KindConsumer, 2, 6)
-	b.TraceID = TraceID{2}
-	b.Links = []Link{{TraceID: TraceID{1}, SpanID: SpanID{2}}}
+	b := linkedConsumer("worker", 2, 6)
 	call := sp(2, 1, "worker", KindClient, 2, 3)
 	call.TraceID, call.KeyHash = TraceID{2}, 42
 	c.Observe([]Span{b, call})
@@ -262,9 +269,7 @@ func TestConsumerKeysOfItsOwnBindNothing(t *testing.T) {
 	require.NoError(t, err)
 	a := sp(1, 0, "shop", KindServer, 0, 1)
 	prod := sp(2, 1, "shop", KindProducer, 0.5, 0.52)
-	b := sp(1, 0, "mailer", KindConsumer, 5, 6)
-	b.TraceID = TraceID{2}
-	b.Links = []Link{{TraceID: TraceID{1}, SpanID: SpanID{2}}}
+	b := linkedConsumer("mailer", 5, 6)
 	call := sp(2, 1, "mailer", KindClient, 5, 5.5)
 	call.TraceID, call.KeyHash = TraceID{2}, 77
 	c.Observe([]Span{a, prod, b, call})

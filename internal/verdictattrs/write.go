@@ -9,6 +9,10 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
+// KindNames are the span kinds, by their ptrace.SpanKind (and verdict.Kind) value, as
+// verdict.AttrEventSpanKind names them.
+var KindNames = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+
 // Count is how many attributes Write writes for v.
 func Count(v *verdict.Verdict) int {
 	n := 0
@@ -81,13 +85,7 @@ func Write(a pcommon.Map, v *verdict.Verdict) {
 		a.PutInt(verdict.AttrAttempt, int64(v.Attempt))
 	}
 	if v.Outcome != verdict.OutcomeNone {
-		a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
-		a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
-		if v.RunOK {
-			a.PutStr(verdict.AttrRunResult, "ok")
-		} else {
-			a.PutStr(verdict.AttrRunResult, "error")
-		}
+		writeRun(a, v)
 	}
 	if v.EndReason != verdict.EndReasonNone {
 		a.PutStr(verdict.AttrRootEndReason, v.EndReason.String())
@@ -116,5 +114,29 @@ func Write(a pcommon.Map, v *verdict.Verdict) {
 		if v.HasCost {
 			a.PutDouble(verdict.AttrSpendCost, v.Cost)
 		}
+	}
+}
+
+// WritePart writes the part of v a carried verdict holds (verdict.Carried's Part): the caller
+// service for an edge, the run's outcome for a run, and all Write writes for a whole verdict.
+func WritePart(a pcommon.Map, part verdict.Part, v *verdict.Verdict) {
+	switch part {
+	case verdict.PartEdge:
+		a.PutStr(verdict.AttrCallerService, v.CallerService)
+	case verdict.PartRun:
+		writeRun(a, v)
+	default:
+		Write(a, v)
+	}
+}
+
+// writeRun writes v's run: its outcome, attempts and result.
+func writeRun(a pcommon.Map, v *verdict.Verdict) {
+	a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
+	a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
+	if v.RunOK {
+		a.PutStr(verdict.AttrRunResult, "ok")
+	} else {
+		a.PutStr(verdict.AttrRunResult, "error")
 	}
 }

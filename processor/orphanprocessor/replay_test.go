@@ -21,17 +21,12 @@ import (
 // the output and the moment the replay reached.
 func replay(t *testing.T, cfg *Config, td ptrace.Traces) ([]ptrace.Traces, time.Time) {
 	t.Helper()
-	sink := new(consumertest.TracesSink)
-	r, err := NewReplay(nopSettings(), cfg, sink)
-	require.NoError(t, err)
-	ctx := context.Background()
+	r, sink := newTestReplay(t, cfg)
 	for _, e := range tdwalk.ByEnd(td) {
-		require.NoError(t, r.ConsumeTraces(ctx, e.End.AsTime(), e.Traces()))
+		require.NoError(t, r.ConsumeTraces(context.Background(), e.End.AsTime(), e.Traces()))
 		require.True(t, r.Now().Equal(e.End.AsTime()), "the clock is where the batch was handed over")
 	}
-	reached, err := r.Drain(ctx)
-	require.NoError(t, err)
-	require.NoError(t, r.Shutdown(ctx))
+	reached := drainReplay(t, r)
 	return sink.AllTraces(), reached
 }
 
@@ -141,9 +136,7 @@ func TestReplayDrainsPastRunTimeout(t *testing.T) {
 // arrived on the replay's clock, not before; an abandoned root stays until decision_wait
 // after its arrival.
 func TestReplayHoldsAsACollector(t *testing.T) {
-	sink := new(consumertest.TracesSink)
-	r, err := NewReplay(nopSettings(), testConfig(30*time.Second), sink)
-	require.NoError(t, err)
+	r, sink := newTestReplay(t, testConfig(30*time.Second))
 	ctx := context.Background()
 	td := ptrace.NewTraces()
 	httpStatus(addSpan(td, "gateway", 1, 1, 0, ptrace.SpanKindServer, 0, 3), 499)
@@ -159,10 +152,8 @@ func TestReplayHoldsAsACollector(t *testing.T) {
 	require.Equal(t, 2, sink.SpanCount(), "the root leaves decision_wait after its arrival")
 	reason, _ := spanAttrs(sink.AllTraces())[pcommon.SpanID{1, 1}].Get(verdict.AttrRootEndReason)
 	assert.Equal(t, "cancelled", reason.Str())
-	reached, err := r.Drain(ctx)
-	require.NoError(t, err)
+	reached := drainReplay(t, r)
 	assert.True(t, reached.Equal(at(33).AsTime()), "nothing owed: the clock stays at %s", reached)
-	require.NoError(t, r.Shutdown(ctx))
 }
 
 // TestNewReplayValidates: a bad configuration is refused with the field's name.

@@ -53,12 +53,7 @@ func (p *orphanProcessor) updateHeldRoots(t verdict.TraceID, reach []verdict.Roo
 	p.rootsMu.Lock()
 	defer p.rootsMu.Unlock()
 	for _, hr := range p.roots[t] {
-		for _, r := range reach {
-			if verdict.SpanID(hr.ref.sp.SpanID()) == r.SpanID {
-				hr.v.ReachHops = max(hr.v.ReachHops, r.ReachHops)
-				hr.v.OrphanedDepthHops = max(hr.v.OrphanedDepthHops, r.OrphanedDepthHops)
-			}
-		}
+		verdict.RaiseReach(&hr.v, verdict.SpanID(hr.ref.sp.SpanID()), reach)
 	}
 }
 

@@ -99,6 +99,25 @@ func newSinkProcessor(t *testing.T, cfg *Config) (*orphanProcessor, *fakeClock, 
 	return p, clk, sinkOf(p)
 }
 
+// newTestReplay creates a Replay with nop settings passing on to a new TracesSink, returned too.
+func newTestReplay(t *testing.T, cfg *Config) (*Replay, *consumertest.TracesSink) {
+	t.Helper()
+	sink := new(consumertest.TracesSink)
+	r, err := NewReplay(nopSettings(), cfg, sink)
+	require.NoError(t, err)
+	return r, sink
+}
+
+// drainReplay drains r and shuts it down; it returns the moment the replay reached.
+func drainReplay(t *testing.T, r *Replay) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	reached, err := r.Drain(ctx)
+	require.NoError(t, err)
+	require.NoError(t, r.Shutdown(ctx))
+	return reached
+}
+
 // startTestProcessor starts p and waits until its loop is running (it stops its timer first).
 func startTestProcessor(t *testing.T, p *orphanProcessor, clk *fakeClock) {
 	t.Helper()

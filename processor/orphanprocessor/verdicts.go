@@ -236,9 +236,6 @@ const maxCarriedNames = 64
 // is of (trace and span ID, name, kind, start, service.name).
 const carriedNameAttrs = 6
 
-// kindNames are the span kinds as AttrEventSpanKind writes them.
-var kindNames = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
-
 // writeCarried adds a carried verdict to sp as an EventVerdict event (verdict/attributes.go).
 func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
 	s := &cv.Span
@@ -270,27 +267,12 @@ func writeCarried(sp ptrace.Span, cv *verdict.Carried) {
 		a.PutStr(verdict.AttrEventSpanID, ids[32:])
 	}
 	a.PutStr(verdict.AttrEventSpanName, s.Name)
-	if int(s.Kind) < len(kindNames) {
-		a.PutStr(verdict.AttrEventSpanKind, kindNames[s.Kind])
+	if int(s.Kind) < len(verdictattrs.KindNames) {
+		a.PutStr(verdict.AttrEventSpanKind, verdictattrs.KindNames[s.Kind])
 	}
 	a.PutInt(verdict.AttrEventStart, max(s.Start, 0))
 	a.PutStr("service.name", s.Service)
-	switch cv.Part {
-	case verdict.PartEdge:
-		a.PutStr(verdict.AttrCallerService, cv.Verdict.CallerService)
-		return
-	case verdict.PartRun:
-		v := &cv.Verdict
-		a.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
-		a.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
-		if v.RunOK {
-			a.PutStr(verdict.AttrRunResult, "ok")
-		} else {
-			a.PutStr(verdict.AttrRunResult, "error")
-		}
-		return
-	}
-	writeVerdict(a, &cv.Verdict)
+	verdictattrs.WritePart(a, cv.Part, &cv.Verdict)
 }
 
 // idsHex is a trace ID's 32 lower-case hex digits then a span ID's 16, in one string: one

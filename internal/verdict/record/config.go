@@ -168,41 +168,29 @@ func DefaultConfig() Config {
 // configuration does (clock_skew_tolerance, cancellation.grace, limits.*, prices.<model>.*).
 func (c Config) Validate() error {
 	var errs []error
-	if c.ClockSkew < 0 {
-		errs = append(errs, fmt.Errorf("clock_skew_tolerance: must not be negative, got %s", c.ClockSkew))
-	}
-	if c.CancellationGrace < 0 {
-		errs = append(errs, fmt.Errorf("cancellation.grace: must not be negative, got %s", c.CancellationGrace))
-	}
-	if c.MaxAttempts < 0 {
-		errs = append(errs, fmt.Errorf("max_attempts: must not be negative, got %d", c.MaxAttempts))
-	}
-	if c.RunTimeout < 0 {
-		errs = append(errs, fmt.Errorf("run_timeout: must not be negative, got %s", c.RunTimeout))
-	}
-	if c.MaxRootRecords <= 0 {
-		errs = append(errs, fmt.Errorf("limits.max_root_records: must be positive, got %d", c.MaxRootRecords))
-	}
-	if c.MaxKeys <= 0 {
-		errs = append(errs, fmt.Errorf("limits.max_idempotency_keys: must be positive, got %d", c.MaxKeys))
-	}
-	if c.MaxIndexedSpans <= 0 {
-		errs = append(errs, fmt.Errorf("limits.max_multi_root_spans: must be positive, got %d", c.MaxIndexedSpans))
-	}
-	if c.MaxContextSpans <= 0 {
-		errs = append(errs, fmt.Errorf("limits.max_context_spans: must be positive, got %d", c.MaxContextSpans))
-	}
-	if c.MaxPendingSpans <= 0 {
-		errs = append(errs, fmt.Errorf("limits.max_pending_spans: must be positive, got %d", c.MaxPendingSpans))
-	}
-	if c.MaxOpenRuns <= 0 {
-		errs = append(errs, fmt.Errorf("limits.max_open_runs: must be positive, got %d", c.MaxOpenRuns))
-	}
-	if c.MaxRequestDuration <= 0 {
-		errs = append(errs, fmt.Errorf("max_request_duration: must be positive, got %s", c.MaxRequestDuration))
-	}
-	if c.FutureTolerance < 0 {
-		errs = append(errs, fmt.Errorf("future_tolerance: must not be negative, got %s", c.FutureTolerance))
+	// Each setting a rule bounds from below: durations and counts alike print with %v.
+	for _, b := range []struct {
+		field string
+		bad   bool
+		must  string
+		got   any
+	}{
+		{"clock_skew_tolerance", c.ClockSkew < 0, "not be negative", c.ClockSkew},
+		{"cancellation.grace", c.CancellationGrace < 0, "not be negative", c.CancellationGrace},
+		{"max_attempts", c.MaxAttempts < 0, "not be negative", c.MaxAttempts},
+		{"run_timeout", c.RunTimeout < 0, "not be negative", c.RunTimeout},
+		{"limits.max_root_records", c.MaxRootRecords <= 0, "be positive", c.MaxRootRecords},
+		{"limits.max_idempotency_keys", c.MaxKeys <= 0, "be positive", c.MaxKeys},
+		{"limits.max_multi_root_spans", c.MaxIndexedSpans <= 0, "be positive", c.MaxIndexedSpans},
+		{"limits.max_context_spans", c.MaxContextSpans <= 0, "be positive", c.MaxContextSpans},
+		{"limits.max_pending_spans", c.MaxPendingSpans <= 0, "be positive", c.MaxPendingSpans},
+		{"limits.max_open_runs", c.MaxOpenRuns <= 0, "be positive", c.MaxOpenRuns},
+		{"max_request_duration", c.MaxRequestDuration <= 0, "be positive", c.MaxRequestDuration},
+		{"future_tolerance", c.FutureTolerance < 0, "not be negative", c.FutureTolerance},
+	} {
+		if b.bad {
+			errs = append(errs, fmt.Errorf("%s: must %s, got %v", b.field, b.must, b.got))
+		}
 	}
 	for _, code := range c.RetryableHTTPStatus {
 		if code < 100 || code > 599 {

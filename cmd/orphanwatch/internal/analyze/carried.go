@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/internal/verdictattrs"
 )
 
 // Carried verdicts (docs/verdicts.md "When verdicts are decided"): a span that left the
@@ -31,12 +32,10 @@ type carriedVerdict struct {
 	part  bool // a run's outcome or an edge alone, not a whole verdict
 }
 
-// eventKinds are the span kinds as the processor names them in orphanwatch.span.kind.
-var eventKinds = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
-
+// eventKind is k as the processor names it in orphanwatch.span.kind.
 func eventKind(k ptrace.SpanKind) string {
-	if int(k) >= 0 && int(k) < len(eventKinds) {
-		return eventKinds[k]
+	if int(k) >= 0 && int(k) < len(verdictattrs.KindNames) {
+		return verdictattrs.KindNames[k]
 	}
 	return "unspecified"
 }

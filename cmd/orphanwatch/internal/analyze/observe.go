@@ -81,22 +81,7 @@ func (a *annotator) Later(cv *verdict.Carried) {
 		sp = same.spans[same.whole]
 		same.whole++
 	}
-	attrs := sp.Attributes()
-	switch cv.Part {
-	case verdict.PartEdge:
-		attrs.PutStr(verdict.AttrCallerService, cv.Verdict.CallerService)
-	case verdict.PartRun:
-		v := &cv.Verdict
-		attrs.PutStr(verdict.AttrRunOutcome, v.Outcome.String())
-		attrs.PutInt(verdict.AttrRunAttempts, int64(v.RunAttempts))
-		if v.RunOK {
-			attrs.PutStr(verdict.AttrRunResult, "ok")
-		} else {
-			attrs.PutStr(verdict.AttrRunResult, "error")
-		}
-	default:
-		verdictattrs.Write(attrs, &cv.Verdict)
-	}
+	verdictattrs.WritePart(sp.Attributes(), cv.Part, &cv.Verdict)
 }
 
 // replayClock is the file's clock: it moves as the spans' end times do.

@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -10,63 +9,16 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
-
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func ts(s float64) pcommon.Timestamp {
-	return pcommon.NewTimestampFromTime(t0.Add(time.Duration(s * float64(time.Second))))
-}
-
-func addSpan(td ptrace.Traces, trace, id, parent byte, kind ptrace.SpanKind, start, end float64) ptrace.Span {
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "shop")
-	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-	sp.SetTraceID(pcommon.TraceID{trace, 1})
-	sp.SetSpanID(pcommon.SpanID{id, 1})
-	if parent != 0 {
-		sp.SetParentSpanID(pcommon.SpanID{parent, 1})
-	}
-	sp.SetName("POST")
-	sp.SetKind(kind)
-	sp.SetStartTimestamp(ts(start))
-	sp.SetEndTimestamp(ts(end))
-	return sp
-}
-
-func run(t *testing.T, td ptrace.Traces) *Output {
-	t.Helper()
-	out, err := Run(context.Background(), nil, []Input{{Name: "f", Result: &input.Result{Format: "otlp-json", Traces: td, Spans: td.SpanCount()}}})
-	require.NoError(t, err)
-	out.Report.WithSpanVerdicts()
-	return out
-}
-
-func verdictOf(t *testing.T, rep *Report, id pcommon.SpanID) SpanVerdict {
-	t.Helper()
-	for _, tr := range rep.Traces {
-		for _, s := range tr.SpanVerdicts {
-			if s.SpanID == id.String() {
-				return s
-			}
-		}
-	}
-	require.Fail(t, "no span", id.String())
-	return SpanVerdict{}
-}
 
 // TestDeferredSpanIsJudged: a call that ended 39 s before its root (a long request) arrives
 // 30 s before the root does: its record waits past decision_wait, is deferred, and its
 // verdict comes when the root does. Analyze (the observe path) writes it on the call itself:
 // judged live, not "not judged"; nothing is left deferred in the output.
 func TestDeferredSpanIsJudged(t *testing.T) {
-	td := ptrace.NewTraces()
-	addSpan(td, 1, 1, 0, ptrace.SpanKindServer, 0, 40)
-	call := addSpan(td, 1, 2, 1, ptrace.SpanKindClient, 0.1, 1)
-	call.Attributes().PutInt("http.response.status_code", 200)
-	out := run(t, td)
+	out := run(t, longRequest())
 
 	v := verdictOf(t, out.Report, pcommon.SpanID{2, 1})
 	assert.Equal(t, "live", v.Verdict[verdict.AttrLiveness])
@@ -112,4 +64,34 @@ func TestRunOutcomeCarriedOnACarrier(t *testing.T) {
 		}
 		return n
 	}(), "the output holds the input's spans, no carrier")
+}
+
+// TestDecideEachBatchHandsTheInputOverAsOneBatch: with decide_each_batch (or its deprecated
+// spelling decision_wait: 0) the input is one batch, decided at once: the call that ended 39 s
+// before its root is judged with it, never deferred, whatever decision_wait, chain_wait and
+// abandoned_root_hold say; without it the call waits past decision_wait and is deferred.
+func TestDecideEachBatchHandsTheInputOverAsOneBatch(t *testing.T) {
+	long := time.Hour
+	for _, tc := range []struct {
+		name     string
+		edit     func(c *orphanprocessor.Config)
+		deferred int64
+	}{
+		{"default", func(*orphanprocessor.Config) {}, 1},
+		{"decide_each_batch", func(c *orphanprocessor.Config) { c.DecideEachBatch = true }, 0},
+		{"decide_each_batch, long waits", func(c *orphanprocessor.Config) {
+			c.DecideEachBatch, c.ChainWait, c.AbandonedRootHold = true, &long, &long
+		}, 0},
+		{"decision_wait 0", func(c *orphanprocessor.Config) { c.DecisionWait = 0 }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tc.edit(cfg)
+			require.NoError(t, cfg.Validate())
+			out := runWith(t, cfg, longRequest())
+			assert.Equal(t, tc.deferred, out.Report.Summary.Processor.SpansDeferred)
+			v := verdictOf(t, out.Report, pcommon.SpanID{2, 1})
+			assert.Equal(t, "live", v.Verdict[verdict.AttrLiveness])
+		})
+	}
 }
