@@ -277,14 +277,7 @@ func (k *keys) Publish(h uint64, ref verdict.RootRef) {
 		return
 	}
 	if !ok {
-		for len(k.published) >= k.cfg.MaxRecords {
-			old, ok := k.pubOrder.Pop()
-			if !ok {
-				break
-			}
-			delete(k.published, old)
-		}
-		k.pubOrder.Push(id)
+		fifo.Admit(&k.pubOrder, k.published, k.cfg.MaxRecords, id)
 	}
 	k.published[id] = ref.Gone
 	k.pubMu.Unlock()

@@ -180,14 +180,7 @@ next:
 func (s *Sharer) entryLocked(t verdict.TraceID) carried {
 	c, ok := s.carried[t]
 	if !ok {
-		for len(s.carried) >= s.cfg.MaxRecords {
-			old, ok := s.carOrder.Pop()
-			if !ok {
-				break
-			}
-			delete(s.carried, old)
-		}
-		s.carOrder.Push(t)
+		fifo.Admit(&s.carOrder, s.carried, s.cfg.MaxRecords, t)
 	}
 	return c
 }
@@ -253,13 +246,6 @@ func (s *Sharer) noteMissed(k uint64) {
 	if _, ok := s.missed[k]; ok {
 		return
 	}
-	for len(s.missed) >= s.cfg.MaxRecords {
-		old, ok := s.missOrder.Pop()
-		if !ok {
-			break
-		}
-		delete(s.missed, old)
-	}
+	fifo.Admit(&s.missOrder, s.missed, s.cfg.MaxRecords, k)
 	s.missed[k] = struct{}{}
-	s.missOrder.Push(k)
 }
