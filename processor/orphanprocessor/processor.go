@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/badinput"
+	"github.com/orphanwatch/orphanwatch/internal/heldroots"
 	"github.com/orphanwatch/orphanwatch/internal/latency"
 	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
@@ -89,9 +90,7 @@ type orphanProcessor struct {
 
 	ks keySharing // key sharing across a tier (keysharing.go); zero when off
 
-	rootsMu   sync.Mutex
-	roots     map[verdict.TraceID][]*heldRoot
-	rootQueue []*heldRoot // by due time (all wait the same)
+	roots heldroots.Held[heldRoot] // abandoned roots held after their trace's release (roots.go)
 }
 
 func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
@@ -111,7 +110,6 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		afterRoot: cfg.AfterRoot(),
 		rootHold:  cfg.EffectiveAbandonedRootHold(),
 		atOnce:    cfg.DecidesEachBatch(),
-		roots:     map[verdict.TraceID][]*heldRoot{},
 		stop:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
