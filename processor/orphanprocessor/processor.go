@@ -301,20 +301,20 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	defer in.recycle()
 	now := p.clock.Now()
 	b := in.group(p.reader, td)
-	if p.cfg.Limits.MaxHeldBytes > 0 && !p.atOnce && len(in.spans) > 0 {
+	if p.cfg.Limits.MaxHeldBytes > 0 && !p.atOnce && in.traces.Items() > 0 {
 		// What the batch's spans weigh, shared evenly among them (limits.max_held_bytes): one
 		// pass of pdata's own size computation over the batch, no copy.
-		b.spanBytes = max(int64((&ptrace.ProtoMarshaler{}).TracesSize(td))/int64(len(in.spans)+len(in.pass)), 1)
+		b.spanBytes = max(int64((&ptrace.ProtoMarshaler{}).TracesSize(td))/int64(in.traces.Items()+len(in.pass)), 1)
 	}
 	// Every span of the batch that will leave counts before any release can see the batch.
-	b.left = len(in.spans) + len(in.pass)
+	b.left = in.traces.Items() + len(in.pass)
 	// Whether each trace's root was known before this batch (its spans are then late), then
 	// what the batch tells other traces (roots, keys): observed before any of its spans is held,
 	// so that no decision meets a span of the batch without what the batch tells.
-	in.known = grownBools(in.known, len(in.groups))
+	in.known = grownBools(in.known, in.traces.Len())
 	in.ids = in.ids[:0]
-	for i := range in.groups {
-		in.ids = append(in.ids, in.groups[i].id)
+	for i := range in.traces.Len() {
+		in.ids = append(in.ids, in.traces.Group(i).ID)
 	}
 	p.corr.KnowsAll(in.ids, in.known)
 	if len(in.observed) > 0 {
@@ -322,7 +322,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	}
 	var ready []*heldTrace
 	var late int64
-	if n := len(in.spans); n > 0 {
+	if n := in.traces.Items(); n > 0 {
 		p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(n), p.tel.ID)
 	}
 	if p.atOnce {
