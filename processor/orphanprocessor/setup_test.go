@@ -86,6 +86,16 @@ func newSinkProcessor(t *testing.T, cfg *Config) (*orphanProcessor, *fakeClock, 
 	return p, clk, sinkOf(p)
 }
 
+// newWaitsProcessor is newSinkProcessor with decision_wait wait and decision_wait_after_root
+// afterRoot (the rest as created), its settings returned too.
+func newWaitsProcessor(t *testing.T, wait, afterRoot time.Duration) (*Config, *orphanProcessor, *fakeClock, *consumertest.TracesSink) {
+	t.Helper()
+	cfg := testConfig(wait)
+	cfg.DecisionWaitAfterRoot = afterRoot
+	p, clk, sink := newSinkProcessor(t, cfg)
+	return cfg, p, clk, sink
+}
+
 // newTestReplay creates a Replay with nop settings passing on to a new TracesSink, returned too.
 func newTestReplay(t *testing.T, cfg *Config) (*Replay, *consumertest.TracesSink) {
 	t.Helper()
