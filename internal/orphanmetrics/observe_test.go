@@ -20,6 +20,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/judged"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
@@ -62,20 +63,11 @@ func annotatedSeries(t require.TestingT, td ptrace.Traces) map[string]float64 {
 
 // annotatedRecorder is annotatedSeries' recorder, made with cfg (nil: the defaults).
 func annotatedRecorder(t require.TestingT, td ptrace.Traces, cfg *orphanmetrics.Settings) *orphanmetrics.Recorder {
-	f := orphanprocessor.NewFactory()
-	pcfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
-	pcfg.DecisionWait = time.Hour
-	pcfg.Prices = scenarioPrices
-	sink := new(consumertest.TracesSink)
-	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), pcfg, sink)
-	require.NoError(t, err)
 	one := ptrace.NewTraces()
-	td.CopyTo(one)
-	require.NoError(t, p.ConsumeTraces(context.Background(), one))
-	require.NoError(t, p.Shutdown(context.Background()))
+	td.CopyTo(one) // the processor writes on the spans
 	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
-	for _, out := range sink.AllTraces() {
+	for _, out := range judged.Traces(t, one) {
 		rec.Record(out)
 	}
 	return rec

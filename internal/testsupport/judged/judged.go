@@ -5,7 +5,6 @@ package judged
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -20,9 +19,11 @@ import (
 
 // Traces passes batches through an orphan processor with decision_wait an hour (decision_wait
 // 0 is not used: all batches arrive within the wait and Shutdown releases them) and returns
-// what it sends on.
-func Traces(t testing.TB, batches ...ptrace.Traces) []ptrace.Traces {
-	t.Helper()
+// what it sends on. t is a test's, or a property's (*rapid.T).
+func Traces(t require.TestingT, batches ...ptrace.Traces) []ptrace.Traces {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	f := orphanprocessor.NewFactory()
 	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
 	cfg.DecisionWait = time.Hour
