@@ -13,6 +13,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/keytier"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/lookupcount"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 )
 
 // Key sharing across a tier in observe mode (processor README, "Key sharing across a tier"):
@@ -26,7 +27,7 @@ func observeKeys(t *testing.T, ext extension.Extension) (*orphanmetrics.Recorder
 	t.Helper()
 	cfg := orphanmetrics.NewDefaultSettings()
 	cfg.DecisionWait = 0
-	cfg.Prices = scenarioPrices
+	cfg.Prices = prices.Scenarios()
 	id := component.MustNewID("orphan_keys")
 	if ext != nil {
 		cfg.Keys = &id

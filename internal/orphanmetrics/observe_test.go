@@ -21,6 +21,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/judged"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
@@ -31,12 +32,6 @@ import (
 // the orphan processor with the exporter reading its attributes (annotate).
 
 const scenarioDir = "../../testdata/scenarios"
-
-// scenarioPrices is the price table of SCENARIOS.md.
-var scenarioPrices = map[string]rulesconfig.PriceConfig{
-	"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-	"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-}
 
 type scenarioFile struct {
 	dir    string
@@ -104,7 +99,7 @@ func observedSeries(t require.TestingT, batches []ptrace.Traces, logger *zap.Log
 // observedRecorder is observedSeries' recorder, made with cfg (its prices and decision_wait
 // set as observedSeries' are).
 func observedRecorder(t require.TestingT, batches []ptrace.Traces, logger *zap.Logger, releaseEach bool, cfg *orphanmetrics.Settings) *orphanmetrics.Recorder {
-	cfg.Prices = scenarioPrices
+	cfg.Prices = prices.Scenarios()
 	cfg.DecisionWait = time.Hour // as the processor's: every span arrives within the wait
 	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
@@ -190,7 +185,7 @@ func TestObserveLogsAnnotatedSpansOnce(t *testing.T) {
 	sc := loadScenarioFiles(t)[1]
 	f := orphanprocessor.NewFactory()
 	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
-	cfg.Prices = scenarioPrices
+	cfg.Prices = prices.Scenarios()
 	sink := new(consumertest.TracesSink)
 	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
 	require.NoError(t, err)
@@ -214,7 +209,7 @@ func TestObserveEqualsAnnotateAnyOrder(t *testing.T) { checkArrivals(t, false) }
 // name (gpt-4o-mini by gpt-4o) is logged once, with both names.
 func TestObservePrefixPricedLogged(t *testing.T) {
 	cfg := orphanmetrics.NewDefaultSettings()
-	cfg.Prices = map[string]rulesconfig.PriceConfig{"gpt-4o": scenarioPrices["gpt-4o"]}
+	cfg.Prices = map[string]rulesconfig.PriceConfig{"gpt-4o": prices.Scenarios()["gpt-4o"]}
 	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
 	core, logs := observer.New(zap.InfoLevel)
@@ -239,7 +234,7 @@ func TestObserveConcurrentConsumers(t *testing.T) {
 	cases := loadScenarioFiles(t)
 	run := func(parallel bool) map[string]float64 {
 		cfg := orphanmetrics.NewDefaultSettings()
-		cfg.Prices = scenarioPrices
+		cfg.Prices = prices.Scenarios()
 		cfg.DecisionWait = time.Hour
 		cfg.DecisionWaitAfterRoot = 0
 		rec, err := orphanmetrics.NewRecorder(cfg)
