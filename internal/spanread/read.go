@@ -483,9 +483,6 @@ func (r *Reader) messageHash(a *view) uint64 {
 	return r.hashKey("kafka\x00" + dest + "\x00" + part + "\x00" + off)
 }
 
-// hostPort is a "server.address:server.port" target made once and reused while the spans read
-// keep calling the same server (most do): it saves two allocations a span.
-// rpcTarget is a service/method target built once and reused while its slot is not taken.
 // maxResend bounds http.request.resend_count and attempt numbers taken as real.
 const maxResend = 10_000
 
@@ -606,8 +603,6 @@ var grpcCodeNames = map[string]int{
 	"INTERNAL": 13, "UNAVAILABLE": 14, "DATA_LOSS": 15, "UNAUTHENTICATED": 16,
 }
 
-// grpcStatus reads rpc.grpc.status_code (int) or rpc.status_code (int, numeric string or the
-// canonical code name, as newer RPC conventions write it); -1 when absent.
 // llmOperation names the model operation of an LLM span that instrumentations other than the
 // GenAI conventions mark as one: OpenInference's openinference.span.kind LLM (a chat) and
 // OpenLLMetry's llm.request.type ("chat", "completion", "embedding"). A failed call carries no
@@ -625,6 +620,8 @@ func llmOperation(a *view) string {
 	return ""
 }
 
+// grpcStatus reads rpc.grpc.status_code (int) or rpc.status_code (int, numeric string or the
+// canonical code name, as newer RPC conventions write it); -1 when absent.
 func grpcStatus(a *view, st *Stats) int {
 	for _, slot := range [...]int{a.r.grpcStatus, a.r.rpcStatus} {
 		v, ok := a.get(slot)
