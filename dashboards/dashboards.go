@@ -121,24 +121,24 @@ func labelVariable(name, label, metric, title string) *dashboard.QueryVariableBu
 		})
 }
 
-// query is a range query drawn with legend.
-func query(ref, expr, legend string) *prometheus.DataqueryBuilder {
+// promQuery is the query expr on the datasource variable, of reference ref, its series named
+// by legend.
+func promQuery(ref, expr, legend string) *prometheus.DataqueryBuilder {
 	return prometheus.NewDataqueryBuilder().
 		Datasource(datasource()).
 		RefId(ref).
 		Expr(expr).
-		LegendFormat(legend).
-		Range()
+		LegendFormat(legend)
+}
+
+// query is a range query drawn with legend.
+func query(ref, expr, legend string) *prometheus.DataqueryBuilder {
+	return promQuery(ref, expr, legend).Range()
 }
 
 // instant is an instant query (for bar gauges over the dashboard's time range).
 func instant(ref, expr, legend string) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().
-		Datasource(datasource()).
-		RefId(ref).
-		Expr(expr).
-		LegendFormat(legend).
-		Instant()
+	return promQuery(ref, expr, legend).Instant()
 }
 
 // ids numbers the panels of one dashboard.
