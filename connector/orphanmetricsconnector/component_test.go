@@ -18,22 +18,16 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
 )
 
-// The checks mdatagen generates for a traces-to-metrics connector
+// TestComponent runs the checks mdatagen generates for a traces-to-metrics connector
 // (internal/testsupport/componentcheck), with the next consumer behind a metrics router, as
 // the collector builds it. The lifecycle also checks that a second Start fails and that
 // Shutdown flushes once more.
-
-func TestComponentFactory(t *testing.T) {
-	require.Equal(t, metadata.Type, NewFactory().Type())
-	componentcheck.Factory(t, NewFactory(), "orphanmetrics")
-}
-
-func TestComponentLifecycle(t *testing.T) {
+func TestComponent(t *testing.T) {
 	factory := NewFactory()
-	cfg := componentcheck.Config(t, factory, "orphanmetrics")
+	require.Equal(t, metadata.Type, factory.Type())
 	var sink *consumertest.MetricsSink // the last instance's next consumer
-	componentcheck.Lifecycle{
-		Create: func() (component.Component, error) {
+	componentcheck.Check(t, factory, "orphanmetrics", componentcheck.Lifecycle{
+		Create: func(cfg component.Config) (component.Component, error) {
 			sink = new(consumertest.MetricsSink)
 			router := connector.NewMetricsRouter(map[pipeline.ID]consumer.Metrics{pipeline.NewID(pipeline.SignalMetrics): sink})
 			return factory.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(metadata.Type), cfg, router)
@@ -50,5 +44,5 @@ func TestComponentLifecycle(t *testing.T) {
 		Stopped: func(t *testing.T) {
 			require.Len(t, sink.AllMetrics(), 1, "the final flush")
 		},
-	}.Run(t)
+	})
 }

@@ -7,13 +7,59 @@ package componentcheck
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
 )
+
+// Check runs the checks of the component factory makes, of type typ: "factory" ([Factory]),
+// then the lifecycle l of instances made from the settings under typ in the
+// test's testdata/config.yaml ([Config]), adjusted by l.Configure.
+func Check(t *testing.T, factory component.Factory, typ string, l Lifecycle) {
+	t.Run("factory", func(t *testing.T) { Factory(t, factory, typ) })
+	cfg := Config(t, factory, typ)
+	if l.Configure != nil {
+		l.Configure(cfg)
+	}
+	create := func() (component.Component, error) { return Create(factory, cfg) }
+	if l.Create != nil {
+		create = func() (component.Component, error) { return l.Create(cfg) }
+	}
+	l.run(t, create)
+}
+
+// Create creates, with no-op settings of its type, the traces component of factory: a traces
+// processor passing to a no-op consumer, a traces exporter, a traces-to-metrics connector
+// passing to a no-op consumer, or an extension.
+func Create(factory component.Factory, cfg component.Config) (component.Component, error) {
+	ctx := context.Background()
+	switch f := factory.(type) {
+	case processor.Factory:
+		return f.CreateTraces(ctx, processortest.NewNopSettings(f.Type()), cfg, consumertest.NewNop())
+	case exporter.Factory:
+		return f.CreateTraces(ctx, exportertest.NewNopSettings(f.Type()), cfg)
+	case connector.Factory:
+		return f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, consumertest.NewNop())
+	case extension.Factory:
+		return f.Create(ctx, extensiontest.NewNopSettings(f.Type()), cfg)
+	}
+	return nil, fmt.Errorf("componentcheck: %T is not a processor, exporter, connector or extension factory", factory)
+}
 
 // Factory requires factory to be of type typ and its default config to pass
 // componenttest.CheckConfigStruct.
@@ -38,29 +84,39 @@ func Config(t *testing.T, factory component.Factory, key string) component.Confi
 
 // Lifecycle is a component's lifecycle test.
 type Lifecycle struct {
-	// Create creates a new instance of the component.
-	Create func() (component.Component, error)
+	// Configure, when not nil, adjusts the config before the instances are created (Check).
+	Configure func(cfg component.Config)
+	// Create, when not nil, creates a new instance of the component with cfg instead of
+	// [Create].
+	Create func(cfg component.Config) (component.Component, error)
+	// Traces, when not nil, is consumed by the started instance (a consumer.Traces) before Use:
+	// whatever its error, consuming it must not panic.
+	Traces func() ptrace.Traces
 	// Use, when not nil, is called on the started instance before its Shutdown.
 	Use func(t *testing.T, c component.Component)
 	// Stopped, when not nil, is called after that instance's Shutdown.
 	Stopped func(t *testing.T)
 }
 
-// Run runs the lifecycle: "shutdown", an instance created and shut down without a start;
-// "lifecycle", an instance started on a no-op host, used and shut down, then a second
-// instance started and shut down after it, as on a collector reload. Every step must succeed.
-func (l Lifecycle) Run(t *testing.T) {
+// run runs the lifecycle of the instances create makes: "shutdown", an instance created and
+// shut down without a start; "lifecycle", an instance started on a no-op host, used and shut
+// down, then a second instance started and shut down after it, as on a collector reload. Every
+// step must succeed.
+func (l Lifecycle) run(t *testing.T, create func() (component.Component, error)) {
 	ctx := context.Background()
 	t.Run("shutdown", func(t *testing.T) {
-		c, err := l.Create()
+		c, err := create()
 		require.NoError(t, err)
 		require.NoError(t, c.Shutdown(ctx))
 	})
 	t.Run("lifecycle", func(t *testing.T) {
 		host := componenttest.NewNopHost()
-		c, err := l.Create()
+		c, err := create()
 		require.NoError(t, err)
 		require.NoError(t, c.Start(ctx, host))
+		if l.Traces != nil {
+			require.NotPanics(t, func() { _ = c.(consumer.Traces).ConsumeTraces(ctx, l.Traces()) })
+		}
 		if l.Use != nil {
 			l.Use(t, c)
 		}
@@ -69,7 +125,7 @@ func (l Lifecycle) Run(t *testing.T) {
 			l.Stopped(t)
 		}
 
-		second, err := l.Create()
+		second, err := create()
 		require.NoError(t, err)
 		require.NoError(t, second.Start(ctx, host))
 		require.NoError(t, second.Shutdown(ctx))
