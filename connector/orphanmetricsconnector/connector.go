@@ -39,22 +39,9 @@ type metricsConnector struct {
 }
 
 func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*metricsConnector, error) {
-	rc := &cfg.Settings
-	rec, err := orphanmetrics.NewRecorder(rc)
+	tel, rec, obs, err := newTelemetry(set, &cfg.Settings)
 	if err != nil {
 		return nil, err
-	}
-	rec.LogSkips(set.Logger)
-	tel, err := newTelemetry(set, rec)
-	if err != nil {
-		return nil, err
-	}
-	var obs *orphanmetrics.Observing
-	if rc.Mode == orphanmetrics.ModeObserve {
-		if obs, err = tel.observing(rc, rec, set.Logger); err != nil {
-			tel.Shutdown()
-			return nil, err
-		}
 	}
 	conv := newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource)
 	conv.delta = cfg.temporality() == TemporalityDelta
