@@ -39,9 +39,22 @@ type metricsConnector struct {
 }
 
 func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*metricsConnector, error) {
-	tel, rec, obs, err := newTelemetry(set, &cfg.Settings)
+	rc := &cfg.Settings
+	rec, err := orphanmetrics.NewRecorder(rc)
 	if err != nil {
 		return nil, err
+	}
+	rec.LogSkips(set.Logger)
+	tel, err := newTelemetry(set, rec)
+	if err != nil {
+		return nil, err
+	}
+	var obs *orphanmetrics.Observing
+	if rc.Mode == orphanmetrics.ModeObserve {
+		if obs, err = tel.observing(rc, rec, set.Logger); err != nil {
+			tel.Shutdown()
+			return nil, err
+		}
 	}
 	conv := newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource)
 	conv.delta = cfg.temporality() == TemporalityDelta

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
@@ -24,32 +25,30 @@ const resultAttribute = "result"
 // (`orphanmetrics`, `orphanmetrics/other`) read apart.
 type telemetry struct {
 	*metadata.TelemetryBuilder
+	id attribute.KeyValue
 	// flushOK and flushFailed are the measurement options of a successful and a failed flush.
 	flushOK, flushFailed metric.MeasurementOption
 }
 
-// newTelemetry creates the instruments of the connector instance set.ID and, with them, the
-// Recorder and, in observe mode, the Observing of cfg (telemetrybuilder.Observe.Recording):
-// rec's limited labels' admitted values are read on collection
-// (otelcol_connector_orphanmetrics_label_values), and obs reports through the connector's
-// otelcol_connector_orphanmetrics_* instruments: records, traces, open_runs, held_roots,
-// evictions, spans_judged, spans_without_verdict (read on collection, as the exporter's) and
-// verdict_latency.
-func newTelemetry(set connector.Settings, cfg *orphanmetrics.Settings) (*telemetry, *orphanmetrics.Recorder, *orphanmetrics.Observing, error) {
+// newTelemetry creates the instruments of the connector instance set.ID; rec's limited labels'
+// admitted values are read on collection (otelcol_connector_orphanmetrics_label_values).
+func newTelemetry(set connector.Settings, rec *orphanmetrics.Recorder) (*telemetry, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	id := attribute.String(connectorAttribute, set.ID.String())
-	rec, obs, err := tb.Recording(cfg, set.Logger, id)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return &telemetry{
+	t := &telemetry{
 		TelemetryBuilder: tb,
+		id:               id,
 		flushOK:          metric.WithAttributeSet(attribute.NewSet(id, attribute.String(resultAttribute, "success"))),
 		flushFailed:      metric.WithAttributeSet(attribute.NewSet(id, attribute.String(resultAttribute, "failure"))),
-	}, rec, obs, nil
+	}
+	if err := rec.RegisterLabelValues(tb.RegisterConnectorOrphanmetricsLabelValuesCallback, id); err != nil {
+		tb.Shutdown()
+		return nil, err
+	}
+	return t, nil
 }
 
 // flushed counts one flush with its result.
@@ -59,4 +58,30 @@ func (t *telemetry) flushed(ctx context.Context, ok bool) {
 		opt = t.flushFailed
 	}
 	t.ConnectorOrphanmetricsFlushes.Add(ctx, 1, opt)
+}
+
+// observing returns observe mode for rec (cfg.Mode observe) reporting through the connector's
+// otelcol_connector_orphanmetrics_* instruments: records, traces, open_runs, held_roots,
+// evictions, spans_judged, spans_without_verdict (read on collection, as the exporter's) and
+// verdict_latency.
+func (t *telemetry) observing(cfg *orphanmetrics.Settings, rec *orphanmetrics.Recorder, logger *zap.Logger) (*orphanmetrics.Observing, error) {
+	one := metric.WithAttributes(t.id)
+	latency := func(s float64) { t.ConnectorOrphanmetricsVerdictLatency.Record(context.Background(), s, one) }
+	obs, err := orphanmetrics.NewObserving(cfg, rec, logger, latency, nil)
+	if err != nil {
+		return nil, err
+	}
+	err = obs.RegisterTelemetry(orphanmetrics.ObserveTelemetry{
+		Records:             t.RegisterConnectorOrphanmetricsRecordsCallback,
+		Traces:              t.RegisterConnectorOrphanmetricsTracesCallback,
+		OpenRuns:            t.RegisterConnectorOrphanmetricsOpenRunsCallback,
+		HeldRoots:           t.RegisterConnectorOrphanmetricsHeldRootsCallback,
+		Evictions:           t.RegisterConnectorOrphanmetricsEvictionsCallback,
+		SpansJudged:         t.RegisterConnectorOrphanmetricsSpansJudgedCallback,
+		SpansWithoutVerdict: t.RegisterConnectorOrphanmetricsSpansWithoutVerdictCallback,
+	}, t.id)
+	if err != nil {
+		return nil, err
+	}
+	return obs, nil
 }

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
@@ -32,11 +34,30 @@ type metricsExporter struct {
 }
 
 func newMetricsExporter(cfg *Config, set exporter.Settings) (*metricsExporter, error) {
-	tel, rec, obs, err := newTelemetry(set, &cfg.Settings)
+	rec, err := orphanmetrics.NewRecorder(&cfg.Settings)
 	if err != nil {
 		return nil, err
 	}
-	return &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, id: set.ID, recorder: rec, tel: tel, obs: obs}, nil
+	rec.LogSkips(set.Logger)
+	tel, err := newTelemetry(set, rec)
+	if err != nil {
+		return nil, err
+	}
+	e := &metricsExporter{cfg: cfg, settings: set.TelemetrySettings, id: set.ID, recorder: rec, tel: tel}
+	if cfg.Mode == orphanmetrics.ModeObserve {
+		id := attribute.String(exporterAttribute, set.ID.String())
+		latency := func(s float64) {
+			tel.ExporterOrphanmetricsVerdictLatency.Record(context.Background(), s, metric.WithAttributes(id))
+		}
+		if e.obs, err = orphanmetrics.NewObserving(&cfg.Settings, rec, set.Logger, latency, nil); err == nil {
+			err = e.obs.RegisterTelemetry(observeTelemetry(tel), id)
+		}
+		if err != nil {
+			tel.Shutdown()
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
 // consumeTraces counts td: in observe mode the verdicts decided here, in annotate mode the

@@ -17,22 +17,34 @@ import (
 const exporterAttribute = "exporter"
 
 // newTelemetry creates the exporter's internal telemetry (metadata.yaml, in mdatagen's shape)
-// for the instance set.ID and, with it, the Recorder and, in observe mode, the Observing of cfg
-// (telemetrybuilder.Observe.Recording): rec's limited labels' admitted values are read on
-// collection (otelcol_exporter_orphanmetrics_label_values), and obs reports through the
-// exporter's otelcol_exporter_orphanmetrics_* instruments. Every measurement carries
+// for the instance set.ID; rec's limited labels' admitted values are read on collection
+// (otelcol_exporter_orphanmetrics_label_values). Every measurement carries
 // `exporter=<component ID>`, as the collector's own exporter metrics do, so two instances in
 // one collector read apart.
-func newTelemetry(set exporter.Settings, cfg *orphanmetrics.Settings) (*metadata.TelemetryBuilder, *orphanmetrics.Recorder, *orphanmetrics.Observing, error) {
+func newTelemetry(set exporter.Settings, rec *orphanmetrics.Recorder) (*metadata.TelemetryBuilder, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	rec, obs, err := tb.Recording(cfg, set.Logger, attribute.String(exporterAttribute, set.ID.String()))
-	if err != nil {
-		return nil, nil, nil, err
+	id := attribute.String(exporterAttribute, set.ID.String())
+	if err := rec.RegisterLabelValues(tb.RegisterExporterOrphanmetricsLabelValuesCallback, id); err != nil {
+		tb.Shutdown()
+		return nil, err
 	}
-	return tb, rec, obs, nil
+	return tb, nil
+}
+
+// observeTelemetry is the exporter's ObserveTelemetry: its otelcol_exporter_orphanmetrics_*.
+func observeTelemetry(tb *metadata.TelemetryBuilder) orphanmetrics.ObserveTelemetry {
+	return orphanmetrics.ObserveTelemetry{
+		Records:             tb.RegisterExporterOrphanmetricsRecordsCallback,
+		Traces:              tb.RegisterExporterOrphanmetricsTracesCallback,
+		OpenRuns:            tb.RegisterExporterOrphanmetricsOpenRunsCallback,
+		HeldRoots:           tb.RegisterExporterOrphanmetricsHeldRootsCallback,
+		Evictions:           tb.RegisterExporterOrphanmetricsEvictionsCallback,
+		SpansJudged:         tb.RegisterExporterOrphanmetricsSpansJudgedCallback,
+		SpansWithoutVerdict: tb.RegisterExporterOrphanmetricsSpansWithoutVerdictCallback,
+	}
 }
 
 // shareKeys starts key sharing in observe mode through the extension named by `keys`, its
