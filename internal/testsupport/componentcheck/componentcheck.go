@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // Check runs the checks of the component factory makes, of type typ: "factory" ([Factory]),
@@ -80,6 +81,31 @@ func Config(t *testing.T, factory component.Factory, key string) component.Confi
 	require.NoError(t, err)
 	require.NoError(t, sub.Unmarshal(&cfg))
 	return cfg
+}
+
+// Telemetry returns the telemetry a test's components report to (their settings'
+// TelemetrySettings: tel.NewTelemetrySettings()), read with its GetMetric; it is shut down when
+// the test ends.
+func Telemetry(t *testing.T) *componenttest.Telemetry {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	return tel
+}
+
+// Int64Points returns the points of the int64 gauge or sum name that tel holds; the test fails
+// when tel holds no such metric.
+func Int64Points(t *testing.T, tel *componenttest.Telemetry, name string) []metricdata.DataPoint[int64] {
+	t.Helper()
+	m, err := tel.GetMetric(name)
+	require.NoError(t, err, name)
+	switch d := m.Data.(type) {
+	case metricdata.Gauge[int64]:
+		return d.DataPoints
+	case metricdata.Sum[int64]:
+		return d.DataPoints
+	}
+	t.Fatalf("%s: %T is not an int64 gauge or sum", name, m.Data)
+	return nil
 }
 
 // Lifecycle is a component's lifecycle test.
