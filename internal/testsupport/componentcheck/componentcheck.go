@@ -2,7 +2,9 @@
 // (generated_component_test.go there), shared by the processor, exporter, connector and
 // extension: the factory's type and config struct, the config of testdata/config.yaml, and
 // a component's lifecycle (created and shut down; started, used and shut down, then a second
-// instance after it, as on a collector reload).
+// instance after it, as on a collector reload), run together by Check; and the telemetry a
+// test's components report to, with the reading of their int64 instruments (Telemetry,
+// Int64Points).
 package componentcheck
 
 import (
@@ -29,8 +31,8 @@ import (
 )
 
 // Check runs the checks of the component factory makes, of type typ: "factory" ([Factory]),
-// then the lifecycle l of instances made from the settings under typ in the
-// test's testdata/config.yaml ([Config]), adjusted by l.Configure.
+// then the lifecycle l of instances made from the settings under typ in the test's
+// testdata/config.yaml ([Config]), adjusted by l.Configure.
 func Check(t *testing.T, factory component.Factory, typ string, l Lifecycle) {
 	t.Run("factory", func(t *testing.T) { Factory(t, factory, typ) })
 	cfg := Config(t, factory, typ)
