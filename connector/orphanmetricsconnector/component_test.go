@@ -8,11 +8,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector"
-	"go.opentelemetry.io/collector/connector/connectortest"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pipeline"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
@@ -25,13 +22,9 @@ import (
 func TestComponent(t *testing.T) {
 	factory := NewFactory()
 	require.Equal(t, metadata.Type, factory.Type())
-	var sink *consumertest.MetricsSink // the last instance's next consumer
+	sink := new(consumertest.MetricsSink) // what the instances flush
 	componentcheck.Check(t, factory, "orphanmetrics", componentcheck.Lifecycle{
-		Create: func(cfg component.Config) (component.Component, error) {
-			sink = new(consumertest.MetricsSink)
-			router := connector.NewMetricsRouter(map[pipeline.ID]consumer.Metrics{pipeline.NewID(pipeline.SignalMetrics): sink})
-			return factory.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(metadata.Type), cfg, router)
-		},
+		Metrics: sink,
 		Use: func(t *testing.T, c component.Component) {
 			require.Error(t, c.Start(context.Background(), componenttest.NewNopHost()), "started twice")
 			td := ptrace.NewTraces()

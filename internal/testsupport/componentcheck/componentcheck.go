@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pipeline"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -39,17 +40,17 @@ func Check(t *testing.T, factory component.Factory, typ string, l Lifecycle) {
 	if l.Configure != nil {
 		l.Configure(cfg)
 	}
-	create := func() (component.Component, error) { return Create(factory, cfg) }
-	if l.Create != nil {
-		create = func() (component.Component, error) { return l.Create(cfg) }
+	next := l.Metrics
+	if next == nil {
+		next = consumertest.NewNop()
 	}
-	l.run(t, create)
+	l.run(t, func() (component.Component, error) { return Create(factory, cfg, next) })
 }
 
 // Create creates, with no-op settings of its type, the traces component of factory: a traces
 // processor passing to a no-op consumer, a traces exporter, a traces-to-metrics connector
-// passing to a no-op consumer, or an extension.
-func Create(factory component.Factory, cfg component.Config) (component.Component, error) {
+// passing to next behind a metrics router (as the collector builds it), or an extension.
+func Create(factory component.Factory, cfg component.Config, next consumer.Metrics) (component.Component, error) {
 	ctx := context.Background()
 	switch f := factory.(type) {
 	case processor.Factory:
@@ -57,7 +58,8 @@ func Create(factory component.Factory, cfg component.Config) (component.Componen
 	case exporter.Factory:
 		return f.CreateTraces(ctx, exportertest.NewNopSettings(f.Type()), cfg)
 	case connector.Factory:
-		return f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, consumertest.NewNop())
+		router := connector.NewMetricsRouter(map[pipeline.ID]consumer.Metrics{pipeline.NewID(pipeline.SignalMetrics): next})
+		return f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, router)
 	case extension.Factory:
 		return f.Create(ctx, extensiontest.NewNopSettings(f.Type()), cfg)
 	}
@@ -114,9 +116,9 @@ func Int64Points(t *testing.T, tel *componenttest.Telemetry, name string) []metr
 type Lifecycle struct {
 	// Configure, when not nil, adjusts the config before the instances are created (Check).
 	Configure func(cfg component.Config)
-	// Create, when not nil, creates a new instance of the component with cfg instead of
-	// [Create].
-	Create func(cfg component.Config) (component.Component, error)
+	// Metrics, when not nil, is where a connector passes its metrics ([Create]); a no-op
+	// consumer when nil.
+	Metrics consumer.Metrics
 	// Traces, when not nil, is consumed by the started instance (a consumer.Traces) before Use:
 	// whatever its error, consuming it must not panic.
 	Traces func() ptrace.Traces
