@@ -18,8 +18,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -500,14 +498,7 @@ func scrape(t testing.TB, port int) map[string]float64 {
 
 // tryScrape is scrape that returns its error (a member that is gone).
 func tryScrape(port int) (map[string]float64, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
+	fams, err := e2e.Families(fmt.Sprintf("http://127.0.0.1:%d/metrics", port), 5*time.Second)
 	if err != nil {
 		return nil, err
 	}

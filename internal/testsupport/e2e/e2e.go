@@ -261,18 +261,9 @@ type Series struct {
 // _count and _sum samples.
 func Scrape(t testing.TB, url string) []Series {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	fams, err := Families(url, 10*time.Second)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parsing %s: %v", url, err)
+		t.Fatalf("scraping %s: %v", url, err)
 	}
 	var out []Series
 	for name, f := range fams {
@@ -295,6 +286,24 @@ func Scrape(t testing.TB, url string) []Series {
 		}
 	}
 	return out
+}
+
+// Families reads the Prometheus text exposition at url into its metric families, waiting at
+// most timeout for the whole answer.
+func Families(url string, timeout time.Duration) (map[string]*dto.MetricFamily, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
 }
 
 // Sum adds the values of samples named name whose labels include all of match.
