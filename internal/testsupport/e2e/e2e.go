@@ -6,6 +6,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -199,17 +200,32 @@ service:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Stop(t) })
-	deadline := time.Now().Add(30 * time.Second)
+	if err := WaitReady(fmt.Sprintf("http://127.0.0.1:%d/", c.Health), 30*time.Second, nil); err != nil {
+		t.Fatalf("collector %v; log:\n%s", err, c.log.String())
+	}
+	return c
+}
+
+// WaitReady polls url every 100 ms until it answers 200 OK. It gives up with an error when
+// exited (nil: not asked) reports that the process meant to answer has ended, or when within
+// has passed.
+func WaitReady(url string, within time.Duration, exited func() bool) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(within)
 	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", c.Health))
+		resp, err := client.Get(url)
 		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return c
+				return nil
 			}
 		}
+		if exited != nil && exited() {
+			return errors.New("exited")
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("collector not healthy after 30s; log:\n%s", c.log.String())
+			return fmt.Errorf("not ready at %s after %s", url, within)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
