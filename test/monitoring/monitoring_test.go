@@ -129,6 +129,21 @@ func repoFile(t *testing.T, rel string) []byte {
 	return b
 }
 
+// committedRules are the committed rule files with their windows cut (ruleWindow, ruleFor), by
+// file name, and their names in order.
+func committedRules(t *testing.T) (map[string][]byte, []string) {
+	t.Helper()
+	rules := map[string][]byte{}
+	var names []string
+	for _, f := range []string{"orphanwatch-thresholds.yml", "orphanwatch-alerts.yml"} {
+		b, err := e2e.RulesForTest(repoFile(t, "config/prometheus/rules/"+f), ruleWindow, ruleFor)
+		require.NoError(t, err, f)
+		rules[f] = b
+		names = append(names, f)
+	}
+	return rules, names
+}
+
 func startStack(t *testing.T, bins binaries, annotate bool) *stack {
 	t.Helper()
 	s := &stack{start: time.Now(), mode: "observe"}
@@ -147,14 +162,7 @@ func startStack(t *testing.T, bins binaries, annotate bool) *stack {
 	require.NoError(t, err)
 	s.am = e2e.StartAlertmanager(t, bins.alertmanager, amCfg)
 
-	rules := map[string][]byte{}
-	var names []string
-	for _, f := range []string{"orphanwatch-thresholds.yml", "orphanwatch-alerts.yml"} {
-		b, err := e2e.RulesForTest(repoFile(t, "config/prometheus/rules/"+f), ruleWindow, ruleFor)
-		require.NoError(t, err, f)
-		rules[f] = b
-		names = append(names, f)
-	}
+	rules, names := committedRules(t)
 	promCfg, err := e2e.PrometheusConfigForTest(repoFile(t, "config/prometheus/prometheus.yml"), e2e.PrometheusTargets{
 		Jobs: map[string]string{
 			"orphanwatch":           fmt.Sprintf("127.0.0.1:%d", s.c.Metrics),
@@ -268,15 +276,7 @@ func testBlind(t *testing.T, bins binaries, annotate bool) {
 	// attributes and unknown roots; one span of S1 held back until its trace was decided, for
 	// late spans. Two rounds, so that Prometheus sees each counter increase after it appeared.
 	for round := 1; round <= 2; round++ {
-		for _, name := range []string{"s09_root_missing", "s13_bad_input"} {
-			s.c.PostTraces(t, scenarioTraces(t, name, round))
-		}
-		s1 := scenarioTraces(t, "s01_happy_fanout", round)
-		held := e2e.SplitTraces(s1, func(sp ptrace.Span) bool { return sp.Name() == "chat gpt-4o-mini" && sp.SpanID()[7] == 6 })
-		require.Equal(t, 1, held.SpanCount(), "S1's first model call")
-		s.c.PostTraces(t, s1)
-		time.Sleep(decisionWait + 2*time.Second)
-		s.c.PostTraces(t, held)
+		postScenarios(t, []*e2e.Collector{s.c}, round, "s09_root_missing", "s13_bad_input")
 	}
 	tr := waitSim(t, simDone)
 	require.Positive(t, tr.Abandoned, "no user left: blind traffic proves nothing")
@@ -573,6 +573,30 @@ func scenarioTraces(t *testing.T, name string, round int) ptrace.Traces {
 	}
 	e2e.ShiftTraces(td, time.Now().Add(-10*time.Second))
 	return td
+}
+
+// postScenarios sends round `round` of the named scenarios to every collector, then S1 with its
+// first model call held back until S1 was decided (decision_wait and a margin later): a late
+// span.
+func postScenarios(t *testing.T, collectors []*e2e.Collector, round int, names ...string) {
+	t.Helper()
+	for _, c := range collectors {
+		for _, name := range names {
+			c.PostTraces(t, scenarioTraces(t, name, round))
+		}
+	}
+	var held []ptrace.Traces
+	for _, c := range collectors {
+		s1 := scenarioTraces(t, "s01_happy_fanout", round)
+		h := e2e.SplitTraces(s1, func(sp ptrace.Span) bool { return sp.Name() == "chat gpt-4o-mini" && sp.SpanID()[7] == 6 })
+		require.Equal(t, 1, h.SpanCount(), "S1's first model call")
+		c.PostTraces(t, s1)
+		held = append(held, h)
+	}
+	time.Sleep(decisionWait + 2*time.Second)
+	for i, c := range collectors {
+		c.PostTraces(t, held[i])
+	}
 }
 
 func tail(s string, n int) string {
