@@ -197,14 +197,20 @@ func (s *stack) instant(q string) (model.Vector, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	v, _, _, err := s.api.Query(ctx, q, time.Now())
+	return result[model.Vector](q, v, err)
+}
+
+// result is the answer v to the query q, of the type T that q returns, or err.
+func result[T model.Value](q string, v model.Value, err error) (T, error) {
+	var r T
 	if err != nil {
-		return nil, err
+		return r, err
 	}
-	vec, ok := v.(model.Vector)
+	r, ok := v.(T)
 	if !ok {
-		return nil, fmt.Errorf("%s: %s, not a vector", q, v.Type())
+		return r, fmt.Errorf("%s: %s, not a %T", q, v.Type(), r)
 	}
-	return vec, nil
+	return r, nil
 }
 
 func (s *stack) scalar(t *testing.T, q string) float64 {
@@ -388,12 +394,9 @@ func testAware(t *testing.T, bins binaries) {
 	assert.Positive(t, s.scalar(t, `sum(orphanwatch_runs_total{outcome="cancelled"})`), "no run noticed its caller had gone")
 	s.checkRulesHealthy(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	v, _, _, err := s.api.QueryRange(ctx, `ALERTS{category=~"orphaned_spend|propagation"}`,
-		promv1.Range{Start: s.start, End: time.Now(), Step: interval})
+	m, err := s.overTime(`ALERTS{category=~"orphaned_spend|propagation"}`)
 	require.NoError(t, err)
-	assert.Empty(t, v.(model.Matrix), "orphan alerts were pending or firing on aware traffic")
+	assert.Empty(t, m, "orphan alerts were pending or firing on aware traffic")
 	for _, r := range s.hook.Alerts() {
 		c := r.Alert.Labels["category"]
 		assert.False(t, c == "orphaned_spend" || c == "propagation", "webhook got %v", r.Alert.Labels)
@@ -416,31 +419,9 @@ func (s *stack) expand(q dashboards.Query) string {
 // checkQuery runs q as Grafana would (range or instant) and returns "" when it returned data
 // (non-zero data but for zeroIsHealthy panels and panel/refID queries), else what is missing.
 func (s *stack) checkQuery(q dashboards.Query) string {
-	expr := s.expand(q)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var values []float64
-	if q.Instant {
-		v, _, _, err := s.api.Query(ctx, expr, time.Now())
-		if err != nil {
-			return fmt.Sprintf("%s: %v", q, err)
-		}
-		for _, smp := range v.(model.Vector) {
-			values = append(values, float64(smp.Value))
-		}
-	} else {
-		v, _, _, err := s.api.QueryRange(ctx, expr, promv1.Range{Start: s.start, End: time.Now(), Step: interval})
-		if err != nil {
-			return fmt.Sprintf("%s: %v", q, err)
-		}
-		for _, ss := range v.(model.Matrix) {
-			for _, p := range ss.Values {
-				values = append(values, float64(p.Value))
-			}
-		}
-	}
-	if len(values) == 0 {
-		return fmt.Sprintf("%s: no data: %s", q, expr)
+	expr, values, problem := s.panelValues(q)
+	if problem != "" {
+		return problem
 	}
 	if zeroIsHealthy[q.Panel] || zeroIsHealthy[q.Panel+"/"+q.RefID] {
 		return ""
@@ -451,6 +432,44 @@ func (s *stack) checkQuery(q dashboards.Query) string {
 		}
 	}
 	return fmt.Sprintf("%s: only zero or NaN: %s", q, expr)
+}
+
+// panelValues runs q as Grafana would (range or instant) over the stack's lifetime and returns
+// its expanded expression and every value it returned; problem, when not "", says that it
+// failed or returned no data.
+func (s *stack) panelValues(q dashboards.Query) (expr string, values []float64, problem string) {
+	expr = s.expand(q)
+	if q.Instant {
+		v, err := s.instant(expr)
+		if err != nil {
+			return expr, nil, fmt.Sprintf("%s: %v", q, err)
+		}
+		for _, smp := range v {
+			values = append(values, float64(smp.Value))
+		}
+	} else {
+		m, err := s.overTime(expr)
+		if err != nil {
+			return expr, nil, fmt.Sprintf("%s: %v", q, err)
+		}
+		for _, ss := range m {
+			for _, p := range ss.Values {
+				values = append(values, float64(p.Value))
+			}
+		}
+	}
+	if len(values) == 0 {
+		return expr, nil, fmt.Sprintf("%s: no data: %s", q, expr)
+	}
+	return expr, values, ""
+}
+
+// overTime runs expr as a range query over the stack's lifetime, a step an interval.
+func (s *stack) overTime(expr string) (model.Matrix, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, _, _, err := s.api.QueryRange(ctx, expr, promv1.Range{Start: s.start, End: time.Now(), Step: interval})
+	return result[model.Matrix](expr, v, err)
 }
 
 // checkRulesHealthy: both rule files loaded, every rule evaluated without error.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/assert"
@@ -302,27 +301,8 @@ func (s *stack) checkAlert(r e2e.Rule, mode string) []string {
 
 // checkData runs a panel query as Grafana would and returns "" when it returned data.
 func (s *stack) checkData(q dashboards.Query) string {
-	expr := s.expand(q)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if q.Instant {
-		v, _, _, err := s.api.Query(ctx, expr, time.Now())
-		if err != nil {
-			return fmt.Sprintf("%s: %v", q, err)
-		}
-		if len(v.(model.Vector)) == 0 {
-			return fmt.Sprintf("%s: no data: %s", q, expr)
-		}
-		return ""
-	}
-	v, _, _, err := s.api.QueryRange(ctx, expr, promv1.Range{Start: s.start, End: time.Now(), Step: interval})
-	if err != nil {
-		return fmt.Sprintf("%s: %v", q, err)
-	}
-	if len(v.(model.Matrix)) == 0 {
-		return fmt.Sprintf("%s: no data: %s", q, expr)
-	}
-	return ""
+	_, _, problem := s.panelValues(q)
+	return problem
 }
 
 // metricNames lists the metric names in Prometheus that start with prefix.
