@@ -31,7 +31,7 @@ func buildDistribution(t *testing.T) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/otelcol-orphanwatch")
-		cmd.Dir = repo(t)
+		cmd.Dir = e2e.RepoRoot()
 		if b, err := cmd.CombinedOutput(); err != nil {
 			dist.err = fmt.Errorf("go build: %v\n%s", err, b)
 			return
@@ -63,7 +63,7 @@ type proc struct {
 func startProc(t *testing.T, bin string, tr *tier, m *member, name string, extra ...string) *proc {
 	t.Helper()
 	p := &proc{health: e2e.FreePort(t), log: &e2e.SyncBuffer{}, exited: make(chan struct{})}
-	args := append([]string{"--config", filepath.Join(repo(t), "config/scaleout/member.yaml")}, extra...)
+	args := append([]string{"--config", filepath.Join(e2e.RepoRoot(), "config/scaleout/member.yaml")}, extra...)
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(),
 		"ORPHANWATCH_MEMBER="+name,

@@ -42,16 +42,6 @@ import (
 // components cmd/otelcol-orphanwatch ships.
 func factories() (otelcol.Factories, error) { return distribution.Components() }
 
-// repo is the repository root (this module is test/scaleout).
-func repo(t testing.TB) string {
-	t.Helper()
-	d, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // broker starts kfake on 127.0.0.1 with the spans topic.
 func broker(t testing.TB, partitions int32) string {
 	t.Helper()
@@ -74,7 +64,7 @@ type collector struct {
 
 func startCollector(t testing.TB, name, file string, overrides map[string]string) *collector {
 	t.Helper()
-	uris := []string{"file:" + filepath.Join(repo(t), file)}
+	uris := []string{"file:" + filepath.Join(e2e.RepoRoot(), file)}
 	keys := make([]string, 0, len(overrides))
 	for k := range overrides {
 		keys = append(keys, k)
