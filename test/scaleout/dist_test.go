@@ -116,12 +116,7 @@ func TestDistributionTier(t *testing.T) {
 
 	tr, _ := startProcTier(t, bin, 2)
 	total := tr.sendAll(t, batches)
-	if got := tr.waitStore(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans in the trace store", got, total)
-	}
-	if got := tr.settle(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans judged", got, total)
-	}
+	tr.storedAndJudged(t, total)
 	if d := diff(want, tr.orphanSeries(t)); len(d) > 0 {
 		t.Errorf("two distribution members: %d series differ from one collector:\n%s", len(d), joinLines(d))
 	} else {

@@ -365,6 +365,18 @@ func (tr *tier) waitStore(t testing.TB, n int, within time.Duration) int {
 	}
 }
 
+// storedAndJudged waits until the trace store behind the front got total spans and the members
+// judged total spans (60 s for each), and fails the test when either falls short.
+func (tr *tier) storedAndJudged(t testing.TB, total int) {
+	t.Helper()
+	if got := tr.waitStore(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d members: %d of %d spans in the trace store", len(tr.members), got, total)
+	}
+	if got := tr.settle(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d members: %d of %d spans judged", len(tr.members), got, total)
+	}
+}
+
 // judged is the spans whose verdicts member m decided and counted (its exporter's
 // otelcol_exporter_orphanmetrics_spans_judged).
 func judged(t testing.TB, m *member) int {

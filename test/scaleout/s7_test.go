@@ -92,22 +92,10 @@ func runS7(t *testing.T, keySharing bool, pairs int) (map[string]float64, *tier)
 func runJobsFirst(t *testing.T, keySharing bool, jobs, requests []ptrace.Traces) *tier {
 	t.Helper()
 	tr := startTier(t, tierOptions{members: 2, keySharing: keySharing, decisionWait: "1s", keyWait: "3s"})
-	total := 0
-	for _, b := range jobs {
-		total += b.SpanCount()
-		tr.send(t, b)
-	}
+	total := tr.sendAll(t, jobs)
 	time.Sleep(1500 * time.Millisecond) // the jobs are due before their requests arrive
-	for _, a := range requests {
-		total += a.SpanCount()
-		tr.send(t, a)
-	}
-	if got := tr.waitStore(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans in the trace store", got, total)
-	}
-	if got := tr.settle(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans judged", got, total)
-	}
+	total += tr.sendAll(t, requests)
+	tr.storedAndJudged(t, total)
 	return tr
 }
 
