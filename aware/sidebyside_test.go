@@ -102,9 +102,10 @@ type outcome struct {
 	clientErr  []string      // error.type of each CLIENT span
 }
 
-// run runs lib's loop (waiting wait between attempts) against a loopback server with handler; leave makes the caller leave (given a cancel
-// func and the server's hit counter) and returns when it did.
-func run(t *testing.T, lib library, wait time.Duration, handler func(hits *atomic.Int32) http.HandlerFunc, ctx context.Context, cancel context.CancelFunc, leave func(hits *atomic.Int32) time.Time) outcome {
+// run runs lib's loop (waiting wait between attempts) against a loopback server that counts
+// the requests it receives and answers with handler (given the request's number, from 1);
+// leave makes the caller leave (with cancel) and returns when it did.
+func run(t *testing.T, lib library, wait time.Duration, handler func(w http.ResponseWriter, r *http.Request, hit int32), ctx context.Context, cancel context.CancelFunc, leave func() time.Time) outcome {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -113,7 +114,7 @@ func run(t *testing.T, lib library, wait time.Duration, handler func(hits *atomi
 	otel.SetTracerProvider(tp)
 	defer otel.SetTracerProvider(prev)
 	var hits atomic.Int32
-	srv := httptest.NewServer(handler(&hits))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler(w, r, hits.Add(1)) }))
 	defer srv.Close()
 	client := &http.Client{Transport: otelhttp.NewTransport(lib.inner(), otelhttp.WithTracerProvider(tp))}
 	caller, span := tp.Tracer("caller").Start(ctx, "GET /agent", trace.WithSpanKind(trace.SpanKindServer))
@@ -121,7 +122,7 @@ func run(t *testing.T, lib library, wait time.Duration, handler func(hits *atomi
 	var o outcome
 	var calls atomic.Int32
 	left := make(chan time.Time, 1)
-	go func() { left <- leave(&hits) }()
+	go func() { left <- leave() }()
 	resp, err := lib.search(caller, client, srv.URL+"/search", wait, &calls)
 	end := time.Now()
 	cancel()
@@ -153,6 +154,18 @@ func run(t *testing.T, lib library, wait time.Duration, handler func(hits *atomi
 	return o
 }
 
+// leaveOnce is a leave for run: once ready is signalled and pause has passed, the caller leaves
+// (cancel).
+func leaveOnce(ready <-chan struct{}, pause time.Duration, cancel context.CancelFunc) func() time.Time {
+	return func() time.Time {
+		<-ready
+		time.Sleep(pause)
+		now := time.Now()
+		cancel()
+		return now
+	}
+}
+
 // checkErr asserts the error each library returns, as the page quotes it.
 func checkErr(t *testing.T, lib string, err error, stage aware.Stage) {
 	t.Helper()
@@ -178,9 +191,7 @@ func TestSideBySideBeforeDispatch(t *testing.T) {
 		t.Run(lib.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			o := run(t, lib, 10*time.Second, func(hits *atomic.Int32) http.HandlerFunc {
-				return func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }
-			}, ctx, cancel, func(*atomic.Int32) time.Time { return time.Now() })
+			o := run(t, lib, 10*time.Second, func(http.ResponseWriter, *http.Request, int32) {}, ctx, cancel, time.Now)
 			require.ErrorIs(t, o.err, context.Canceled)
 			checkErr(t, lib.name, o.err, aware.BeforeDispatch)
 			assert.Zero(t, o.hits, "nothing reaches the server")
@@ -208,21 +219,13 @@ func TestSideBySideMidAttempt(t *testing.T) {
 		t.Run(lib.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			got := make(chan struct{}, 8)
-			o := run(t, lib, 10*time.Second, func(hits *atomic.Int32) http.HandlerFunc {
-				return func(w http.ResponseWriter, r *http.Request) {
-					hits.Add(1)
-					got <- struct{}{}
-					select { // the long work
-					case <-r.Context().Done():
-					case <-time.After(10 * time.Second):
-					}
+			o := run(t, lib, 10*time.Second, func(w http.ResponseWriter, r *http.Request, _ int32) {
+				got <- struct{}{}
+				select { // the long work
+				case <-r.Context().Done():
+				case <-time.After(10 * time.Second):
 				}
-			}, ctx, cancel, func(*atomic.Int32) time.Time {
-				<-got
-				now := time.Now()
-				cancel()
-				return now
-			})
+			}, ctx, cancel, leaveOnce(got, 0, cancel))
 			require.ErrorIs(t, o.err, context.Canceled)
 			checkErr(t, lib.name, o.err, aware.DuringAttempt)
 			assert.Less(t, o.took, time.Second, "the attempt in flight is abandoned at once")
@@ -248,19 +251,10 @@ func TestSideBySideMidBackoff(t *testing.T) {
 		t.Run(lib.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			answered := make(chan struct{}, 8)
-			o := run(t, lib, 10*time.Second, func(hits *atomic.Int32) http.HandlerFunc {
-				return func(w http.ResponseWriter, r *http.Request) {
-					hits.Add(1)
-					w.WriteHeader(http.StatusServiceUnavailable)
-					answered <- struct{}{}
-				}
-			}, ctx, cancel, func(*atomic.Int32) time.Time {
-				<-answered
-				time.Sleep(100 * time.Millisecond) // the loop is in its 10 s wait
-				now := time.Now()
-				cancel()
-				return now
-			})
+			o := run(t, lib, 10*time.Second, func(w http.ResponseWriter, r *http.Request, _ int32) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				answered <- struct{}{}
+			}, ctx, cancel, leaveOnce(answered, 100*time.Millisecond, cancel)) // the loop is in its 10 s wait
 			require.ErrorIs(t, o.err, context.Canceled)
 			checkErr(t, lib.name, o.err, aware.DuringBackoff)
 			assert.Less(t, o.took, time.Second, "the wait is cut short")
@@ -283,12 +277,9 @@ func TestSideBySideDeadlineReachesTheNextHop(t *testing.T) {
 		t.Run(lib.name, func(t *testing.T) {
 			var header atomic.Value
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			o := run(t, lib, 10*time.Second, func(hits *atomic.Int32) http.HandlerFunc {
-				return func(w http.ResponseWriter, r *http.Request) {
-					hits.Add(1)
-					header.Store(r.Header.Get(aware.HeaderDeadline))
-				}
-			}, ctx, cancel, func(*atomic.Int32) time.Time { return time.Now() })
+			o := run(t, lib, 10*time.Second, func(w http.ResponseWriter, r *http.Request, _ int32) {
+				header.Store(r.Header.Get(aware.HeaderDeadline))
+			}, ctx, cancel, time.Now)
 			require.NoError(t, o.err)
 			if lib.name == "aware" {
 				dl, err := aware.ParseUnixSeconds(header.Load().(string))
@@ -311,13 +302,11 @@ func TestSideBySideRetriesA408(t *testing.T) {
 		}
 		t.Run(lib.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
-			o := run(t, lib, time.Millisecond, func(hits *atomic.Int32) http.HandlerFunc {
-				return func(w http.ResponseWriter, r *http.Request) {
-					if hits.Add(1) == 1 {
-						w.WriteHeader(http.StatusRequestTimeout)
-					}
+			o := run(t, lib, time.Millisecond, func(w http.ResponseWriter, _ *http.Request, hit int32) {
+				if hit == 1 {
+					w.WriteHeader(http.StatusRequestTimeout)
 				}
-			}, ctx, cancel, func(*atomic.Int32) time.Time { return time.Now() })
+			}, ctx, cancel, time.Now)
 			require.NoError(t, o.err)
 			want := map[string]int32{"aware": 2, "hashicorp/go-retryablehttp": 1}[lib.name]
 			assert.Equal(t, want, o.hits)

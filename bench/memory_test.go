@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
 // inFlight is how many traces the memory benchmarks hold (100,000 with -short).
@@ -81,63 +82,38 @@ func feedTraces(tb testing.TB, n int, root bool, consume func(ptrace.Traces) err
 func BenchmarkMemory(b *testing.B) {
 	n := inFlight()
 	b.Run("tracked-traces", func(b *testing.B) {
-		var per float64
-		for range b.N {
+		orphanHeap(b, n, "tracked-trace", func() (*orphanprocessor.Config, func(*orphan)) {
 			cfg := orphanConfig()
 			cfg.DecisionWait = time.Hour
 			cfg.Limits.MaxTraces = 2 * n
 			cfg.Limits.MaxRootRecords = 2 * n
-			before := heapInUse()
-			o := newOrphan(b, cfg, consumertest.NewNop())
-			feedTraces(b, n, false, func(td ptrace.Traces) error { return o.p.ConsumeTraces(context.Background(), td) })
-			held := heapInUse()
-			per = float64(held-before) / float64(n)
-			o.close(b) // decides and passes on every held trace
-			runtime.KeepAlive(o)
-		}
-		b.ReportMetric(0, "ns/op")
-		b.ReportMetric(per, "B/tracked-trace")
+			return cfg, func(o *orphan) { feedOrphan(b, o, n, false) }
+		})
 	})
 	b.Run("root-records", func(b *testing.B) {
-		var per float64
-		for range b.N {
+		orphanHeap(b, n, "root-record", func() (*orphanprocessor.Config, func(*orphan)) {
 			cfg := orphanConfig() // decision_wait 0: each trace leaves at once, its record stays
 			cfg.Limits.MaxRootRecords = 2 * n
-			before := heapInUse()
-			o := newOrphan(b, cfg, consumertest.NewNop())
-			feedTraces(b, n, true, func(td ptrace.Traces) error { return o.p.ConsumeTraces(context.Background(), td) })
-			after := heapInUse()
-			per = float64(after-before) / float64(n)
-			o.close(b)
-			runtime.KeepAlive(o)
-		}
-		b.ReportMetric(0, "ns/op")
-		b.ReportMetric(per, "B/root-record")
+			return cfg, func(o *orphan) { feedOrphan(b, o, n, true) }
+		})
 	})
 	b.Run("held-mix", func(b *testing.B) {
 		// The whole mix held at once (decision_wait 1h): heap per held span of realistic traces,
 		// the spans themselves included.
 		m := getMix(b)
-		var per float64
-		for range b.N {
+		orphanHeap(b, m.Spans, "held-span-beyond-input", func() (*orphanprocessor.Config, func(*orphan)) {
 			cfg := orphanConfig()
 			cfg.DecisionWait = time.Hour
 			in := Clone(m.Batches)
-			before := heapInUse()
-			o := newOrphan(b, cfg, consumertest.NewNop())
-			for i := range in {
-				if err := o.p.ConsumeTraces(context.Background(), in[i]); err != nil {
-					b.Fatal(err)
+			return cfg, func(o *orphan) {
+				for i := range in {
+					if err := o.p.ConsumeTraces(context.Background(), in[i]); err != nil {
+						b.Fatal(err)
+					}
+					in[i] = ptrace.Traces{}
 				}
-				in[i] = ptrace.Traces{}
 			}
-			held := heapInUse()
-			per = (float64(held) - float64(before)) / float64(m.Spans)
-			o.close(b)
-			runtime.KeepAlive(o)
-		}
-		b.ReportMetric(0, "ns/op")
-		b.ReportMetric(per, "B/held-span-beyond-input")
+		})
 	})
 	b.Run("observe-held-mix", func(b *testing.B) {
 		// The whole mix observed with its records waiting (the clock stands still: no trace's
@@ -181,6 +157,31 @@ func BenchmarkMemory(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 		b.ReportMetric(per, "B/held-span")
 	})
+}
+
+// orphanHeap measures, b.N times, the heap an orphan processor holds once fed, per one of count
+// things, and reports it as B/unit. prepare, called before the heap is first read, returns the
+// processor's config and what feeds it; the processor is shut down (deciding and passing on
+// whatever it holds) after the heap is read again.
+func orphanHeap(b *testing.B, count int, unit string, prepare func() (*orphanprocessor.Config, func(*orphan))) {
+	var per float64
+	for range b.N {
+		cfg, feed := prepare()
+		before := heapInUse()
+		o := newOrphan(b, cfg, consumertest.NewNop())
+		feed(o)
+		held := heapInUse()
+		per = (float64(held) - float64(before)) / float64(count)
+		o.close(b)
+		runtime.KeepAlive(o)
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(per, "B/"+unit)
+}
+
+// feedOrphan feeds n one-span traces (feedTraces) to o.
+func feedOrphan(tb testing.TB, o *orphan, n int, root bool) {
+	feedTraces(tb, n, root, func(td ptrace.Traces) error { return o.p.ConsumeTraces(context.Background(), td) })
 }
 
 // heldObserving is the last observer of BenchmarkMemory/observe-held-mix, with the whole mix

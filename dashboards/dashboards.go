@@ -121,24 +121,24 @@ func labelVariable(name, label, metric, title string) *dashboard.QueryVariableBu
 		})
 }
 
-// query is a range query drawn with legend.
-func query(ref, expr, legend string) *prometheus.DataqueryBuilder {
+// promQuery is the query expr on the datasource variable, of reference ref, its series named
+// by legend.
+func promQuery(ref, expr, legend string) *prometheus.DataqueryBuilder {
 	return prometheus.NewDataqueryBuilder().
 		Datasource(datasource()).
 		RefId(ref).
 		Expr(expr).
-		LegendFormat(legend).
-		Range()
+		LegendFormat(legend)
+}
+
+// query is a range query drawn with legend.
+func query(ref, expr, legend string) *prometheus.DataqueryBuilder {
+	return promQuery(ref, expr, legend).Range()
 }
 
 // instant is an instant query (for bar gauges over the dashboard's time range).
 func instant(ref, expr, legend string) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().
-		Datasource(datasource()).
-		RefId(ref).
-		Expr(expr).
-		LegendFormat(legend).
-		Instant()
+	return promQuery(ref, expr, legend).Instant()
 }
 
 // ids numbers the panels of one dashboard.
@@ -146,16 +146,27 @@ type ids struct{ n uint32 }
 
 func (i *ids) next() uint32 { i.n++; return i.n }
 
+// panelBuilder is what the foundation SDK's panel builders (timeseries, stat, bargauge, table,
+// heatmap) have in common, each method returning the builder P.
+type panelBuilder[P any] interface {
+	Id(id uint32) P
+	Title(title string) P
+	Description(description string) P
+	Datasource(datasource common.DataSourceRef) P
+	Span(w uint32) P
+	Height(h uint32) P
+}
+
+// panel sets what every panel has: its id, title, description, the datasource variable, and
+// its width and height in grid units.
+func panel[P panelBuilder[P]](p P, id uint32, title, description string, w, h uint32) P {
+	return p.Id(id).Title(title).Description(description).Datasource(datasource()).Span(w).Height(h)
+}
+
 func graph(id uint32, title, description, unit string, w, h uint32, targets ...cog.Builder[variants.Dataquery]) *timeseries.PanelBuilder {
-	p := timeseries.NewPanelBuilder().
-		Id(id).
-		Title(title).
-		Description(description).
-		Datasource(datasource()).
+	p := panel(timeseries.NewPanelBuilder(), id, title, description, w, h).
 		Unit(unit).
 		Min(0).
-		Span(w).
-		Height(h).
 		FillOpacity(10).
 		Legend(common.NewVizLegendOptionsBuilder().
 			DisplayMode(common.LegendDisplayModeList).
@@ -176,15 +187,9 @@ func stacked(p *timeseries.PanelBuilder) *timeseries.PanelBuilder {
 }
 
 func bigNumber(id uint32, title, description, unit string, target cog.Builder[variants.Dataquery]) *stat.PanelBuilder {
-	return stat.NewPanelBuilder().
-		Id(id).
-		Title(title).
-		Description(description).
-		Datasource(datasource()).
+	return panel(stat.NewPanelBuilder(), id, title, description, 6, 4).
 		Unit(unit).
 		NoValue("0").
-		Span(6).
-		Height(4).
 		GraphMode(common.BigValueGraphModeArea).
 		ColorMode(common.BigValueColorModeValue).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
@@ -192,15 +197,9 @@ func bigNumber(id uint32, title, description, unit string, target cog.Builder[va
 }
 
 func bars(id uint32, title, description, unit string, w, h uint32, target cog.Builder[variants.Dataquery]) *bargauge.PanelBuilder {
-	return bargauge.NewPanelBuilder().
-		Id(id).
-		Title(title).
-		Description(description).
-		Datasource(datasource()).
+	return panel(bargauge.NewPanelBuilder(), id, title, description, w, h).
 		Unit(unit).
 		Min(0).
-		Span(w).
-		Height(h).
 		NoValue("none").
 		Orientation(common.VizOrientationHorizontal).
 		DisplayMode(common.BarGaugeDisplayModeGradient).
@@ -212,13 +211,7 @@ func bars(id uint32, title, description, unit string, w, h uint32, target cog.Bu
 // (A: orphaned cost in USD, B: tokens, C: model calls), merged into one row per service and
 // model, most costly first, the totals in the footer.
 func spendTable(id uint32, title, description string, a, b, c *prometheus.DataqueryBuilder) *table.PanelBuilder {
-	return table.NewPanelBuilder().
-		Id(id).
-		Title(title).
-		Description(description).
-		Datasource(datasource()).
-		Span(16).
-		Height(8).
+	return panel(table.NewPanelBuilder(), id, title, description, 16, 8).
 		NoValue("none").
 		Unit("short").
 		WithTarget(a).
@@ -239,13 +232,7 @@ func spendTable(id uint32, title, description string, a, b, c *prometheus.Dataqu
 }
 
 func heat(id uint32, title, description string, w, h uint32, target cog.Builder[variants.Dataquery]) *heatmap.PanelBuilder {
-	return heatmap.NewPanelBuilder().
-		Id(id).
-		Title(title).
-		Description(description).
-		Datasource(datasource()).
-		Span(w).
-		Height(h).
+	return panel(heatmap.NewPanelBuilder(), id, title, description, w, h).
 		Calculate(false).
 		YAxis(heatmap.NewYAxisConfigBuilder().Unit("s")).
 		CellValues(heatmap.NewCellValuesBuilder().Unit("short")).

@@ -12,7 +12,6 @@ require (
 	github.com/orphanwatch/orphanwatch v0.0.0-00010101000000-000000000000
 	github.com/orphanwatch/orphanwatch/aware v0.0.0
 	github.com/prometheus/client_model v0.6.3
-	github.com/prometheus/common v0.72.1
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
 	go.opentelemetry.io/otel v1.47.0
@@ -41,6 +40,7 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/prometheus/common v0.72.1 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/prometheus/prometheus v0.316.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,10 +24,7 @@ import (
 // calls and tokens, attempts started after the caller left, roots by end reason, edges, and
 // cancellation reach and orphaned depth per root service (count, sum and buckets).
 func TestMetricsEqualGroundTruth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the collector")
-	}
-	bin := e2e.BuildCollector(t, t.TempDir())
+	bin := e2e.BuildCollector(t, t.TempDir()) // skips under -short
 	results := map[sim.Mode]truth.Truth{}
 	for _, mode := range []sim.Mode{sim.Blind, sim.Aware} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -63,14 +57,7 @@ func TestMetricsEqualGroundTruth(t *testing.T) {
 // metric -> service_name -> le -> count.
 func scrapeBuckets(t *testing.T, url string) map[string]map[string]map[float64]float64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
+	fams, err := e2e.Families(url, 10*time.Second)
 	require.NoError(t, err)
 	out := map[string]map[string]map[float64]float64{}
 	for name, f := range fams {
@@ -104,10 +91,7 @@ func scrapeBuckets(t *testing.T, url string) map[string]map[string]map[float64]f
 // reach and orphaned depth count only the orphans that arrive within decision_wait of their
 // root (docs/verdicts.md): not compared here.
 func TestLongRequestsEqualGroundTruth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the collector")
-	}
-	bin := e2e.BuildCollector(t, t.TempDir())
+	bin := e2e.BuildCollector(t, t.TempDir()) // skips under -short
 	for _, mode := range []sim.Mode{sim.Blind, sim.Aware} {
 		t.Run(string(mode), func(t *testing.T) {
 			tr := groundTruthRun(t, bin, mode, truthRun{
@@ -128,10 +112,7 @@ func TestLongRequestsEqualGroundTruth(t *testing.T) {
 // "squeezed exporter" also gives the simulator's batch span processors a queue of 4 spans, so
 // that a loss is likely and the flag is exercised.
 func TestStarvedCollectorEqualsGroundTruth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the collector")
-	}
-	bin := e2e.BuildCollector(t, t.TempDir())
+	bin := e2e.BuildCollector(t, t.TempDir()) // skips under -short
 	starved := e2e.Options{Env: []string{"GOMAXPROCS=1"}, Nice: 19}
 	for _, tc := range []struct {
 		name string

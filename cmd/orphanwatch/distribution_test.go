@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/httpbody"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 )
 
@@ -70,10 +69,6 @@ func TestDistributionAsSpansEndEqualsAnalyze(t *testing.T) {
 // scrapeText is the text exposition served at url.
 func scrapeText(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	_, b := httpbody.Get(t, url)
 	return string(b)
 }

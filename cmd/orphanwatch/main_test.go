@@ -306,9 +306,7 @@ func TestS2Story(t *testing.T) {
 	rep := analyzeJSON(t, filepath.Join(scenarioDir, "s02_caller_leaves", "trace.json"))
 	require.Len(t, rep.Traces, 1)
 	tr := rep.Traces[0]
-	require.NotNil(t, tr.Root)
-	assert.Equal(t, "POST /ask", tr.Root.Name)
-	assert.Equal(t, "cancelled", tr.Root.EndReason)
+	requireRoot(t, tr, "POST /ask", "cancelled")
 	require.NotNil(t, tr.Root.GoneAfterStart)
 	assert.InDelta(t, 3.0, *tr.Root.GoneAfterStart, 1e-9)
 	var search []analyze.RunReport
@@ -417,6 +415,20 @@ func single(t *testing.T, rep *analyze.Report) analyze.TraceReport {
 	return rep.Traces[0]
 }
 
+// realTrace analyzes the real file name, which must hold a single trace, and returns it.
+func realTrace(t *testing.T, name string) analyze.TraceReport {
+	t.Helper()
+	return single(t, analyzeJSON(t, realFile(t, name)))
+}
+
+// requireRoot requires tr's root to be the span name, which ended with endReason.
+func requireRoot(t *testing.T, tr analyze.TraceReport, name, endReason string, msgAndArgs ...any) {
+	t.Helper()
+	require.NotNil(t, tr.Root)
+	assert.Equal(t, name, tr.Root.Name)
+	assert.Equal(t, endReason, tr.Root.EndReason, msgAndArgs...)
+}
+
 // TestRealFiles states, for each real file, the verdicts DESIGN.md implies.
 func TestRealFiles(t *testing.T) {
 	t.Run("jaeger genai: all live, tokens counted, same-name siblings not merged", func(t *testing.T) {
@@ -459,11 +471,8 @@ func TestRealFiles(t *testing.T) {
 		assert.Equal(t, 3, names["execute_tool search_traces"])
 	})
 	t.Run("vercel: the tool call is orphaned, tokens counted once", func(t *testing.T) {
-		rep := analyzeJSON(t, realFile(t, realVercel))
-		tr := single(t, rep)
-		require.NotNil(t, tr.Root)
-		assert.Equal(t, "ai.generateText", tr.Root.Name)
-		assert.Equal(t, "completed", tr.Root.EndReason)
+		tr := realTrace(t, realVercel)
+		requireRoot(t, tr, "ai.generateText", "completed")
 		require.Len(t, tr.Orphaned, 1)
 		o := tr.Orphaned[0]
 		assert.Equal(t, "ai.toolCall", o.Name)
@@ -487,11 +496,8 @@ func TestRealFiles(t *testing.T) {
 		assert.Zero(t, orph.InputTokens+orph.OutputTokens)
 	})
 	t.Run("openllmetry: child listed first, 412/27 live", func(t *testing.T) {
-		rep := analyzeJSON(t, realFile(t, realOpenLLMetry))
-		tr := single(t, rep)
-		require.NotNil(t, tr.Root)
-		assert.Equal(t, "support_triage.workflow", tr.Root.Name)
-		assert.Equal(t, "completed", tr.Root.EndReason)
+		tr := realTrace(t, realOpenLLMetry)
+		requireRoot(t, tr, "support_triage.workflow", "completed")
 		assert.Equal(t, analyze.Liveness{Live: 2}, tr.Liveness)
 		live := tr.Spend["live"]
 		require.NotNil(t, live)
@@ -501,11 +507,8 @@ func TestRealFiles(t *testing.T) {
 		assert.Empty(t, tr.Orphaned)
 	})
 	t.Run("checkout: the negative control, nothing orphaned", func(t *testing.T) {
-		rep := analyzeJSON(t, realFile(t, realCheckout))
-		tr := single(t, rep)
-		require.NotNil(t, tr.Root)
-		assert.Equal(t, "POST /api/v2/orders", tr.Root.Name)
-		assert.Equal(t, "error", tr.Root.EndReason, "status ERROR, HTTP 402")
+		tr := realTrace(t, realCheckout)
+		requireRoot(t, tr, "POST /api/v2/orders", "error", "status ERROR, HTTP 402")
 		assert.Equal(t, analyze.Liveness{Live: 6}, tr.Liveness)
 		assert.Empty(t, tr.Orphaned)
 		assert.Equal(t, map[string]int{"hard_failure": 1}, tr.Runs)
@@ -841,9 +844,7 @@ func TestJaegerFollowsFrom(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte(doc), 0o600))
 	rep := analyzeJSON(t, p)
 	tr := single(t, rep)
-	require.NotNil(t, tr.Root)
-	assert.Equal(t, "POST /order", tr.Root.Name)
-	assert.Equal(t, "completed", tr.Root.EndReason)
+	requireRoot(t, tr, "POST /order", "completed")
 	assert.Equal(t, analyze.Liveness{Live: 1, Detached: 1}, tr.Liveness)
 }
 

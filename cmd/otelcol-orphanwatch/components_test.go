@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -14,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/listenhost"
 )
 
 // TestComponentsScaleOut: the distribution carries what README "Scale" uses (kafka exporter in
@@ -88,9 +89,6 @@ func TestListenersDefaultToLocalhost(t *testing.T) {
 	}
 }
 
-// envDefault is the collector's `${env:NAME:-default}` form.
-var envDefault = regexp.MustCompile(`\$\{env:([A-Z_]+):-([^}]*)\}`)
-
 // walkEndpoints calls fn for every string field named Endpoint (or NetAddr.Endpoint) reachable
 // from v through structs, pointers and configoptional values.
 func walkEndpoints(v reflect.Value, fn func(field, value string)) {
@@ -119,50 +117,35 @@ func TestScaleOutConfigs(t *testing.T) {
 	t.Setenv("ORPHANWATCH_MEMBER", "1")
 	t.Setenv("ORPHANWATCH_KEY_SECRET", "a-secret-of-at-least-16-bytes")
 	for _, f := range []string{"front.yaml", "member.yaml"} {
-		path := filepath.Join("..", "..", "config", "scaleout", f)
-		if err := dryRun(t, "file:"+path); err != nil {
-			t.Errorf("%s: %v", f, err)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := validShipped(t, "scaleout", f)
 		var m map[string]any
 		if err := yaml.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
-		n := 0
-		var walk func(p string, v any)
-		walk = func(p string, v any) {
-			switch x := v.(type) {
-			case map[string]any:
-				for k, c := range x {
-					// The trace store is a client endpoint: it may be anywhere. The
-					// orphanmetrics exporter listens.
-					if (k == "endpoint" || k == "host") && (!strings.Contains(p, "exporters") || strings.Contains(p, "orphanmetrics")) {
-						s, _ := c.(string)
-						n++
-						if !strings.HasPrefix(s, "${env:LISTEN_HOST:-localhost}") {
-							t.Errorf("%s%s.%s = %q: its host is not LISTEN_HOST's", f, p, k, s)
-						}
-						s = envDefault.ReplaceAllString(s, "$2")
-						if !strings.HasPrefix(s, "localhost") && !strings.HasPrefix(s, "127.0.0.1") {
-							t.Errorf("%s%s.%s = %q binds beyond localhost", f, p, k, s)
-						}
-					}
-					walk(p+"."+k, c)
-				}
-			case []any:
-				for _, c := range x {
-					walk(p+"[]", c)
-				}
-			}
-		}
-		walk("", m)
+		// The trace store is a client endpoint: it may be anywhere. The orphanmetrics exporter
+		// listens.
+		n := listenhost.Check(t, f, m, func(p string) bool {
+			return !strings.Contains(p, "exporters") || strings.Contains(p, "orphanmetrics")
+		})
 		if want := map[string]int{"front.yaml": 7, "member.yaml": 3}[f]; n != want {
 			t.Errorf("%s: %d listeners found, want %d", f, n, want)
 		}
 	}
+}
+
+// validShipped returns the text of the shipped config config/<dir>/<name>, reporting an error
+// of t when it does not validate for this distribution (dryRun).
+func validShipped(t *testing.T, dir, name string) []byte {
+	t.Helper()
+	path := filepath.Join("..", "..", "config", dir, name)
+	if err := dryRun(t, "file:"+path); err != nil {
+		t.Errorf("%s: %v", name, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // dryRun creates the distribution's collector (its components and config providers) on the

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/otelcol"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/testpki"
 )
 
 // validate runs the distribution's `validate` command in-process on the config files, as
@@ -153,10 +154,9 @@ func resolved(t *testing.T, files ...string) resolvedConf {
 	return conf.ToStringMap()
 }
 
-// writeCA writes a self-signed CA certificate (PEM) into a temporary folder and returns its path
-// (the CA of newTestPKI).
+// writeCA writes a self-signed CA certificate (PEM) into a temporary folder and returns its path.
 func writeCA(t *testing.T) string {
-	return filepath.Join(newTestPKI(t).dir, "ca.pem")
+	return testpki.New(t).CAFile()
 }
 
 // TestShippedConfigsReadPortsFromEnv: every port of the shipped configs is a

@@ -2,16 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -29,61 +22,8 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/testpki"
 )
-
-// testPKI is a CA and the certificates it signed, written as PEM files.
-type testPKI struct {
-	dir  string
-	ca   *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestPKI(t *testing.T) *testPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "trace store test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	p := &testPKI{dir: t.TempDir(), ca: ca, key: key, pool: x509.NewCertPool()}
-	p.pool.AddCert(ca)
-	p.write(t, "ca.pem", "CERTIFICATE", der)
-	return p
-}
-
-func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(p.dir, name)
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
-	return path
-}
-
-// issue signs a certificate for name (a server's DNS name, or a client's common name) and
-// returns it loaded, and written as name.pem and name-key.pem.
-func (p *testPKI) issue(t *testing.T, name string, usage x509.ExtKeyUsage) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		DNSNames: []string{name}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
-	require.NoError(t, err)
-	kder, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	cert, err := tls.LoadX509KeyPair(p.write(t, name+".pem", "CERTIFICATE", der), p.write(t, name+"-key.pem", "EC PRIVATE KEY", kder))
-	require.NoError(t, err)
-	return cert
-}
 
 // traceStore is an OTLP/gRPC server over mutual TLS: the store the front tier exports to.
 type traceStore struct {
@@ -102,13 +42,13 @@ func (s *traceStore) Export(_ context.Context, req ptraceotlp.ExportRequest) (pt
 // client certificate, verifying the server's certificate against TRACE_STORE_TLS_CA_FILE for
 // TRACE_STORE_TLS_SERVER_NAME.
 func TestTraceStoreTLSOverlayConnects(t *testing.T) {
-	pki := newTestPKI(t)
-	serverCert := pki.issue(t, "tempo.example", x509.ExtKeyUsageServerAuth)
-	pki.issue(t, "front-1", x509.ExtKeyUsageClientAuth)
+	pki := testpki.New(t)
+	serverCert := pki.Issue(t, "tempo.example", x509.ExtKeyUsageServerAuth)
+	pki.Issue(t, "front-1", x509.ExtKeyUsageClientAuth)
 
 	store := &traceStore{}
 	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{
-		Certificates: []tls.Certificate{serverCert}, ClientCAs: pki.pool,
+		Certificates: []tls.Certificate{serverCert}, ClientCAs: pki.Pool,
 		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
 	})))
 	ptraceotlp.RegisterGRPCServer(srv, store)
@@ -120,10 +60,10 @@ func TestTraceStoreTLSOverlayConnects(t *testing.T) {
 	t.Setenv("ORPHANWATCH_MEMBER", "1")
 	t.Setenv("ORPHANWATCH_KEY_SECRET", "a-secret-of-at-least-16-bytes")
 	t.Setenv("TRACE_STORE_ENDPOINT", l.Addr().String())
-	t.Setenv("TRACE_STORE_TLS_CA_FILE", filepath.Join(pki.dir, "ca.pem"))
+	t.Setenv("TRACE_STORE_TLS_CA_FILE", pki.CAFile())
 	t.Setenv("TRACE_STORE_TLS_SERVER_NAME", "tempo.example")
-	t.Setenv("TRACE_STORE_TLS_CERT_FILE", filepath.Join(pki.dir, "front-1.pem"))
-	t.Setenv("TRACE_STORE_TLS_KEY_FILE", filepath.Join(pki.dir, "front-1-key.pem"))
+	t.Setenv("TRACE_STORE_TLS_CERT_FILE", filepath.Join(pki.Dir, "front-1.pem"))
+	t.Setenv("TRACE_STORE_TLS_KEY_FILE", filepath.Join(pki.Dir, "front-1-key.pem"))
 
 	f, err := components()
 	require.NoError(t, err)

@@ -5,7 +5,6 @@ package alertmanager_test
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -13,15 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tooltest"
 )
 
+// amtool runs amtool with args (tooltest.Run) and returns its output.
 func amtool(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := e2e.RequireTool(t, "amtool")
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	require.NoError(t, err, "amtool %s:\n%s", strings.Join(args, " "), out)
-	return string(out)
+	return tooltest.Run(t, "amtool", args...)
 }
 
 func TestAmtoolCheckConfig(t *testing.T) {

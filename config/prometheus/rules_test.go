@@ -6,7 +6,6 @@ package prometheus_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/dashboards"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tooltest"
 )
 
 const (
@@ -26,12 +26,10 @@ const (
 	thresholdsFile = "rules/orphanwatch-thresholds.yml"
 )
 
+// promtool runs promtool with args (tooltest.Run) and returns its output.
 func promtool(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := e2e.RequireTool(t, "promtool")
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
-	return string(out)
+	return tooltest.Run(t, "promtool", args...)
 }
 
 func TestPromtoolCheckConfig(t *testing.T) {

@@ -38,7 +38,7 @@ func BenchmarkFlush(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	mfs, _ := c.rec.Gatherer().Gather()
+	mfs, _ := c.rec.Recorder.Gatherer().Gather()
 	points := c.conv.convert(mfs, 1).DataPointCount()
 	b.ReportMetric(float64(points), "points")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*points), "ns/point")

@@ -8,36 +8,23 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector"
-	"go.opentelemetry.io/collector/connector/connectortest"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pipeline"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
 )
 
-// The checks mdatagen generates for a traces-to-metrics connector
+// TestComponent runs the checks mdatagen generates for a traces-to-metrics connector
 // (internal/testsupport/componentcheck), with the next consumer behind a metrics router, as
 // the collector builds it. The lifecycle also checks that a second Start fails and that
 // Shutdown flushes once more.
-
-func TestComponentFactory(t *testing.T) {
-	require.Equal(t, metadata.Type, NewFactory().Type())
-	componentcheck.Factory(t, NewFactory(), "orphanmetrics")
-}
-
-func TestComponentLifecycle(t *testing.T) {
+func TestComponent(t *testing.T) {
 	factory := NewFactory()
-	cfg := componentcheck.Config(t, factory, "orphanmetrics")
-	var sink *consumertest.MetricsSink // the last instance's next consumer
-	componentcheck.Lifecycle{
-		Create: func() (component.Component, error) {
-			sink = new(consumertest.MetricsSink)
-			router := connector.NewMetricsRouter(map[pipeline.ID]consumer.Metrics{pipeline.NewID(pipeline.SignalMetrics): sink})
-			return factory.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(metadata.Type), cfg, router)
-		},
+	require.Equal(t, metadata.Type, factory.Type())
+	sink := new(consumertest.MetricsSink) // what the instances flush
+	componentcheck.Check(t, factory, "orphanmetrics", componentcheck.Lifecycle{
+		Metrics: sink,
 		Use: func(t *testing.T, c component.Component) {
 			require.Error(t, c.Start(context.Background(), componenttest.NewNopHost()), "started twice")
 			td := ptrace.NewTraces()
@@ -50,5 +37,5 @@ func TestComponentLifecycle(t *testing.T) {
 		Stopped: func(t *testing.T) {
 			require.Len(t, sink.AllMetrics(), 1, "the final flush")
 		},
-	}.Run(t)
+	})
 }

@@ -14,21 +14,20 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/metricsrecording"
 )
 
-// metricsConnector records spans with the [orphanmetrics.Recorder] the orphanmetrics exporter runs too
+// metricsConnector records spans as the orphanmetrics exporter does ([metricsrecording.Recording])
 // and, every metrics_flush_interval and once more at shutdown, sends everything it has
 // accumulated to the metrics pipeline as OTLP metrics: cumulative, or with
 // aggregation_temporality delta what changed since the last flush that went.
 type metricsConnector struct {
 	cfg    *Config
 	logger *zap.Logger
-	rec    *orphanmetrics.Recorder
+	rec    metricsrecording.Recording
 	next   consumer.Metrics
 	tel    *telemetry
 	conv   converter
-	obs    *orphanmetrics.Observing // observe mode; nil in annotate mode
 
 	flushMu sync.Mutex // one flush at a time
 
@@ -39,22 +38,9 @@ type metricsConnector struct {
 }
 
 func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*metricsConnector, error) {
-	rc := &cfg.Settings
-	rec, err := orphanmetrics.NewRecorder(rc)
+	tel, rec, err := newTelemetry(set, &cfg.Settings)
 	if err != nil {
 		return nil, err
-	}
-	rec.LogSkips(set.Logger)
-	tel, err := newTelemetry(set, rec)
-	if err != nil {
-		return nil, err
-	}
-	var obs *orphanmetrics.Observing
-	if rc.Mode == orphanmetrics.ModeObserve {
-		if obs, err = tel.observing(rc, rec, set.Logger); err != nil {
-			tel.Shutdown()
-			return nil, err
-		}
 	}
 	conv := newConverter(cfg.Namespace, set.BuildInfo.Version, pcommon.NewTimestampFromTime(time.Now()), set.Resource)
 	conv.delta = cfg.temporality() == TemporalityDelta
@@ -64,7 +50,6 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 		rec:    rec,
 		next:   next,
 		tel:    tel,
-		obs:    obs,
 		conv:   conv,
 	}, nil
 }
@@ -77,11 +62,7 @@ func (c *metricsConnector) Capabilities() consumer.Capabilities {
 // attributes the orphan processor wrote. It never fails (malformed attributes are counted in
 // <namespace>.spans_skipped, as by the exporter). td is only read.
 func (c *metricsConnector) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
-	if c.obs != nil {
-		c.obs.Consume(td)
-		return nil
-	}
-	c.rec.Record(td)
+	c.rec.Consume(td)
 	return nil
 }
 
@@ -92,9 +73,7 @@ func (c *metricsConnector) Start(context.Context, component.Host) error {
 		return errors.New("orphanmetrics: already started")
 	}
 	c.started = true
-	if c.obs != nil {
-		c.obs.Start()
-	}
+	c.rec.Start()
 	c.stop, c.stopped = make(chan struct{}), make(chan struct{})
 	go c.loop(c.stop, c.stopped)
 	return nil
@@ -128,9 +107,7 @@ func (c *metricsConnector) Shutdown(ctx context.Context) error {
 	c.started = false
 	close(c.stop)
 	<-c.stopped
-	if c.obs != nil {
-		c.obs.Shutdown() // what is still owed is counted, then flushed below
-	}
+	c.rec.Stop() // what is still owed is counted, then flushed below
 	if err := c.flush(ctx); err != nil {
 		return fmt.Errorf("orphanmetrics: final flush: %w", err)
 	}
@@ -142,7 +119,7 @@ func (c *metricsConnector) flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	began := time.Now()
-	mfs, err := c.rec.Gatherer().Gather()
+	mfs, err := c.rec.Recorder.Gatherer().Gather()
 	if err != nil {
 		c.tel.flushed(ctx, false)
 		return fmt.Errorf("gathering metrics: %w", err)

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/httpbody"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -117,12 +118,8 @@ func parseText(t testing.TB, r io.Reader) []*dto.MetricFamily {
 // scrape reads url in the Prometheus text format.
 func scrape(t testing.TB, url string) []*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	code, b := httpbody.Get(t, url)
+	require.Equal(t, http.StatusOK, code, "%s", b)
 	return parseText(t, bytes.NewReader(b))
 }
 

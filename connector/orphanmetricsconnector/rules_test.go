@@ -2,7 +2,6 @@ package orphanmetricsconnector_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tooltest"
 )
 
 var (
@@ -53,7 +52,6 @@ func asConnectorSeries(s string) string {
 // rules aggregate by the series' own labels and the names are the exporter's
 // (TestScenariosThroughPrometheusExporter).
 func TestRulesOnConnectorSeries(t *testing.T) {
-	promtool := e2e.RequireTool(t, "promtool")
 	dir := filepath.Join("..", "..", "config", "prometheus")
 	files, err := filepath.Glob(filepath.Join(dir, "tests", "*.test.yml"))
 	require.NoError(t, err)
@@ -91,9 +89,8 @@ func TestRulesOnConnectorSeries(t *testing.T) {
 		args = append(args, p)
 	}
 	require.Positive(t, rewritten)
-	out, err := exec.Command(promtool, append([]string{"test", "rules"}, args...)...).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.NotContains(t, string(out), "FAILED")
+	out := tooltest.Run(t, "promtool", append([]string{"test", "rules"}, args...)...)
+	require.NotContains(t, out, "FAILED")
 	t.Logf("%d input series relabelled; promtool:\n%s", rewritten, out)
 }
 

@@ -6,9 +6,9 @@ import (
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/metricsrecording"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
@@ -25,30 +25,32 @@ const resultAttribute = "result"
 // (`orphanmetrics`, `orphanmetrics/other`) read apart.
 type telemetry struct {
 	*metadata.TelemetryBuilder
-	id attribute.KeyValue
 	// flushOK and flushFailed are the measurement options of a successful and a failed flush.
 	flushOK, flushFailed metric.MeasurementOption
 }
 
-// newTelemetry creates the instruments of the connector instance set.ID; rec's limited labels'
-// admitted values are read on collection (otelcol_connector_orphanmetrics_label_values).
-func newTelemetry(set connector.Settings, rec *orphanmetrics.Recorder) (*telemetry, error) {
+// newTelemetry creates the instruments of the connector instance set.ID and, reporting through
+// them, the connector's recording of cfg (metricsrecording.New): rec's limited labels' admitted
+// values are read on collection (otelcol_connector_orphanmetrics_label_values) and, in observe
+// mode, what it keeps and counts (records, traces, open_runs, held_roots, evictions,
+// spans_judged, spans_without_verdict: read on collection, as the exporter's) and
+// verdict_latency.
+func newTelemetry(set connector.Settings, cfg *orphanmetrics.Settings) (*telemetry, metricsrecording.Recording, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
-		return nil, err
+		return nil, metricsrecording.Recording{}, err
 	}
 	id := attribute.String(connectorAttribute, set.ID.String())
-	t := &telemetry{
+	rec, err := metricsrecording.New(cfg, set.Logger, tb.RecordingTelemetry(id))
+	if err != nil {
+		tb.Shutdown()
+		return nil, metricsrecording.Recording{}, err
+	}
+	return &telemetry{
 		TelemetryBuilder: tb,
-		id:               id,
 		flushOK:          metric.WithAttributeSet(attribute.NewSet(id, attribute.String(resultAttribute, "success"))),
 		flushFailed:      metric.WithAttributeSet(attribute.NewSet(id, attribute.String(resultAttribute, "failure"))),
-	}
-	if err := rec.RegisterLabelValues(tb.RegisterConnectorOrphanmetricsLabelValuesCallback, id); err != nil {
-		tb.Shutdown()
-		return nil, err
-	}
-	return t, nil
+	}, rec, nil
 }
 
 // flushed counts one flush with its result.
@@ -58,30 +60,4 @@ func (t *telemetry) flushed(ctx context.Context, ok bool) {
 		opt = t.flushFailed
 	}
 	t.ConnectorOrphanmetricsFlushes.Add(ctx, 1, opt)
-}
-
-// observing returns observe mode for rec (cfg.Mode observe) reporting through the connector's
-// otelcol_connector_orphanmetrics_* instruments: records, traces, open_runs, held_roots,
-// evictions, spans_judged, spans_without_verdict (read on collection, as the exporter's) and
-// verdict_latency.
-func (t *telemetry) observing(cfg *orphanmetrics.Settings, rec *orphanmetrics.Recorder, logger *zap.Logger) (*orphanmetrics.Observing, error) {
-	one := metric.WithAttributes(t.id)
-	latency := func(s float64) { t.ConnectorOrphanmetricsVerdictLatency.Record(context.Background(), s, one) }
-	obs, err := orphanmetrics.NewObserving(cfg, rec, logger, latency, nil)
-	if err != nil {
-		return nil, err
-	}
-	err = obs.RegisterTelemetry(orphanmetrics.ObserveTelemetry{
-		Records:             t.RegisterConnectorOrphanmetricsRecordsCallback,
-		Traces:              t.RegisterConnectorOrphanmetricsTracesCallback,
-		OpenRuns:            t.RegisterConnectorOrphanmetricsOpenRunsCallback,
-		HeldRoots:           t.RegisterConnectorOrphanmetricsHeldRootsCallback,
-		Evictions:           t.RegisterConnectorOrphanmetricsEvictionsCallback,
-		SpansJudged:         t.RegisterConnectorOrphanmetricsSpansJudgedCallback,
-		SpansWithoutVerdict: t.RegisterConnectorOrphanmetricsSpansWithoutVerdictCallback,
-	}, t.id)
-	if err != nil {
-		return nil, err
-	}
-	return obs, nil
 }

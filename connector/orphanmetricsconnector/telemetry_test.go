@@ -3,7 +3,6 @@ package orphanmetricsconnector
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -23,7 +22,9 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/owntelemetry"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/telemetrydoc"
 )
 
@@ -63,8 +64,7 @@ func newTestConnector(t *testing.T, set connector.Settings, next consumer.Metric
 // attribute, and label limits work as the exporter's: over the limit, values become other and
 // the overflow is counted.
 func TestTwoInstancesReadApart(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := componentcheck.Telemetry(t)
 	ids := []component.ID{component.NewID(metadata.Type), component.NewIDWithName(metadata.Type, "other")}
 	services := [][]string{{"a"}, {"b", "c", "d"}}
 	sinks := []*consumertest.MetricsSink{{}, {}}
@@ -157,8 +157,7 @@ func exemplarCount(md pmetric.Metrics) int {
 // TestFlushes: sums are cumulative across flushes; an exemplar is sent once, and again after a
 // flush the pipeline refused; a refused flush is counted and its data sent by the next.
 func TestFlushes(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := componentcheck.Telemetry(t)
 	set := connectortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	next := &failing{n: 1}
@@ -227,8 +226,7 @@ func TestDocumentationMatchesTelemetry(t *testing.T) {
 // exporter's (shared code): S2's abandoned root is held decision_wait, then counted; every span
 // is judged; its verdict latency is recorded; everything reads 0 once counted.
 func TestObserveTelemetry(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	tel := componentcheck.Telemetry(t)
 	set := connectortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	c := newTestConnector(t, set, new(consumertest.MetricsSink), func(cfg *Config) {
@@ -240,9 +238,7 @@ func TestObserveTelemetry(t *testing.T) {
 	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, c.Shutdown(context.Background())) })
 
-	raw, err := os.ReadFile("../../testdata/scenarios/s02_caller_leaves/trace.json")
-	require.NoError(t, err)
-	s2, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+	s2, err := scenarios.LoadTraces("../../testdata/scenarios/s02_caller_leaves/trace.json")
 	require.NoError(t, err)
 	n := int64(s2.SpanCount())
 	require.NoError(t, c.ConsumeTraces(context.Background(), s2))
@@ -250,17 +246,8 @@ func TestObserveTelemetry(t *testing.T) {
 	// sum adds the points of the int64 gauge or sum name whose attribute key (when set) is
 	// value; every point carries the connector attribute.
 	sum := func(name, key, value string) int64 {
-		m, err := tel.GetMetric(name)
-		require.NoError(t, err, name)
-		var points []metricdata.DataPoint[int64]
-		switch d := m.Data.(type) {
-		case metricdata.Gauge[int64]:
-			points = d.DataPoints
-		case metricdata.Sum[int64]:
-			points = d.DataPoints
-		}
 		var total int64
-		for _, p := range points {
+		for _, p := range componentcheck.Int64Points(t, tel, name) {
 			id, _ := p.Attributes.Value(connectorAttribute)
 			assert.Equal(t, set.ID.String(), id.AsString(), name)
 			if v, ok := p.Attributes.Value(attribute.Key(key)); key == "" || (ok && v.AsString() == value) {

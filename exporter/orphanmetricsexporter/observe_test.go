@@ -1,8 +1,7 @@
-package orphanmetricsexporter_test
+package orphanmetricsexporter
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,37 +10,28 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/extension/extensiontest"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/keytier"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
 // TestObserveTelemetry: the observing exporter's own telemetry says what it keeps, and reads 0
 // once everything is counted; S2's abandoned root is held decision_wait, then counted.
 func TestObserveTelemetry(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	set := exportertest.NewNopSettings(metadata.Type)
-	set.TelemetrySettings = tel.NewTelemetrySettings()
-	cfg := orphanmetricsexporter.NewDefaultConfig()
-	cfg.NetAddr.Endpoint = "localhost:0"
-	cfg.DecisionWait = 500 * time.Millisecond
-	cfg.DecisionWaitAfterRoot = 0 // decided as it arrives
-	cfg.RunTimeout = 100 * time.Millisecond
-	exp, err := orphanmetricsexporter.NewFactory().CreateTraces(context.Background(), set, cfg)
-	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+	tel := componentcheck.Telemetry(t)
+	exp := startTestExporter(t, component.NewID(metadata.Type), tel, func(cfg *Config) {
+		cfg.DecisionWait = 500 * time.Millisecond
+		cfg.DecisionWaitAfterRoot = 0 // decided as it arrives
+		cfg.RunTimeout = 100 * time.Millisecond
+	})
 
-	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "scenarios", "s02_caller_leaves", "trace.json"))
-	require.NoError(t, err)
-	s2, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
+	s2, err := scenarios.LoadTraces(filepath.Join("..", "..", "testdata", "scenarios", "s02_caller_leaves", "trace.json"))
 	require.NoError(t, err)
 	n := int64(s2.SpanCount())
 	require.NoError(t, exp.ConsumeTraces(context.Background(), s2))
@@ -86,20 +76,12 @@ func TestObserveKeysExporter(t *testing.T) {
 	nf := extensiontest.NewNopFactory()
 	nop, err := nf.Create(context.Background(), extensiontest.NewNopSettings(nf.Type()), nf.CreateDefaultConfig())
 	require.NoError(t, err)
-	newExp := func(tel *componenttest.Telemetry) (component.Component, func(context.Context, ptrace.Traces) error) {
-		set := exportertest.NewNopSettings(metadata.Type)
-		set.ID = component.MustNewIDWithName("orphanmetrics", "tier")
-		if tel != nil {
-			set.TelemetrySettings = tel.NewTelemetrySettings()
-		}
-		cfg := orphanmetricsexporter.NewDefaultConfig()
-		cfg.NetAddr.Endpoint = "localhost:0"
-		cfg.DecisionWait = 0
-		cfg.Keys = &id
-		require.NoError(t, cfg.Validate())
-		exp, err := orphanmetricsexporter.NewFactory().CreateTraces(context.Background(), set, cfg)
-		require.NoError(t, err)
-		return exp, exp.ConsumeTraces
+	newExp := func(tel *componenttest.Telemetry) exporter.Traces {
+		return newTestExporter(t, component.MustNewIDWithName("orphanmetrics", "tier"), tel, func(cfg *Config) {
+			cfg.DecisionWait = 0
+			cfg.Keys = &id
+			require.NoError(t, cfg.Validate())
+		})
 	}
 	for name, tc := range map[string]struct {
 		host component.Host
@@ -109,7 +91,7 @@ func TestObserveKeysExporter(t *testing.T) {
 		"wrong type": {keytier.Host{id: nop}, `keys: extension "orphan_keys" is not an orphan_keys extension`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			exp, _ := newExp(nil)
+			exp := newExp(nil)
 			err := exp.Start(context.Background(), tc.host)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
@@ -117,25 +99,15 @@ func TestObserveKeysExporter(t *testing.T) {
 		})
 	}
 	t.Run("found", func(t *testing.T) {
-		tel := componenttest.NewTelemetry()
-		t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-		exp, consume := newExp(tel)
+		tel := componentcheck.Telemetry(t)
+		exp := newExp(tel)
 		require.NoError(t, exp.Start(context.Background(), keytier.Host{id: keytier.Down(t, 300*time.Millisecond)}))
-		require.NoError(t, consume(context.Background(), keytier.S7JobAlone()))
+		require.NoError(t, exp.ConsumeTraces(context.Background(), keytier.S7JobAlone()))
+		// points returns the values of name's points by their attribute set, "k=v,k=v".
 		points := func(name string) map[string]int64 {
-			m, err := tel.GetMetric(name)
-			require.NoError(t, err, name)
 			out := map[string]int64{}
-			add := func(set attribute.Set, v int64) { out[set.Encoded(attribute.DefaultEncoder())] += v }
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					add(p.Attributes, p.Value)
-				}
-			case metricdata.Gauge[int64]:
-				for _, p := range d.DataPoints {
-					add(p.Attributes, p.Value)
-				}
+			for _, p := range componentcheck.Int64Points(t, tel, name) {
+				out[p.Attributes.Encoded(attribute.DefaultEncoder())] += p.Value
 			}
 			return out
 		}

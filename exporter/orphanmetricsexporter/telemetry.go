@@ -10,6 +10,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
+	"github.com/orphanwatch/orphanwatch/internal/metricsrecording"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 )
 
@@ -17,34 +18,22 @@ import (
 const exporterAttribute = "exporter"
 
 // newTelemetry creates the exporter's internal telemetry (metadata.yaml, in mdatagen's shape)
-// for the instance set.ID; rec's limited labels' admitted values are read on collection
-// (otelcol_exporter_orphanmetrics_label_values). Every measurement carries
-// `exporter=<component ID>`, as the collector's own exporter metrics do, so two instances in
-// one collector read apart.
-func newTelemetry(set exporter.Settings, rec *orphanmetrics.Recorder) (*metadata.TelemetryBuilder, error) {
+// for the instance set.ID and, reporting through it, the exporter's recording of cfg
+// (metricsrecording.New): rec's limited labels' admitted values are read on collection
+// (otelcol_exporter_orphanmetrics_label_values) and, in observe mode, what it keeps and counts
+// (otelcol_exporter_orphanmetrics_*). Every measurement carries `exporter=<component ID>`, as
+// the collector's own exporter metrics do, so two instances in one collector read apart.
+func newTelemetry(set exporter.Settings, cfg *orphanmetrics.Settings) (*metadata.TelemetryBuilder, metricsrecording.Recording, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
-		return nil, err
+		return nil, metricsrecording.Recording{}, err
 	}
-	id := attribute.String(exporterAttribute, set.ID.String())
-	if err := rec.RegisterLabelValues(tb.RegisterExporterOrphanmetricsLabelValuesCallback, id); err != nil {
+	rec, err := metricsrecording.New(cfg, set.Logger, tb.RecordingTelemetry(attribute.String(exporterAttribute, set.ID.String())))
+	if err != nil {
 		tb.Shutdown()
-		return nil, err
+		return nil, metricsrecording.Recording{}, err
 	}
-	return tb, nil
-}
-
-// observeTelemetry is the exporter's ObserveTelemetry: its otelcol_exporter_orphanmetrics_*.
-func observeTelemetry(tb *metadata.TelemetryBuilder) orphanmetrics.ObserveTelemetry {
-	return orphanmetrics.ObserveTelemetry{
-		Records:             tb.RegisterExporterOrphanmetricsRecordsCallback,
-		Traces:              tb.RegisterExporterOrphanmetricsTracesCallback,
-		OpenRuns:            tb.RegisterExporterOrphanmetricsOpenRunsCallback,
-		HeldRoots:           tb.RegisterExporterOrphanmetricsHeldRootsCallback,
-		Evictions:           tb.RegisterExporterOrphanmetricsEvictionsCallback,
-		SpansJudged:         tb.RegisterExporterOrphanmetricsSpansJudgedCallback,
-		SpansWithoutVerdict: tb.RegisterExporterOrphanmetricsSpansWithoutVerdictCallback,
-	}
+	return tb, rec, nil
 }
 
 // shareKeys starts key sharing in observe mode through the extension named by `keys`, its
@@ -60,12 +49,12 @@ func (e *metricsExporter) shareKeys(host component.Host) error {
 	lookups := func(ctx context.Context, outcome string, n int64) {
 		e.tel.ExporterOrphanmetricsKeyLookups.Add(ctx, n, byOutcome[outcome])
 	}
-	if err := e.obs.ShareKeys(host, *e.cfg.Keys, lookups); err != nil {
+	if err := e.rec.Observing.ShareKeys(host, *e.cfg.Keys, lookups); err != nil {
 		return err
 	}
 	// Registered with the exporter's other instruments: unregistered by their Shutdown.
 	return e.tel.RegisterExporterOrphanmetricsKeyTracesWaitingCallback(func(_ context.Context, o metric.Int64Observer) error {
-		o.Observe(int64(e.obs.KeyTracesWaiting()), id)
+		o.Observe(int64(e.rec.Observing.KeyTracesWaiting()), id)
 		return nil
 	})
 }

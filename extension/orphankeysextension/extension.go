@@ -21,7 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension/internal/metadata"
-	"github.com/orphanwatch/orphanwatch/internal/fifo"
+	"github.com/orphanwatch/orphanwatch/internal/bounded"
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -34,8 +34,7 @@ type keys struct {
 	table  *table
 
 	pubMu     sync.Mutex
-	published map[recordID]int64 // record -> gone time published, to publish a record once
-	pubOrder  fifo.Queue[recordID]
+	published *bounded.Table[recordID, int64] // record -> gone time published, to publish a record once
 
 	subMu   sync.Mutex
 	subs    map[int]func([]uint64)
@@ -59,7 +58,7 @@ func newKeys(cfg *Config, id component.ID, set component.TelemetrySettings) (*ke
 		cfg:       cfg,
 		logger:    set.Logger,
 		table:     newTable(cfg.MaxRecords),
-		published: map[recordID]int64{},
+		published: bounded.New[recordID, int64](cfg.MaxRecords, nil),
 		subs:      map[int]func([]uint64){},
 	}
 	secret := []byte(cfg.Secret)
@@ -271,15 +270,11 @@ func (k *keys) Publish(h uint64, ref verdict.RootRef) {
 	}
 	id := recordID{h, ref.Trace}
 	k.pubMu.Lock()
-	g, ok := k.published[id]
-	if ok && g == ref.Gone {
+	if g, ok := k.published.Get(id); ok && g == ref.Gone {
 		k.pubMu.Unlock()
 		return
 	}
-	if !ok {
-		fifo.Admit(&k.pubOrder, k.published, k.cfg.MaxRecords, id)
-	}
-	k.published[id] = ref.Gone
+	k.published.Put(id, ref.Gone) // a new record evicts the oldest at max_records
 	k.pubMu.Unlock()
 	key, val := encodeRecord(h, ref)
 	ctx := context.Background()
@@ -288,7 +283,7 @@ func (k *keys) Publish(h uint64, ref verdict.RootRef) {
 			k.publishErrs.Add(ctx, 1, k.attrs)
 			k.logger.Debug("orphan_keys: publish failed", zap.Error(err))
 			k.pubMu.Lock()
-			delete(k.published, id) // published again when the key is seen again
+			k.published.Delete(id) // published again when the key is seen again
 			k.pubMu.Unlock()
 			return
 		}

@@ -483,9 +483,6 @@ func (r *Reader) messageHash(a *view) uint64 {
 	return r.hashKey("kafka\x00" + dest + "\x00" + part + "\x00" + off)
 }
 
-// hostPort is a "server.address:server.port" target made once and reused while the spans read
-// keep calling the same server (most do): it saves two allocations a span.
-// rpcTarget is a service/method target built once and reused while its slot is not taken.
 // maxResend bounds http.request.resend_count and attempt numbers taken as real.
 const maxResend = 10_000
 

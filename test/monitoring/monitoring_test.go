@@ -129,6 +129,21 @@ func repoFile(t *testing.T, rel string) []byte {
 	return b
 }
 
+// committedRules are the committed rule files with their windows cut (ruleWindow, ruleFor), by
+// file name, and their names in order.
+func committedRules(t *testing.T) (map[string][]byte, []string) {
+	t.Helper()
+	rules := map[string][]byte{}
+	var names []string
+	for _, f := range []string{"orphanwatch-thresholds.yml", "orphanwatch-alerts.yml"} {
+		b, err := e2e.RulesForTest(repoFile(t, "config/prometheus/rules/"+f), ruleWindow, ruleFor)
+		require.NoError(t, err, f)
+		rules[f] = b
+		names = append(names, f)
+	}
+	return rules, names
+}
+
 func startStack(t *testing.T, bins binaries, annotate bool) *stack {
 	t.Helper()
 	s := &stack{start: time.Now(), mode: "observe"}
@@ -147,14 +162,7 @@ func startStack(t *testing.T, bins binaries, annotate bool) *stack {
 	require.NoError(t, err)
 	s.am = e2e.StartAlertmanager(t, bins.alertmanager, amCfg)
 
-	rules := map[string][]byte{}
-	var names []string
-	for _, f := range []string{"orphanwatch-thresholds.yml", "orphanwatch-alerts.yml"} {
-		b, err := e2e.RulesForTest(repoFile(t, "config/prometheus/rules/"+f), ruleWindow, ruleFor)
-		require.NoError(t, err, f)
-		rules[f] = b
-		names = append(names, f)
-	}
+	rules, names := committedRules(t)
 	promCfg, err := e2e.PrometheusConfigForTest(repoFile(t, "config/prometheus/prometheus.yml"), e2e.PrometheusTargets{
 		Jobs: map[string]string{
 			"orphanwatch":           fmt.Sprintf("127.0.0.1:%d", s.c.Metrics),
@@ -189,14 +197,20 @@ func (s *stack) instant(q string) (model.Vector, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	v, _, _, err := s.api.Query(ctx, q, time.Now())
+	return result[model.Vector](q, v, err)
+}
+
+// result is the answer v to the query q, of the type T that q returns, or err.
+func result[T model.Value](q string, v model.Value, err error) (T, error) {
+	var r T
 	if err != nil {
-		return nil, err
+		return r, err
 	}
-	vec, ok := v.(model.Vector)
+	r, ok := v.(T)
 	if !ok {
-		return nil, fmt.Errorf("%s: %s, not a vector", q, v.Type())
+		return r, fmt.Errorf("%s: %s, not a %T", q, v.Type(), r)
 	}
-	return vec, nil
+	return r, nil
 }
 
 func (s *stack) scalar(t *testing.T, q string) float64 {
@@ -268,15 +282,7 @@ func testBlind(t *testing.T, bins binaries, annotate bool) {
 	// attributes and unknown roots; one span of S1 held back until its trace was decided, for
 	// late spans. Two rounds, so that Prometheus sees each counter increase after it appeared.
 	for round := 1; round <= 2; round++ {
-		for _, name := range []string{"s09_root_missing", "s13_bad_input"} {
-			s.c.PostTraces(t, scenarioTraces(t, name, round))
-		}
-		s1 := scenarioTraces(t, "s01_happy_fanout", round)
-		held := e2e.SplitTraces(s1, func(sp ptrace.Span) bool { return sp.Name() == "chat gpt-4o-mini" && sp.SpanID()[7] == 6 })
-		require.Equal(t, 1, held.SpanCount(), "S1's first model call")
-		s.c.PostTraces(t, s1)
-		time.Sleep(decisionWait + 2*time.Second)
-		s.c.PostTraces(t, held)
+		postScenarios(t, []*e2e.Collector{s.c}, round, "s09_root_missing", "s13_bad_input")
 	}
 	tr := waitSim(t, simDone)
 	require.Positive(t, tr.Abandoned, "no user left: blind traffic proves nothing")
@@ -388,12 +394,9 @@ func testAware(t *testing.T, bins binaries) {
 	assert.Positive(t, s.scalar(t, `sum(orphanwatch_runs_total{outcome="cancelled"})`), "no run noticed its caller had gone")
 	s.checkRulesHealthy(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	v, _, _, err := s.api.QueryRange(ctx, `ALERTS{category=~"orphaned_spend|propagation"}`,
-		promv1.Range{Start: s.start, End: time.Now(), Step: interval})
+	m, err := s.overTime(`ALERTS{category=~"orphaned_spend|propagation"}`)
 	require.NoError(t, err)
-	assert.Empty(t, v.(model.Matrix), "orphan alerts were pending or firing on aware traffic")
+	assert.Empty(t, m, "orphan alerts were pending or firing on aware traffic")
 	for _, r := range s.hook.Alerts() {
 		c := r.Alert.Labels["category"]
 		assert.False(t, c == "orphaned_spend" || c == "propagation", "webhook got %v", r.Alert.Labels)
@@ -416,31 +419,9 @@ func (s *stack) expand(q dashboards.Query) string {
 // checkQuery runs q as Grafana would (range or instant) and returns "" when it returned data
 // (non-zero data but for zeroIsHealthy panels and panel/refID queries), else what is missing.
 func (s *stack) checkQuery(q dashboards.Query) string {
-	expr := s.expand(q)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var values []float64
-	if q.Instant {
-		v, _, _, err := s.api.Query(ctx, expr, time.Now())
-		if err != nil {
-			return fmt.Sprintf("%s: %v", q, err)
-		}
-		for _, smp := range v.(model.Vector) {
-			values = append(values, float64(smp.Value))
-		}
-	} else {
-		v, _, _, err := s.api.QueryRange(ctx, expr, promv1.Range{Start: s.start, End: time.Now(), Step: interval})
-		if err != nil {
-			return fmt.Sprintf("%s: %v", q, err)
-		}
-		for _, ss := range v.(model.Matrix) {
-			for _, p := range ss.Values {
-				values = append(values, float64(p.Value))
-			}
-		}
-	}
-	if len(values) == 0 {
-		return fmt.Sprintf("%s: no data: %s", q, expr)
+	expr, values, problem := s.panelValues(q)
+	if problem != "" {
+		return problem
 	}
 	if zeroIsHealthy[q.Panel] || zeroIsHealthy[q.Panel+"/"+q.RefID] {
 		return ""
@@ -451,6 +432,44 @@ func (s *stack) checkQuery(q dashboards.Query) string {
 		}
 	}
 	return fmt.Sprintf("%s: only zero or NaN: %s", q, expr)
+}
+
+// panelValues runs q as Grafana would (range or instant) over the stack's lifetime and returns
+// its expanded expression and every value it returned; problem, when not "", says that it
+// failed or returned no data.
+func (s *stack) panelValues(q dashboards.Query) (expr string, values []float64, problem string) {
+	expr = s.expand(q)
+	if q.Instant {
+		v, err := s.instant(expr)
+		if err != nil {
+			return expr, nil, fmt.Sprintf("%s: %v", q, err)
+		}
+		for _, smp := range v {
+			values = append(values, float64(smp.Value))
+		}
+	} else {
+		m, err := s.overTime(expr)
+		if err != nil {
+			return expr, nil, fmt.Sprintf("%s: %v", q, err)
+		}
+		for _, ss := range m {
+			for _, p := range ss.Values {
+				values = append(values, float64(p.Value))
+			}
+		}
+	}
+	if len(values) == 0 {
+		return expr, nil, fmt.Sprintf("%s: no data: %s", q, expr)
+	}
+	return expr, values, ""
+}
+
+// overTime runs expr as a range query over the stack's lifetime, a step an interval.
+func (s *stack) overTime(expr string) (model.Matrix, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, _, _, err := s.api.QueryRange(ctx, expr, promv1.Range{Start: s.start, End: time.Now(), Step: interval})
+	return result[model.Matrix](expr, v, err)
 }
 
 // checkRulesHealthy: both rule files loaded, every rule evaluated without error.
@@ -573,6 +592,30 @@ func scenarioTraces(t *testing.T, name string, round int) ptrace.Traces {
 	}
 	e2e.ShiftTraces(td, time.Now().Add(-10*time.Second))
 	return td
+}
+
+// postScenarios sends round `round` of the named scenarios to every collector, then S1 with its
+// first model call held back until S1 was decided (decision_wait and a margin later): a late
+// span.
+func postScenarios(t *testing.T, collectors []*e2e.Collector, round int, names ...string) {
+	t.Helper()
+	for _, c := range collectors {
+		for _, name := range names {
+			c.PostTraces(t, scenarioTraces(t, name, round))
+		}
+	}
+	var held []ptrace.Traces
+	for _, c := range collectors {
+		s1 := scenarioTraces(t, "s01_happy_fanout", round)
+		h := e2e.SplitTraces(s1, func(sp ptrace.Span) bool { return sp.Name() == "chat gpt-4o-mini" && sp.SpanID()[7] == 6 })
+		require.Equal(t, 1, h.SpanCount(), "S1's first model call")
+		c.PostTraces(t, s1)
+		held = append(held, h)
+	}
+	time.Sleep(decisionWait + 2*time.Second)
+	for i, c := range collectors {
+		c.PostTraces(t, held[i])
+	}
 }
 
 func tail(s string, n int) string {

@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/orphanwatch/orphanwatch/dashboards"
@@ -64,14 +62,7 @@ func TestPushMonitoring(t *testing.T) {
 	bin := e2e.BuildCollector(t, t.TempDir())
 
 	// Prometheus: the committed rules with their windows cut, evaluated every second; no scrape.
-	rules := map[string][]byte{}
-	var names []string
-	for _, f := range []string{"orphanwatch-thresholds.yml", "orphanwatch-alerts.yml"} {
-		b, err := e2e.RulesForTest(repoFile(t, "config/prometheus/rules/"+f), ruleWindow, ruleFor)
-		require.NoError(t, err, f)
-		rules[f] = b
-		names = append(names, f)
-	}
+	rules, names := committedRules(t)
 	promCfg := fmt.Sprintf("global: {evaluation_interval: %s}\nrule_files: [%s]\n",
 		model.Duration(interval), strings.Join(names, ", "))
 	prom := e2e.StartPrometheus(t, promBin, []byte(promCfg), rules, "--web.enable-remote-write-receiver")
@@ -138,23 +129,7 @@ service:
 	// Scenario traffic, as in TestMonitoringEndToEnd: S2 (orphaned spend), S9 (root missing),
 	// S13 (malformed spans), S1 with one span held back until its trace was decided (late).
 	for round := 1; round <= 2; round++ {
-		for _, c := range collectors {
-			for _, name := range []string{"s02_caller_leaves", "s09_root_missing", "s13_bad_input"} {
-				c.PostTraces(t, scenarioTraces(t, name, round))
-			}
-		}
-		var held []ptrace.Traces
-		for _, c := range collectors {
-			s1 := scenarioTraces(t, "s01_happy_fanout", round)
-			h := e2e.SplitTraces(s1, func(sp ptrace.Span) bool { return sp.Name() == "chat gpt-4o-mini" && sp.SpanID()[7] == 6 })
-			require.Equal(t, 1, h.SpanCount(), "S1's first model call")
-			c.PostTraces(t, s1)
-			held = append(held, h)
-		}
-		time.Sleep(decisionWait + 2*time.Second)
-		for i, c := range collectors {
-			c.PostTraces(t, held[i])
-		}
+		postScenarios(t, collectors, round, "s02_caller_leaves", "s09_root_missing", "s13_bad_input")
 	}
 
 	// Both collectors' orphanwatch metrics and own telemetry arrived.
@@ -326,27 +301,8 @@ func (s *stack) checkAlert(r e2e.Rule, mode string) []string {
 
 // checkData runs a panel query as Grafana would and returns "" when it returned data.
 func (s *stack) checkData(q dashboards.Query) string {
-	expr := s.expand(q)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if q.Instant {
-		v, _, _, err := s.api.Query(ctx, expr, time.Now())
-		if err != nil {
-			return fmt.Sprintf("%s: %v", q, err)
-		}
-		if len(v.(model.Vector)) == 0 {
-			return fmt.Sprintf("%s: no data: %s", q, expr)
-		}
-		return ""
-	}
-	v, _, _, err := s.api.QueryRange(ctx, expr, promv1.Range{Start: s.start, End: time.Now(), Step: interval})
-	if err != nil {
-		return fmt.Sprintf("%s: %v", q, err)
-	}
-	if len(v.(model.Matrix)) == 0 {
-		return fmt.Sprintf("%s: no data: %s", q, expr)
-	}
-	return ""
+	_, _, problem := s.panelValues(q)
+	return problem
 }
 
 // metricNames lists the metric names in Prometheus that start with prefix.

@@ -3,11 +3,9 @@ package scaleout
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +31,7 @@ func buildDistribution(t *testing.T) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/otelcol-orphanwatch")
-		cmd.Dir = repo(t)
+		cmd.Dir = e2e.RepoRoot()
 		if b, err := cmd.CombinedOutput(); err != nil {
 			dist.err = fmt.Errorf("go build: %v\n%s", err, b)
 			return
@@ -58,14 +56,14 @@ var dist struct {
 type proc struct {
 	cmd    *exec.Cmd
 	health int
-	log    *strings.Builder
+	log    *e2e.SyncBuffer
 	exited chan struct{}
 }
 
 func startProc(t *testing.T, bin string, tr *tier, m *member, name string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{health: e2e.FreePort(t), log: &strings.Builder{}, exited: make(chan struct{})}
-	args := append([]string{"--config", filepath.Join(repo(t), "config/scaleout/member.yaml")}, extra...)
+	p := &proc{health: e2e.FreePort(t), log: &e2e.SyncBuffer{}, exited: make(chan struct{})}
+	args := append([]string{"--config", filepath.Join(e2e.RepoRoot(), "config/scaleout/member.yaml")}, extra...)
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(),
 		"ORPHANWATCH_MEMBER="+name,
@@ -87,25 +85,18 @@ func startProc(t *testing.T, bin string, tr *tier, m *member, name string, extra
 			t.Logf("%s output:\n%s", name, tail(p.log.String(), 3000))
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", p.health))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
+	hasExited := func() bool {
 		select {
 		case <-p.exited:
-			t.Fatalf("%s exited:\n%s", name, tail(p.log.String(), 3000))
+			return true
 		default:
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not healthy in 60s:\n%s", name, tail(p.log.String(), 3000))
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	if err := e2e.WaitReady(fmt.Sprintf("http://127.0.0.1:%d/", p.health), 60*time.Second, hasExited); err != nil {
+		t.Fatalf("%s %v:\n%s", name, err, tail(p.log.String(), 3000))
+	}
+	return p
 }
 
 func tail(s string, n int) string {
@@ -125,12 +116,7 @@ func TestDistributionTier(t *testing.T) {
 
 	tr, _ := startProcTier(t, bin, 2)
 	total := tr.sendAll(t, batches)
-	if got := tr.waitStore(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans in the trace store", got, total)
-	}
-	if got := tr.settle(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans judged", got, total)
-	}
+	tr.storedAndJudged(t, total)
 	if d := diff(want, tr.orphanSeries(t)); len(d) > 0 {
 		t.Errorf("two distribution members: %d series differ from one collector:\n%s", len(d), joinLines(d))
 	} else {

@@ -10,7 +10,6 @@ require (
 	github.com/orphanwatch/orphanwatch v0.0.0-00010101000000-000000000000
 	github.com/orphanwatch/orphanwatch/cmd/fanoutsim v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_model v0.6.3
-	github.com/prometheus/common v0.72.1
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.2
 	github.com/twmb/franz-go/pkg/kadm v1.19.0
@@ -140,6 +139,7 @@ require (
 	github.com/power-devops/perfstat v0.0.0-20260805114148-88456608a4f6 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_golang/exp v0.0.0-20261019101427-217707f26b14 // indirect
+	github.com/prometheus/common v0.72.1 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/prometheus/prometheus v0.316.0 // indirect

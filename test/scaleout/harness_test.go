@@ -18,8 +18,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -44,16 +42,6 @@ import (
 // components cmd/otelcol-orphanwatch ships.
 func factories() (otelcol.Factories, error) { return distribution.Components() }
 
-// repo is the repository root (this module is test/scaleout).
-func repo(t testing.TB) string {
-	t.Helper()
-	d, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // broker starts kfake on 127.0.0.1 with the spans topic.
 func broker(t testing.TB, partitions int32) string {
 	t.Helper()
@@ -76,7 +64,7 @@ type collector struct {
 
 func startCollector(t testing.TB, name, file string, overrides map[string]string) *collector {
 	t.Helper()
-	uris := []string{"file:" + filepath.Join(repo(t), file)}
+	uris := []string{"file:" + filepath.Join(e2e.RepoRoot(), file)}
 	keys := make([]string, 0, len(overrides))
 	for k := range overrides {
 		keys = append(keys, k)
@@ -377,6 +365,18 @@ func (tr *tier) waitStore(t testing.TB, n int, within time.Duration) int {
 	}
 }
 
+// storedAndJudged waits until the trace store behind the front got total spans and the members
+// judged total spans (60 s for each), and fails the test when either falls short.
+func (tr *tier) storedAndJudged(t testing.TB, total int) {
+	t.Helper()
+	if got := tr.waitStore(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d members: %d of %d spans in the trace store", len(tr.members), got, total)
+	}
+	if got := tr.settle(t, total, 60*time.Second); got != total {
+		t.Fatalf("%d members: %d of %d spans judged", len(tr.members), got, total)
+	}
+}
+
 // judged is the spans whose verdicts member m decided and counted (its exporter's
 // otelcol_exporter_orphanmetrics_spans_judged).
 func judged(t testing.TB, m *member) int {
@@ -500,14 +500,7 @@ func scrape(t testing.TB, port int) map[string]float64 {
 
 // tryScrape is scrape that returns its error (a member that is gone).
 func tryScrape(port int) (map[string]float64, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
+	fams, err := e2e.Families(fmt.Sprintf("http://127.0.0.1:%d/metrics", port), 5*time.Second)
 	if err != nil {
 		return nil, err
 	}

@@ -6,18 +6,9 @@ package scaleout
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +25,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension"
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/testpki"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -242,33 +234,11 @@ func TestKeysSASL(t *testing.T) {
 	}
 }
 
-// selfSigned returns a server certificate for 127.0.0.1 and the path of its PEM file (the CA a
-// client trusts).
-func selfSigned(t *testing.T) (tls.Certificate, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "kfake"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, path
-}
-
 // The client speaks TLS (configtls, as the kafka receiver's) to a broker that requires it; a
 // plaintext client reads nothing from it.
 func TestKeysTLS(t *testing.T) {
-	cert, ca := selfSigned(t)
+	pki := testpki.New(t)
+	cert, ca := pki.Issue(t, "127.0.0.1", x509.ExtKeyUsageServerAuth), pki.CAFile()
 	c := keysCluster(t, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	for _, withTLS := range []bool{true, false} {
 		m, err := startKeys(t, c, func(cfg *orphankeysextension.Config) {

@@ -40,12 +40,19 @@ func s7Pair(i int) (a, b ptrace.Traces, ida, idb pcommon.TraceID) {
 				sp.Links().At(l).SetTraceID(ida)
 			}
 		}
+	})
+	setKey(td, key)
+	a, b = split(td, ida), split(td, idb)
+	return a, b, ida, idb
+}
+
+// setKey gives every idempotency key in td the value key.
+func setKey(td ptrace.Traces, key string) {
+	tdwalk.Spans(td, func(sp ptrace.Span) {
 		if v, ok := sp.Attributes().Get(scenarios.AttrIdempotencyKey); ok {
 			v.Slice().At(0).SetStr(key)
 		}
 	})
-	a, b = split(td, ida), split(td, idb)
-	return a, b, ida, idb
 }
 
 func pairID(i int, which byte) pcommon.TraceID {
@@ -69,26 +76,27 @@ func split(td ptrace.Traces, id pcommon.TraceID) ptrace.Traces {
 // returns the members' summed series once everything is counted.
 func runS7(t *testing.T, keySharing bool, pairs int) (map[string]float64, *tier) {
 	t.Helper()
-	tr := startTier(t, tierOptions{members: 2, keySharing: keySharing, decisionWait: "1s", keyWait: "3s"})
-	as := make([]ptrace.Traces, pairs)
-	total := 0
+	var as, bs []ptrace.Traces
 	for i := range pairs {
 		a, b, _, _ := s7Pair(i)
-		as[i] = a
-		total += a.SpanCount() + b.SpanCount()
-		tr.send(t, b)
+		as, bs = append(as, a), append(bs, b)
 	}
-	time.Sleep(1500 * time.Millisecond) // B is due before A arrives
-	for _, a := range as {
-		tr.send(t, a)
-	}
-	if got := tr.waitStore(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans in the trace store", got, total)
-	}
-	if got := tr.settle(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d of %d spans judged", got, total)
-	}
+	tr := runJobsFirst(t, keySharing, bs, as)
 	return tr.orphanSeries(t), tr
+}
+
+// runJobsFirst sends the jobs (S7's trace B) through a tier of two members (decision_wait 1s,
+// the orphan_keys wait 3s), then, once they are due, the requests (trace A) their consumers
+// link to; it returns the tier once the trace store got every span and the members judged
+// every span.
+func runJobsFirst(t *testing.T, keySharing bool, jobs, requests []ptrace.Traces) *tier {
+	t.Helper()
+	tr := startTier(t, tierOptions{members: 2, keySharing: keySharing, decisionWait: "1s", keyWait: "3s"})
+	total := tr.sendAll(t, jobs)
+	time.Sleep(1500 * time.Millisecond) // the jobs are due before their requests arrive
+	total += tr.sendAll(t, requests)
+	tr.storedAndJudged(t, total)
+	return tr
 }
 
 // The series of S7's trace B: its two model calls (orphaned when bound to A's root, detached
@@ -130,4 +138,51 @@ func TestS7AcrossMembers(t *testing.T) {
 				sum[s7Detached], 2*pairs, sum[s7Orphaned], sum[s7Delivered])
 		}
 	}
+}
+
+// twoRequests is two S7 pairs that sent one key: request A1 cancelled at 1.00 as in S7 with its
+// job B1, and request A2 with its job B2, A2's root completing at 10.00 (200). Each job's
+// CONSUMER span links to its own request's PRODUCER span.
+func twoRequests(i int) (a1, b1, a2, b2 ptrace.Traces) {
+	a1, b1, _, _ = s7Pair(2 * i)
+	a2, b2, _, _ = s7Pair(2*i + 1)
+	key := fmt.Sprintf("shared-%d-key", i)
+	for _, td := range []ptrace.Traces{a1, b1, a2, b2} {
+		setKey(td, key)
+	}
+	tdwalk.Spans(a2, func(sp ptrace.Span) {
+		if sp.ParentSpanID().IsEmpty() {
+			sp.SetEndTimestamp(sp.StartTimestamp() + pcommon.Timestamp(10*time.Second))
+			sp.Attributes().PutInt(scenarios.AttrHTTPStatus, 200)
+		}
+	})
+	return a1, b1, a2, b2
+}
+
+// TestTwoRequestsOneKeyAcrossMembers: two requests re-send one idempotency key, each with its
+// own root; each job binds to its own request's root, on the tier, whichever members hold the
+// four traces (key records carry the trace and root span they came from, and a job waits for
+// the record of the request it links to). B1's model calls are orphaned (A1 cancelled at 1.00),
+// B2's live (A2 answered at 10.00). With records keyed by the key alone, one of the two would
+// take the other's root.
+func TestTwoRequestsOneKeyAcrossMembers(t *testing.T) {
+	const quads = 8
+	var as, bs []ptrace.Traces
+	for i := range quads {
+		a1, b1, a2, b2 := twoRequests(i)
+		as, bs = append(as, a1, a2), append(bs, b1, b2)
+	}
+	tr := runJobsFirst(t, true, bs, as)
+	sum := tr.orphanSeries(t)
+	lk := tr.telemetry(t, "otelcol_exporter_orphanmetrics_key_lookups")
+	live := "orphanwatch_model_calls_total{liveness=live,model=gpt-4o,service_name=researcher}"
+	// B1's two model calls orphaned (A1 cancelled at 1.00), B2's two live (A2 answered at 10.00).
+	if sum[s7Orphaned] != 2*quads || sum[live] != 2*quads || sum[s7Delivered] != quads || sum[s7Detached] != 0 {
+		t.Errorf("model calls orphaned %v (want %d, B1's), live %v (want %d, B2's), detached %v (want 0); runs delivered to nobody %v (want %d, B1's)",
+			sum[s7Orphaned], 2*quads, sum[live], 2*quads, sum[s7Detached], sum[s7Delivered], quads)
+	}
+	if metricSum(lk, "otelcol_exporter_orphanmetrics_key_lookups", "outcome=remote") == 0 {
+		t.Fatal("no job bound through another member's record: the test shows nothing of the tier")
+	}
+	t.Logf("%d quads; key look-ups %v", quads, lk)
 }

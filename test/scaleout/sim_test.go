@@ -16,8 +16,8 @@ import (
 	"github.com/orphanwatch/orphanwatch/cmd/fanoutsim/sim"
 )
 
-// simTraces runs the fan-out simulator once (seed 7, blind retry loops, a few seconds) and
-// returns the OTLP batches it exported, to replay the same traces to every tier.
+// simTraces runs the fan-out simulator once (sim.ShortOptions: seed 7, blind retry loops, a few
+// seconds) and returns the OTLP batches it exported, to replay the same traces to every tier.
 func simTraces(t *testing.T) []ptrace.Traces {
 	t.Helper()
 	var mu sync.Mutex
@@ -45,14 +45,7 @@ func simTraces(t *testing.T) []ptrace.Traces {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := sim.DefaultOptions()
-	o.Mode = sim.Blind
-	o.Seed = 7
-	o.TimeScale = 0.1
-	o.Rate = 12
-	o.Duration = 1500 * time.Millisecond
-	o.Requests = 24
-	o.ToolFailureRate = 0.5
+	o := sim.ShortOptions(sim.Blind)
 	o.Exporter = exp
 	o.Log = io.Discard
 	if _, err := sim.Run(ctx, o); err != nil {

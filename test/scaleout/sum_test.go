@@ -32,12 +32,7 @@ func runTier(t *testing.T, n int, keySharing bool, batches []ptrace.Traces) (map
 	t.Helper()
 	tr := startTier(t, tierOptions{members: n, keySharing: keySharing})
 	total := tr.sendAll(t, batches)
-	if got := tr.waitStore(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d members: %d of %d spans in the trace store", n, got, total)
-	}
-	if got := tr.settle(t, total, 60*time.Second); got != total {
-		t.Fatalf("%d members: %d of %d spans judged", n, got, total)
-	}
+	tr.storedAndJudged(t, total)
 	return tr.orphanSeries(t), tr
 }
 

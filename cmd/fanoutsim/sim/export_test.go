@@ -51,9 +51,7 @@ func TestExportCountsEverySpan(t *testing.T) {
 		t.Skip("runs a short simulation")
 	}
 	exp := tracetest.NewInMemoryExporter()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	tr, err := Run(ctx, shortOptions(Blind, exp))
+	tr, err := runBounded(shortOptions(Blind, exp))
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -77,13 +75,7 @@ func TestExportFailuresAreFlagged(t *testing.T) {
 	exp := &flakyExporter{InMemoryExporter: tracetest.NewInMemoryExporter(), failEvery: 3}
 	o := shortOptions(Blind, nil)
 	o.Exporter = exp
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	tr, err := Run(ctx, o)
-	var lost *SpansLostError
-	if !errors.As(err, &lost) {
-		t.Fatalf("Run: %v, want a SpansLostError", err)
-	}
+	tr, lost := runLost(t, o, "")
 	e := tr.Export
 	if e == nil || lost.Export != *e {
 		t.Fatalf("error counts %+v, truth %+v", lost.Export, e)
@@ -115,13 +107,7 @@ func TestExportQueueDropsAreFlagged(t *testing.T) {
 	o := shortOptions(Blind, nil)
 	o.Exporter = exp
 	o.ExportQueueSize = 1
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	tr, err := Run(ctx, o)
-	var lost *SpansLostError
-	if !errors.As(err, &lost) {
-		t.Fatalf("Run: %v, want a SpansLostError (a queue of 1 behind a slow exporter)", err)
-	}
+	tr, _ := runLost(t, o, " (a queue of 1 behind a slow exporter)")
 	e := tr.Export
 	received := len(exp.GetSpans())
 	t.Logf("export %s", e)

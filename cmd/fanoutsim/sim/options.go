@@ -164,6 +164,22 @@ func DefaultOptions() Options {
 	}
 }
 
+// ShortOptions returns a run of a few seconds in the given mode: the default story ten times
+// faster (time scale 0.1), seed 7, at most 24 users arriving at 12 per second for 1.5 s, and
+// half of the search-tool attempts failing. This module's tests run it, and test/scaleout
+// replays its traces.
+func ShortOptions(mode Mode) Options {
+	o := DefaultOptions()
+	o.Mode = mode
+	o.Seed = 7
+	o.TimeScale = 0.1
+	o.Rate = 12
+	o.Duration = 1500 * time.Millisecond
+	o.Requests = 24
+	o.ToolFailureRate = 0.5
+	return o
+}
+
 // Validate reports every invalid field.
 func (o Options) Validate() error {
 	var errs []error

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -22,16 +23,9 @@ import (
 // delivered_to_nobody). The blind loops go on for seconds after their caller left, far beyond it.
 const testTolerance = 250 * time.Millisecond
 
-// shortOptions is a run of a few seconds: the default story ten times faster.
+// shortOptions is ShortOptions with the tests' tolerance, exporting to exp.
 func shortOptions(mode Mode, exp *tracetest.InMemoryExporter) Options {
-	o := DefaultOptions()
-	o.Mode = mode
-	o.Seed = 7
-	o.TimeScale = 0.1
-	o.Rate = 12
-	o.Duration = 1500 * time.Millisecond
-	o.Requests = 24
-	o.ToolFailureRate = 0.5
+	o := ShortOptions(mode)
 	o.Tolerance = testTolerance
 	o.Exporter = exp
 	return o
@@ -54,9 +48,7 @@ func service(s tracetest.SpanStub) string {
 func runSim(t *testing.T, mode Mode) (truth.Truth, tracetest.SpanStubs) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	tr, err := Run(ctx, shortOptions(mode, exp))
+	tr, err := runBounded(shortOptions(mode, exp))
 	if err != nil {
 		t.Fatalf("%s: Run: %v", mode, err)
 	}
@@ -64,6 +56,24 @@ func runSim(t *testing.T, mode Mode) (truth.Truth, tracetest.SpanStubs) {
 	_ = tr.WriteSummary(&b)
 	t.Logf("\n%s", b.String())
 	return tr, exp.GetSpans()
+}
+
+// runBounded runs o, bounded by 60 s.
+func runBounded(o Options) (truth.Truth, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return Run(ctx, o)
+}
+
+// runLost runs o, which loses spans: Run must return a SpansLostError (why says how).
+func runLost(t *testing.T, o Options, why string) (truth.Truth, *SpansLostError) {
+	t.Helper()
+	tr, err := runBounded(o)
+	var lost *SpansLostError
+	if !errors.As(err, &lost) {
+		t.Fatalf("Run: %v, want a SpansLostError%s", err, why)
+	}
+	return tr, lost
 }
 
 func TestBlindAndAware(t *testing.T) {

@@ -145,50 +145,50 @@ func newOTLPExporter(ctx context.Context, o Options) (sdktrace.SpanExporter, err
 	}{500 * time.Millisecond, 5 * time.Second, 20 * time.Second}
 	switch o.OTLPProtocol {
 	case "http":
-		opts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
-			Enabled: true, InitialInterval: retry.initial, MaxInterval: retry.max, MaxElapsedTime: retry.elapsed,
-		})}
-		switch {
-		case ep == "":
-			opts = append(opts, otlptracehttp.WithEndpoint("localhost:4318"))
-		case strings.Contains(ep, "://"):
+		if strings.Contains(ep, "://") {
 			// A URL without a path means the receiver's base: the traces path is /v1/traces.
 			if u, err := url.Parse(ep); err == nil && (u.Path == "" || u.Path == "/") {
 				u.Path = "/v1/traces"
 				ep = u.String()
 			}
-			opts = append(opts, otlptracehttp.WithEndpointURL(ep))
-		default:
-			opts = append(opts, otlptracehttp.WithEndpoint(ep))
 		}
-		if o.OTLPInsecure {
-			opts = append(opts, otlptracehttp.WithInsecure())
-		}
-		if o.OTLPTimeout > 0 {
-			opts = append(opts, otlptracehttp.WithTimeout(o.OTLPTimeout))
-		}
+		opts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
+			Enabled: true, InitialInterval: retry.initial, MaxInterval: retry.max, MaxElapsedTime: retry.elapsed,
+		})}
+		opts = append(opts, exporterOptions(o, ep, "localhost:4318",
+			otlptracehttp.WithEndpoint, otlptracehttp.WithEndpointURL, otlptracehttp.WithInsecure, otlptracehttp.WithTimeout)...)
 		return otlptracehttp.New(ctx, opts...)
 	case "grpc":
 		opts := []otlptracegrpc.Option{otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{
 			Enabled: true, InitialInterval: retry.initial, MaxInterval: retry.max, MaxElapsedTime: retry.elapsed,
 		})}
-		switch {
-		case ep == "":
-			opts = append(opts, otlptracegrpc.WithEndpoint("localhost:4317"))
-		case strings.Contains(ep, "://"):
-			opts = append(opts, otlptracegrpc.WithEndpointURL(ep))
-		default:
-			opts = append(opts, otlptracegrpc.WithEndpoint(ep))
-		}
-		if o.OTLPInsecure {
-			opts = append(opts, otlptracegrpc.WithInsecure())
-		}
-		if o.OTLPTimeout > 0 {
-			opts = append(opts, otlptracegrpc.WithTimeout(o.OTLPTimeout))
-		}
+		opts = append(opts, exporterOptions(o, ep, "localhost:4317",
+			otlptracegrpc.WithEndpoint, otlptracegrpc.WithEndpointURL, otlptracegrpc.WithInsecure, otlptracegrpc.WithTimeout)...)
 		return otlptracegrpc.New(ctx, opts...)
 	}
 	return nil, fmt.Errorf("otlp-protocol: %q is neither grpc nor http", o.OTLPProtocol)
+}
+
+// exporterOptions are the options of an OTLP trace exporter (otlptracehttp's or otlptracegrpc's,
+// given by its option constructors) that o and the endpoint ep ask for: the endpoint (def when ep
+// is empty, ep as a URL when it has a scheme, else as host:port), no TLS, the export timeout.
+func exporterOptions[O any](o Options, ep, def string, endpoint, endpointURL func(string) O, insecure func() O, timeout func(time.Duration) O) []O {
+	var opts []O
+	switch {
+	case ep == "":
+		opts = append(opts, endpoint(def))
+	case strings.Contains(ep, "://"):
+		opts = append(opts, endpointURL(ep))
+	default:
+		opts = append(opts, endpoint(ep))
+	}
+	if o.OTLPInsecure {
+		opts = append(opts, insecure())
+	}
+	if o.OTLPTimeout > 0 {
+		opts = append(opts, timeout(o.OTLPTimeout))
+	}
+	return opts
 }
 
 func (t *telemetry) tp(svc string) *sdktrace.TracerProvider { return t.provider[svc] }

@@ -37,6 +37,15 @@ func (w *world) request(id int, deadline bool) (context.Context, func()) {
 	}
 }
 
+// searchVia opens, under rootCtx, the gateway's call to agent (at 0.01; the agent's server
+// span at 0.02) and the agent's call to the search tool at `at`; the caller ends them.
+func (w *world) searchVia(rootCtx context.Context, agent string, at float64) (cc, as trace.Span, tcCtx context.Context, tc trace.Span) {
+	ccCtx, cc := w.open(rootCtx, "gateway", "POST /agent", trace.SpanKindClient, 0.01)
+	asCtx, as := w.open(ccCtx, agent, "POST /agent", trace.SpanKindServer, 0.02)
+	tcCtx, tc = w.open(asCtx, agent, "POST /search", trace.SpanKindClient, at)
+	return cc, as, tcCtx, tc
+}
+
 func reachOf(t *testing.T, tr Truth, id int) RequestReach {
 	t.Helper()
 	for _, r := range tr.CancelReach {
@@ -59,9 +68,7 @@ var (
 func TestReachBlind(t *testing.T) {
 	w := newWorld(t)
 	rootCtx, endRoot := w.request(1, false)
-	ccCtx, cc := w.open(rootCtx, "gateway", "POST /agent", trace.SpanKindClient, 0.01)
-	asCtx, as := w.open(ccCtx, "researcher", "POST /agent", trace.SpanKindServer, 0.02)
-	tcCtx, tc := w.open(asCtx, "researcher", "POST /search", trace.SpanKindClient, 4.2)
+	cc, as, tcCtx, tc := w.searchVia(rootCtx, "researcher", 4.2)
 	w.span(tcCtx, "search-tool", "POST /search", trace.SpanKindServer, 4.21, 4.4)
 	w.end(tc, 4.41)
 	w.attempt(tc, "r-search", 1, "researcher", "POST /search", KindCall, ResultOK)
@@ -93,9 +100,7 @@ func TestReachAware(t *testing.T) {
 		if deadline {
 			errAttr = errDeadline
 		}
-		ccCtx, cc := w.open(rootCtx, "gateway", "POST /agent", trace.SpanKindClient, 0.01)
-		asCtx, as := w.open(ccCtx, "researcher", "POST /agent", trace.SpanKindServer, 0.02)
-		tcCtx, tc := w.open(asCtx, "researcher", "POST /search", trace.SpanKindClient, 2.5)
+		cc, as, tcCtx, tc := w.searchVia(rootCtx, "researcher", 2.5)
 		w.stopped(tcCtx, "search-tool", "POST /search", trace.SpanKindServer, 2.51, 3.02, status499, errAttr)
 		tc.SetAttributes(errAttr)
 		w.end(tc, 3.0)
@@ -143,9 +148,7 @@ func TestReachThroughCancelledRun(t *testing.T) {
 func TestReachGraceAndTolerance(t *testing.T) {
 	w := newWorld(t)
 	rootCtx, endRoot := w.request(3, false)
-	ccCtx, cc := w.open(rootCtx, "gateway", "POST /agent", trace.SpanKindClient, 0.01)
-	asCtx, as := w.open(ccCtx, "planner", "POST /agent", trace.SpanKindServer, 0.02)
-	tcCtx, tc := w.open(asCtx, "planner", "POST /search", trace.SpanKindClient, 1.0)
+	cc, as, tcCtx, tc := w.searchVia(rootCtx, "planner", 1.0)
 	w.stopped(tcCtx, "search-tool", "POST /search", trace.SpanKindServer, 1.01, 4.5, errDeadline)
 	w.end(tc, 4.51)
 	w.attempt(tc, "p-search", 1, "planner", "POST /search", KindCall, ResultRetryable)

@@ -6,6 +6,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -199,17 +200,32 @@ service:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Stop(t) })
-	deadline := time.Now().Add(30 * time.Second)
+	if err := WaitReady(fmt.Sprintf("http://127.0.0.1:%d/", c.Health), 30*time.Second, nil); err != nil {
+		t.Fatalf("collector %v; log:\n%s", err, c.log.String())
+	}
+	return c
+}
+
+// WaitReady polls url every 100 ms until it answers 200 OK. It gives up with an error when
+// exited (nil: not asked) reports that the process meant to answer has ended, or when within
+// has passed.
+func WaitReady(url string, within time.Duration, exited func() bool) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(within)
 	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", c.Health))
+		resp, err := client.Get(url)
 		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return c
+				return nil
 			}
 		}
+		if exited != nil && exited() {
+			return errors.New("exited")
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("collector not healthy after 30s; log:\n%s", c.log.String())
+			return fmt.Errorf("not ready at %s after %s", url, within)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -261,18 +277,9 @@ type Series struct {
 // _count and _sum samples.
 func Scrape(t testing.TB, url string) []Series {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	fams, err := Families(url, 10*time.Second)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parsing %s: %v", url, err)
+		t.Fatalf("scraping %s: %v", url, err)
 	}
 	var out []Series
 	for name, f := range fams {
@@ -295,6 +302,24 @@ func Scrape(t testing.TB, url string) []Series {
 		}
 	}
 	return out
+}
+
+// Families reads the Prometheus text exposition at url into its metric families, waiting at
+// most timeout for the whole answer.
+func Families(url string, timeout time.Duration) (map[string]*dto.MetricFamily, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
 }
 
 // Sum adds the values of samples named name whose labels include all of match.

@@ -96,24 +96,8 @@ func (p *Process) Stop() {
 // waitHTTP polls url until it answers 200, the process exits, or timeout passes.
 func waitHTTP(t testing.TB, p *Process, url string, timeout time.Duration) {
 	t.Helper()
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := client.Get(url)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if p.Exited() {
-			t.Fatalf("%s exited; log:\n%s", p.Name, p.Log())
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready at %s after %s; log:\n%s", p.Name, url, timeout, p.Log())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := WaitReady(url, timeout, p.Exited); err != nil {
+		t.Fatalf("%s %v; log:\n%s", p.Name, err, p.Log())
 	}
 }
 

@@ -3,7 +3,6 @@ package e2e
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,21 +31,10 @@ func StartCollectorWithConfig(t testing.TB, bin string, config []byte, env []str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Stop(t) })
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := client.Get(readyURL)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("collector not ready at %s after 30s; log:\n%s", readyURL, c.log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := WaitReady(readyURL, 30*time.Second, nil); err != nil {
+		t.Fatalf("collector %v; log:\n%s", err, c.log.String())
 	}
+	return c
 }
 
 // PushOverrides are what a test changes in a shipped push config (config/push/*.yaml): where

@@ -95,6 +95,12 @@ func (m *meter) Int64ObservableGauge(name string, opts ...metric.Int64Observable
 	return m.Meter.Int64ObservableGauge(name, opts...)
 }
 
+func (m *meter) Int64ObservableCounter(name string, opts ...metric.Int64ObservableCounterOption) (metric.Int64ObservableCounter, error) {
+	c := metric.NewInt64ObservableCounterConfig(opts...)
+	m.p.add(Instrument{name, c.Description(), c.Unit(), "Sum", "Int", "true"})
+	return m.Meter.Int64ObservableCounter(name, opts...)
+}
+
 var heading = regexp.MustCompile(`(?m)^### (\S+)\s*$`)
 
 // Check reports how the documentation file at path differs from insts: instruments without
@@ -130,12 +136,6 @@ var stabilitySuffix = map[string]string{
 // FromMetadata reads the telemetry metrics of an mdatagen metadata.yaml as the instruments
 // mdatagen would generate from it: name otelcol_<key>, the description with its stability
 // suffix, unit, type, value type and monotonicity. Sorted by name.
-func (m *meter) Int64ObservableCounter(name string, opts ...metric.Int64ObservableCounterOption) (metric.Int64ObservableCounter, error) {
-	c := metric.NewInt64ObservableCounterConfig(opts...)
-	m.p.add(Instrument{name, c.Description(), c.Unit(), "Sum", "Int", "true"})
-	return m.Meter.Int64ObservableCounter(name, opts...)
-}
-
 func FromMetadata(path string) ([]Instrument, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

@@ -1,11 +1,14 @@
 package metadata
 
 import (
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/orphanwatch/orphanwatch/internal/metricsrecording"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/telemetrybuilder"
 )
 
@@ -73,6 +76,26 @@ func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsSpansWithoutVerdi
 // RegisterConnectorOrphanmetricsTracesCallback sets the callback of the observable ConnectorOrphanmetricsTraces.
 func (builder *TelemetryBuilder) RegisterConnectorOrphanmetricsTracesCallback(cb metric.Int64Callback) error {
 	return builder.b.Register(builder.ConnectorOrphanmetricsTraces, cb)
+}
+
+// RecordingTelemetry is what the connector's recording reports through (metricsrecording.New): the
+// label_values gauge, the observe-mode instruments and verdict_latency, every measurement
+// carrying id.
+func (builder *TelemetryBuilder) RecordingTelemetry(id attribute.KeyValue) metricsrecording.Telemetry {
+	return metricsrecording.Telemetry{
+		ID:          id,
+		LabelValues: builder.RegisterConnectorOrphanmetricsLabelValuesCallback,
+		Observe: orphanmetrics.ObserveTelemetry{
+			Records:             builder.RegisterConnectorOrphanmetricsRecordsCallback,
+			Traces:              builder.RegisterConnectorOrphanmetricsTracesCallback,
+			OpenRuns:            builder.RegisterConnectorOrphanmetricsOpenRunsCallback,
+			HeldRoots:           builder.RegisterConnectorOrphanmetricsHeldRootsCallback,
+			Evictions:           builder.RegisterConnectorOrphanmetricsEvictionsCallback,
+			SpansJudged:         builder.RegisterConnectorOrphanmetricsSpansJudgedCallback,
+			SpansWithoutVerdict: builder.RegisterConnectorOrphanmetricsSpansWithoutVerdictCallback,
+		},
+		VerdictLatency: builder.ConnectorOrphanmetricsVerdictLatency,
+	}
 }
 
 // Shutdown unregisters every callback registered.

@@ -1,11 +1,14 @@
 package metadata
 
 import (
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/orphanwatch/orphanwatch/internal/metricsrecording"
+	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/telemetrybuilder"
 )
 
@@ -79,6 +82,26 @@ func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsTracesCallback(cb 
 // RegisterExporterOrphanmetricsLabelValuesCallback sets the callback of the observable ExporterOrphanmetricsLabelValues.
 func (builder *TelemetryBuilder) RegisterExporterOrphanmetricsLabelValuesCallback(cb metric.Int64Callback) error {
 	return builder.b.Register(builder.ExporterOrphanmetricsLabelValues, cb)
+}
+
+// RecordingTelemetry is what the exporter's recording reports through (metricsrecording.New): the
+// label_values gauge, the observe-mode instruments and verdict_latency, every measurement
+// carrying id.
+func (builder *TelemetryBuilder) RecordingTelemetry(id attribute.KeyValue) metricsrecording.Telemetry {
+	return metricsrecording.Telemetry{
+		ID:          id,
+		LabelValues: builder.RegisterExporterOrphanmetricsLabelValuesCallback,
+		Observe: orphanmetrics.ObserveTelemetry{
+			Records:             builder.RegisterExporterOrphanmetricsRecordsCallback,
+			Traces:              builder.RegisterExporterOrphanmetricsTracesCallback,
+			OpenRuns:            builder.RegisterExporterOrphanmetricsOpenRunsCallback,
+			HeldRoots:           builder.RegisterExporterOrphanmetricsHeldRootsCallback,
+			Evictions:           builder.RegisterExporterOrphanmetricsEvictionsCallback,
+			SpansJudged:         builder.RegisterExporterOrphanmetricsSpansJudgedCallback,
+			SpansWithoutVerdict: builder.RegisterExporterOrphanmetricsSpansWithoutVerdictCallback,
+		},
+		VerdictLatency: builder.ExporterOrphanmetricsVerdictLatency,
+	}
 }
 
 // Shutdown unregisters every callback registered.
