@@ -45,17 +45,3 @@ func (q *Queue[T]) Peek() (v T, ok bool) {
 	}
 	return q.buf[q.head], true
 }
-
-// Admit makes room in m, a table whose keys q holds in the order they were added, for k, a key
-// it does not hold: while m holds limit keys or more, the oldest of q is popped and deleted from
-// m (none when q is empty). Then k is queued; adding k to m is the caller's.
-func Admit[K comparable, V any](q *Queue[K], m map[K]V, limit int, k K) {
-	for len(m) >= limit {
-		old, ok := q.Pop()
-		if !ok {
-			break
-		}
-		delete(m, old)
-	}
-	q.Push(k)
-}

@@ -30,17 +30,3 @@ func TestQueueKeepsOrderAcrossGrowthAndWrap(t *testing.T) {
 	_, ok := q.Pop()
 	assert.False(t, ok)
 }
-
-// TestAdmitEvictsOldest: a table bounded at 3 keeps its three newest keys, its queue in step.
-func TestAdmitEvictsOldest(t *testing.T) {
-	var q Queue[string]
-	m := map[string]int{}
-	for i, k := range []string{"a", "b", "c", "d", "e"} {
-		Admit(&q, m, 3, k)
-		m[k] = i
-	}
-	assert.Equal(t, map[string]int{"c": 2, "d": 3, "e": 4}, m)
-	assert.Equal(t, 3, q.Len())
-	old, _ := q.Peek()
-	assert.Equal(t, "c", old)
-}
