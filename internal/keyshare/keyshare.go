@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/orphanwatch/orphanwatch/internal/fifo"
+	"github.com/orphanwatch/orphanwatch/internal/bounded"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -46,15 +46,13 @@ type Sharer struct {
 	cfg Config
 	tab Table
 
-	carMu    sync.Mutex
-	carried  map[verdict.TraceID]carried
-	carOrder fifo.Queue[verdict.TraceID]
+	carMu   sync.Mutex
+	carried *bounded.Table[verdict.TraceID, carried] // MaxRecords traces, the oldest evicted first
 
-	missMu    sync.Mutex
-	missed    map[uint64]struct{}
-	missOrder fifo.Queue[uint64]
-	updated   chan struct{} // buffered 1: records arrived
-	corr      *verdict.Correlator
+	missMu  sync.Mutex
+	missed  *bounded.Table[uint64, struct{}] // MaxRecords keys, the oldest evicted first
+	updated chan struct{}                    // buffered 1: records arrived
+	corr    *verdict.Correlator
 
 	lookups  Counter
 	waitingN func() int
@@ -88,8 +86,8 @@ func New(cfg Config, tab Table, lookups Counter) *Sharer {
 	return &Sharer{
 		cfg:     cfg,
 		tab:     tab,
-		carried: map[verdict.TraceID]carried{},
-		missed:  map[uint64]struct{}{},
+		carried: bounded.New[verdict.TraceID, carried](cfg.MaxRecords, nil),
+		missed:  bounded.New[uint64, struct{}](cfg.MaxRecords, nil),
 		updated: make(chan struct{}, 1),
 		lookups: lookups,
 	}
@@ -118,8 +116,8 @@ func (s *Sharer) Received(hashes []uint64) {
 	var late int64
 	s.missMu.Lock()
 	for _, h := range hashes {
-		if _, ok := s.missed[h]; ok {
-			delete(s.missed, h)
+		if _, ok := s.missed.Get(h); ok {
+			s.missed.Delete(h)
 			late++
 		}
 	}
@@ -153,7 +151,7 @@ func (s *Sharer) Carried(t verdict.TraceID, h uint64) {
 	}
 	if len(c.keys) < maxCarriedKeys {
 		c.keys = append(c.keys, h)
-		s.carried[t] = c
+		s.carried.Put(t, c)
 	}
 }
 
@@ -173,22 +171,13 @@ next:
 			c.linked = append(c.linked, u)
 		}
 	}
-	s.carried[t] = c
+	s.carried.Put(t, c)
 }
 
-// entryLocked returns what is kept of trace t, making room for it when it is new.
+// entryLocked returns what is kept of trace t (nothing yet when it is new: put, it evicts the
+// oldest trace at MaxRecords).
 func (s *Sharer) entryLocked(t verdict.TraceID) carried {
-	c, ok := s.carried[t]
-	if !ok {
-		for len(s.carried) >= s.cfg.MaxRecords {
-			old, ok := s.carOrder.Pop()
-			if !ok {
-				break
-			}
-			delete(s.carried, old)
-		}
-		s.carOrder.Push(t)
-	}
+	c, _ := s.carried.Get(t)
 	return c
 }
 
@@ -196,14 +185,14 @@ func (s *Sharer) entryLocked(t verdict.TraceID) carried {
 func (s *Sharer) keysOf(t verdict.TraceID) ([]uint64, []verdict.TraceID) {
 	s.carMu.Lock()
 	defer s.carMu.Unlock()
-	c := s.carried[t]
+	c, _ := s.carried.Get(t)
 	return c.keys, c.linked
 }
 
 // forget drops what is kept of trace t's keys once it is decided.
 func (s *Sharer) forget(t verdict.TraceID) {
 	s.carMu.Lock()
-	delete(s.carried, t) // its entry in carOrder goes when it reaches the front
+	s.carried.Delete(t)
 	s.carMu.Unlock()
 }
 
@@ -250,16 +239,8 @@ func (s *Sharer) bound(keys []uint64, linked []verdict.TraceID, final bool) bool
 func (s *Sharer) noteMissed(k uint64) {
 	s.missMu.Lock()
 	defer s.missMu.Unlock()
-	if _, ok := s.missed[k]; ok {
+	if _, ok := s.missed.Get(k); ok {
 		return
 	}
-	for len(s.missed) >= s.cfg.MaxRecords {
-		old, ok := s.missOrder.Pop()
-		if !ok {
-			break
-		}
-		delete(s.missed, old)
-	}
-	s.missed[k] = struct{}{}
-	s.missOrder.Push(k)
+	s.missed.Put(k, struct{}{}) // a new key evicts the oldest at MaxRecords
 }

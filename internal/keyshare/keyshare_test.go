@@ -1,7 +1,6 @@
 package keyshare
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/lookupcount"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -40,41 +40,17 @@ func (m *mapTable) put(h uint64, r verdict.RootRef) {
 	m.mu.Unlock()
 }
 
-// counts is what a Sharer counted, by outcome (the processor's key_lookups counter).
-type counts struct {
-	mu sync.Mutex
-	m  map[string]int64
-}
-
-func (c *counts) add(_ context.Context, outcome string, n int64) {
-	c.mu.Lock()
-	c.m[outcome] += n
-	c.mu.Unlock()
-}
-
-func newSharer(t *testing.T, wait time.Duration, tab Table) (*Sharer, *counts) {
+// newSharer returns a Sharer and what it counts, by outcome (the processor's key_lookups).
+func newSharer(t *testing.T, wait time.Duration, tab Table) (*Sharer, *lookupcount.Counts) {
 	t.Helper()
-	c := &counts{m: map[string]int64{}}
-	s := New(Config{Wait: wait, MaxRecords: 4, MaxWaiting: 4}, tab, c.add)
+	c := &lookupcount.Counts{}
+	s := New(Config{Wait: wait, MaxRecords: 4, MaxWaiting: 4}, tab, c.Add)
 	corr, err := verdict.New(verdict.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Attach(corr)
 	return s, c
-}
-
-func lookups(t *testing.T, c *counts) map[string]int64 {
-	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[string]int64{}
-	for k, v := range c.m {
-		if v != 0 {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 type item struct{ id verdict.TraceID }
@@ -103,7 +79,7 @@ func TestGate(t *testing.T) {
 	}
 	tab.put(7, verdict.RootRef{Gone: 1, Service: "gateway"})
 	s.Received([]uint64{7})
-	if got := lookups(t, rd); got["late"] != 0 {
+	if got := rd.Get(); got["late"] != 0 {
 		t.Fatalf("late before any miss: %v", got)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -124,7 +100,7 @@ func TestGate(t *testing.T) {
 	tab.put(8, verdict.RootRef{Gone: 2})
 	s.Received([]uint64{8, 9})
 	g.Close()
-	if got, want := lookups(t, rd), (map[string]int64{"remote": 1, "missed": 1, "late": 1}); got["remote"] != want["remote"] || got["missed"] != want["missed"] || got["late"] != want["late"] {
+	if got, want := rd.Get(), (map[string]int64{"remote": 1, "missed": 1, "late": 1}); got["remote"] != want["remote"] || got["missed"] != want["missed"] || got["late"] != want["late"] {
 		t.Fatalf("lookups %v, want %v", got, want)
 	}
 }
@@ -162,5 +138,5 @@ func TestGateWaitsForTheLinkedRequest(t *testing.T) {
 		t.Fatal("not released by its own request's record")
 	}
 	g.Close()
-	require.Equal(t, int64(1), lookups(t, rd)["remote"])
+	require.Equal(t, int64(1), rd.Get()["remote"])
 }

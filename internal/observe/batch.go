@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/bytrace"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -14,12 +15,11 @@ import (
 type batch struct {
 	o        *Observer
 	res      []spanread.Resource
-	sinkRes  []any          // by resource: what the sink needs of it (Sink.Resource)
-	refs     []spanRef      // by record: the span read into spans[i]
-	spans    []verdict.Span // the batch's records, each trace's contiguous (groups)
-	groups   []traceGroup
-	index    map[verdict.TraceID]int32
-	linked   []linkedRef // the batch's spans in arrival order, linked by trace
+	sinkRes  []any                   // by resource: what the sink needs of it (Sink.Resource)
+	refs     []spanRef               // by record: the span read into spans[i]
+	spans    []verdict.Span          // the batch's records, each trace's contiguous (groups)
+	traces   bytrace.Groups[spanRef] // the batch's spans by trace
+	groups   []traceGroup            // by trace, in the order of traces
 	observed []verdict.Span
 	noTrace  []spanRef // spans without a trace ID: counted unknown, never grouped
 	verdicts []verdict.Verdict
@@ -33,22 +33,14 @@ type spanRef struct {
 	res int32
 }
 
-// linkedRef is a span of the batch in arrival order, with the next span of its trace.
-type linkedRef struct {
-	ref  spanRef
-	next int32
-}
-
-// traceGroup is a trace's spans in the batch: linked[head] along next; once read,
-// spans[off:off+n].
+// traceGroup is a trace's records in the batch: spans[off:off+n].
 type traceGroup struct {
-	id         verdict.TraceID
-	head, tail int32
-	off, n     int
-	root       bool // a span of the trace in the batch has no parent
+	id     verdict.TraceID
+	off, n int
+	root   bool // a span of the trace in the batch has no parent
 }
 
-var batchPool = sync.Pool{New: func() any { return &batch{index: map[verdict.TraceID]int32{}} }}
+var batchPool = sync.Pool{New: func() any { return &batch{} }}
 
 // recycle drops what b points into and returns it to the pool.
 func (b *batch) recycle() {
@@ -58,12 +50,7 @@ func (b *batch) recycle() {
 	b.refs = emptied(b.refs)
 	b.spans = emptied(b.spans) // and the strings they point into
 	b.groups = b.groups[:0]
-	if len(b.index) > 4096 {
-		b.index = map[verdict.TraceID]int32{} // do not keep a huge batch's table
-	} else {
-		clear(b.index)
-	}
-	b.linked = emptied(b.linked)
+	b.traces.Reset()
 	b.observed = emptied(b.observed)
 	b.noTrace = emptied(b.noTrace)
 	b.verdicts = emptied(b.verdicts)
@@ -78,7 +65,6 @@ func (b *batch) recycle() {
 func (b *batch) group(o *Observer, td ptrace.Traces) {
 	b.o = o
 	rss := td.ResourceSpans()
-	last := int32(-1) // a trace's spans mostly come one after another
 	for ri := range rss.Len() {
 		rs := rss.At(ri)
 		b.res = append(b.res, spanread.NewResource(rs.Resource()))
@@ -94,30 +80,11 @@ func (b *batch) group(o *Observer, td ptrace.Traces) {
 					b.noTrace = append(b.noTrace, spanRef{sp: sp, res: res})
 					continue
 				}
-				g := last
-				if g < 0 || b.groups[g].id != id {
-					var ok bool
-					if g, ok = b.index[id]; !ok {
-						g = int32(len(b.groups))
-						b.groups = append(b.groups, traceGroup{id: id, head: -1, tail: -1})
-						b.index[id] = g
-					}
-					last = g
-				}
-				i := int32(len(b.linked))
-				b.linked = append(b.linked, linkedRef{ref: spanRef{sp: sp, res: res}, next: -1})
-				gr := &b.groups[g]
-				if gr.tail < 0 {
-					gr.head = i
-				} else {
-					b.linked[gr.tail].next = i
-				}
-				gr.tail = i
-				gr.n++
+				b.traces.Add(id, spanRef{sp: sp, res: res})
 			}
 		}
 	}
-	n := len(b.linked)
+	n := b.traces.Items()
 	if cap(b.spans) < n {
 		b.spans = make([]verdict.Span, n)
 	}
@@ -127,11 +94,12 @@ func (b *batch) group(o *Observer, td ptrace.Traces) {
 	}
 	b.refs = b.refs[:n]
 	off := 0
-	for gi := range b.groups {
+	for gi := range b.traces.Len() {
+		tr := b.traces.Group(gi)
+		b.groups = append(b.groups, traceGroup{id: tr.ID, off: off, n: tr.N})
 		g := &b.groups[gi]
-		g.off = off
-		for i := g.head; i >= 0; i = b.linked[i].next {
-			r := b.linked[i].ref
+		for i := b.traces.First(gi); i >= 0; i = b.traces.Next(i) {
+			r := *b.traces.At(i)
 			s := &b.spans[off]
 			o.reader.ReadFor(&b.res[r.res], r.sp, s, &b.rst)
 			// What the sink needs to count the span's verdict when it is decided, after

@@ -1,11 +1,11 @@
 package observe
 
 import (
-	"container/heap"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/orphanwatch/orphanwatch/internal/dueheap"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -27,33 +27,17 @@ type waiting struct {
 	last    bool   // decided at shutdown: nothing comes after (verdict.Correlator.ReleaseLast)
 }
 
-// dueEntry is a moment a waiting trace is due; stale when the trace's seq moved on.
-type dueEntry struct {
-	due time.Time
+// dueRef is a waiting trace in the due queue; stale when the trace's seq moved on.
+type dueRef struct {
 	w   *waiting
 	seq uint64
-}
-
-// dueQueue is a min-heap of due entries.
-type dueQueue []dueEntry
-
-func (q dueQueue) Len() int           { return len(q) }
-func (q dueQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
-func (q dueQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *dueQueue) Push(x any)        { *q = append(*q, x.(dueEntry)) }
-func (q *dueQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = dueEntry{}
-	*q = old[:len(old)-1]
-	return e
 }
 
 // waitRoom is the waiting traces, by ID and by due time, under one mutex.
 type waitRoom struct {
 	mu      sync.Mutex
 	traces  map[verdict.TraceID]*waiting
-	queue   dueQueue
+	queue   dueheap.Heap[dueRef]
 	seq     uint64
 	records int // records waiting, all traces
 	evicted struct{ traces, spansPerTrace uint64 }
@@ -63,7 +47,7 @@ type waitRoom struct {
 func (r *waitRoom) setDue(w *waiting, due time.Time) {
 	r.seq++
 	w.seq, w.due = r.seq, due
-	heap.Push(&r.queue, dueEntry{due: due, w: w, seq: w.seq})
+	r.queue.Push(due, dueRef{w: w, seq: w.seq})
 }
 
 // take removes w from the room (locked): it is decided now.
@@ -81,15 +65,15 @@ func (r *waitRoom) dueAt(now time.Time) []*waiting {
 	var out []*waiting
 	for len(r.queue) > 0 {
 		e := r.queue[0]
-		if e.w.seq != e.seq { // stale: the trace was taken or its due moved
-			heap.Pop(&r.queue)
+		if e.V.w.seq != e.V.seq { // stale: the trace was taken or its due moved
+			r.queue.Pop()
 			continue
 		}
-		if !now.IsZero() && e.due.After(now) {
+		if !now.IsZero() && e.Due.After(now) {
 			break
 		}
-		heap.Pop(&r.queue)
-		out = append(out, r.take(e.w))
+		r.queue.Pop()
+		out = append(out, r.take(e.V.w))
 	}
 	return out
 }
@@ -114,10 +98,10 @@ func (r *waitRoom) nextDue() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for len(r.queue) > 0 {
-		if e := r.queue[0]; e.w.seq == e.seq {
-			return e.due
+		if e := r.queue[0]; e.V.w.seq == e.V.seq {
+			return e.Due
 		}
-		heap.Pop(&r.queue)
+		r.queue.Pop()
 	}
 	return time.Time{}
 }

@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/heldroots"
 	"github.com/orphanwatch/orphanwatch/internal/keyshare"
 	"github.com/orphanwatch/orphanwatch/internal/latency"
 	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
@@ -81,9 +82,10 @@ type Observer struct {
 	lat    *latency.Tracker
 	gate   *keyshare.Gate[*waiting] // key sharing (keys.go); nil when off
 
-	rootsMu   sync.Mutex
-	roots     map[verdict.TraceID][]*heldRoot
-	rootQueue []*heldRoot // by due time (all wait the same)
+	// Abandoned roots (cancelled, deadline exceeded) whose verdict is counted abandoned_root_hold
+	// after they arrived, so that orphans arriving after them deepen their orphaned depth and
+	// cancellation reach (the processor holds the span itself for as long).
+	roots heldroots.Held[verdict.Carried]
 
 	stats counters
 
@@ -94,14 +96,6 @@ type Observer struct {
 // SweepInterval is how often Tick sweeps the correlator's memory (the processor's sweep
 // interval).
 const SweepInterval = time.Second
-
-// heldRoot is an abandoned root (cancelled, deadline exceeded) whose verdict is counted
-// abandoned_root_hold after it arrived, so that orphans arriving after it deepen its orphaned depth
-// and cancellation reach (the processor holds the span itself for as long).
-type heldRoot struct {
-	cv  verdict.Carried
-	due time.Time
-}
 
 // counters are what an Observer counted, for its component's telemetry (cumulative).
 type counters struct {
@@ -131,7 +125,6 @@ func New(cfg rulesconfig.Config, lim rulesconfig.LimitsConfig, sink Sink, set Se
 		reader: spanread.New(cfg.ReaderOptions()),
 		sink:   sink,
 		now:    set.Now,
-		roots:  map[verdict.TraceID][]*heldRoot{},
 	}
 	o.room.traces = map[verdict.TraceID]*waiting{}
 	if o.now == nil {
@@ -300,11 +293,8 @@ func (o *Observer) count(n int, st *verdict.Stats) {
 // holdRoot keeps the verdict of an abandoned root until abandoned_root_hold after it arrived
 // (about decision_wait_after_root before now; the next tick when the hold is shorter).
 func (o *Observer) holdRoot(now time.Time, cv *verdict.Carried) {
-	hr := &heldRoot{cv: *cv, due: now.Add(max(o.cfg.EffectiveAbandonedRootHold()-o.cfg.AfterRoot(), 0))}
-	o.rootsMu.Lock()
-	o.roots[cv.Span.TraceID] = append(o.roots[cv.Span.TraceID], hr)
-	o.rootQueue = append(o.rootQueue, hr)
-	o.rootsMu.Unlock()
+	held := *cv
+	o.roots.Add(cv.Span.TraceID, now.Add(max(o.cfg.EffectiveAbandonedRootHold()-o.cfg.AfterRoot(), 0)), &held)
 }
 
 // updateHeldRoots raises the reach and depth of the trace's held roots to what a later release
@@ -313,41 +303,7 @@ func (o *Observer) updateHeldRoots(t verdict.TraceID, reach []verdict.RootReach)
 	if len(reach) == 0 {
 		return
 	}
-	o.rootsMu.Lock()
-	defer o.rootsMu.Unlock()
-	for _, hr := range o.roots[t] {
-		verdict.RaiseReach(&hr.cv.Verdict, hr.cv.Span.SpanID, reach)
-	}
-}
-
-// dueRoots takes the held roots due at now (all of them with a zero now).
-func (o *Observer) dueRoots(now time.Time) []*heldRoot {
-	o.rootsMu.Lock()
-	defer o.rootsMu.Unlock()
-	var out []*heldRoot
-	for len(o.rootQueue) > 0 {
-		hr := o.rootQueue[0]
-		if !now.IsZero() && hr.due.After(now) {
-			break
-		}
-		o.rootQueue[0] = nil
-		o.rootQueue = o.rootQueue[1:]
-		out = append(out, hr)
-		t := hr.cv.Span.TraceID
-		rs := o.roots[t]
-		for i, x := range rs {
-			if x == hr {
-				rs = append(rs[:i], rs[i+1:]...)
-				break
-			}
-		}
-		if len(rs) == 0 {
-			delete(o.roots, t)
-		} else {
-			o.roots[t] = rs
-		}
-	}
-	return out
+	o.roots.Update(t, func(cv *verdict.Carried) { verdict.RaiseReach(&cv.Verdict, cv.Span.SpanID, reach) })
 }
 
 // Tick counts what became due by now: held roots whose abandoned_root_hold passed, verdicts the
@@ -407,10 +363,10 @@ func firstEnd(w *waiting) int64 {
 
 // flushRoots counts the held roots due at now (all with a zero now).
 func (o *Observer) flushRoots(now time.Time) {
-	for _, hr := range o.dueRoots(now) {
-		o.sink.Later(&hr.cv)
+	for _, cv := range o.roots.Take(now, -1) {
+		o.sink.Later(cv)
 		if o.lat != nil {
-			o.lat.Counted(hr.cv.Span.TraceID, o.now())
+			o.lat.Counted(cv.Span.TraceID, o.now())
 		}
 	}
 }
@@ -430,9 +386,7 @@ func (o *Observer) later(now time.Time, carried []verdict.Carried, st *verdict.S
 // chain, open runs. A test or a replay waits until it is false.
 func (o *Observer) Owed() bool {
 	_, pending, open := o.corr.Kept()
-	o.rootsMu.Lock()
-	held := len(o.rootQueue)
-	o.rootsMu.Unlock()
+	held := o.roots.Len()
 	o.room.mu.Lock()
 	waiting := o.room.records
 	o.room.mu.Unlock()
@@ -442,10 +396,8 @@ func (o *Observer) Owed() bool {
 // NextDue is when the first waiting trace or held root is due; zero when none waits.
 func (o *Observer) NextDue() time.Time {
 	at := o.room.nextDue()
-	o.rootsMu.Lock()
-	defer o.rootsMu.Unlock()
-	if len(o.rootQueue) > 0 && (at.IsZero() || o.rootQueue[0].due.Before(at)) {
-		at = o.rootQueue[0].due
+	if r := o.roots.NextDue(); !r.IsZero() && (at.IsZero() || r.Before(at)) {
+		at = r
 	}
 	return at
 }
@@ -457,9 +409,7 @@ func (o *Observer) Kept() (waitingRecords, waitingTraces, records, pending, open
 	waitingRecords, waitingTraces = o.room.records, len(o.room.traces)
 	o.room.mu.Unlock()
 	records, pending, openRuns = o.corr.Kept()
-	o.rootsMu.Lock()
-	heldRoots = len(o.rootQueue)
-	o.rootsMu.Unlock()
+	heldRoots = o.roots.Len()
 	return waitingRecords, waitingTraces, records, pending, openRuns, heldRoots
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/observe"
 	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/spanbuild"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -54,19 +55,7 @@ func (c *counted) when(id byte) (time.Time, verdict.Verdict, bool) {
 
 // addSpan appends a span of trace 1 in its own resource.
 func addSpan(td ptrace.Traces, service string, id, parent byte, kind ptrace.SpanKind, start, end float64) ptrace.Span {
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", service)
-	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-	sp.SetTraceID(pcommon.TraceID{1, 1})
-	sp.SetSpanID(pcommon.SpanID{id, 1})
-	if parent != 0 {
-		sp.SetParentSpanID(pcommon.SpanID{parent, 1})
-	}
-	sp.SetName(service + "-op")
-	sp.SetKind(kind)
-	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(at(start)))
-	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(at(end)))
-	return sp
+	return spanbuild.Add(td, t0, service, service+"-op", 1, id, parent, kind, start, end)
 }
 
 // observer is an Observer with cfg on a clock the test moves (step).

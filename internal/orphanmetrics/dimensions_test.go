@@ -15,6 +15,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
@@ -261,7 +262,7 @@ func TestDimensionsReadAtArrival(t *testing.T) {
 	want := flatSeries(t, observedRecorder(t, []ptrace.Traces{td}, zap.NewNop(), true, dimensionsConfig()), nil)
 
 	cfg := dimensionsConfig()
-	cfg.Prices = scenarioPrices
+	cfg.Prices = prices.Scenarios()
 	cfg.DecisionWait = time.Hour
 	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)

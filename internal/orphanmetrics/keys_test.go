@@ -1,8 +1,6 @@
 package orphanmetrics_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,8 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/keytier"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/lookupcount"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 )
 
 // Key sharing across a tier in observe mode (processor README, "Key sharing across a tier"):
@@ -21,35 +21,13 @@ import (
 // its HMAC and holds a trace whose key binds nowhere yet for the extension's wait, as the
 // processor does. Binding across members through a broker: test/scaleout (kfake).
 
-// lookupCounts counts key look-ups by outcome (what the exporter's key_lookups counter gets).
-type lookupCounts struct {
-	mu sync.Mutex
-	m  map[string]int64
-}
-
-func (c *lookupCounts) add(_ context.Context, outcome string, n int64) {
-	c.mu.Lock()
-	c.m[outcome] += n
-	c.mu.Unlock()
-}
-
-func (c *lookupCounts) get() map[string]int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[string]int64{}
-	for k, v := range c.m {
-		out[k] = v
-	}
-	return out
-}
-
 // observeKeys returns an observing recorder sharing keys through ext (nil: no key sharing),
 // started, with decision_wait 0: a trace is due as it arrives.
-func observeKeys(t *testing.T, ext extension.Extension) (*orphanmetrics.Recorder, *orphanmetrics.Observing, *lookupCounts) {
+func observeKeys(t *testing.T, ext extension.Extension) (*orphanmetrics.Recorder, *orphanmetrics.Observing, *lookupcount.Counts) {
 	t.Helper()
 	cfg := orphanmetrics.NewDefaultSettings()
 	cfg.DecisionWait = 0
-	cfg.Prices = scenarioPrices
+	cfg.Prices = prices.Scenarios()
 	id := component.MustNewID("orphan_keys")
 	if ext != nil {
 		cfg.Keys = &id
@@ -59,9 +37,9 @@ func observeKeys(t *testing.T, ext extension.Extension) (*orphanmetrics.Recorder
 	require.NoError(t, err)
 	obs, err := orphanmetrics.NewObserving(cfg, rec, zap.NewNop(), nil, nil)
 	require.NoError(t, err)
-	lk := &lookupCounts{m: map[string]int64{}}
+	lk := &lookupcount.Counts{} // what the exporter's key_lookups counter gets
 	if ext != nil {
-		require.NoError(t, obs.ShareKeys(keytier.Host{id: ext}, id, lk.add))
+		require.NoError(t, obs.ShareKeys(keytier.Host{id: ext}, id, lk.Add))
 	}
 	obs.Start()
 	t.Cleanup(obs.Shutdown)
@@ -89,7 +67,7 @@ func TestObserveKeySharingHoldsForTheWait(t *testing.T) {
 	require.Eventually(t, func() bool { return !obs.Observer().Owed() }, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, want, seriesOf(t, rec), "decided unbound, as without key sharing")
 	assert.Equal(t, 0, obs.KeyTracesWaiting())
-	assert.Equal(t, map[string]int64{"missed": 1}, lk.get())
+	assert.Equal(t, map[string]int64{"missed": 1}, lk.Get())
 }
 
 // Shutdown decides a trace held for a key record at once: nothing is left uncounted.
@@ -106,5 +84,5 @@ func TestObserveKeySharingShutdownDecidesHeld(t *testing.T) {
 	obs.Shutdown()
 	assert.Less(t, time.Since(start), 30*time.Second)
 	assert.Equal(t, want, seriesOf(t, rec))
-	assert.Equal(t, map[string]int64{"missed": 1}, lk.get())
+	assert.Equal(t, map[string]int64{"missed": 1}, lk.Get())
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/judged"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
@@ -30,12 +32,6 @@ import (
 // the orphan processor with the exporter reading its attributes (annotate).
 
 const scenarioDir = "../../testdata/scenarios"
-
-// scenarioPrices is the price table of SCENARIOS.md.
-var scenarioPrices = map[string]rulesconfig.PriceConfig{
-	"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-	"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-}
 
 type scenarioFile struct {
 	dir    string
@@ -62,20 +58,11 @@ func annotatedSeries(t require.TestingT, td ptrace.Traces) map[string]float64 {
 
 // annotatedRecorder is annotatedSeries' recorder, made with cfg (nil: the defaults).
 func annotatedRecorder(t require.TestingT, td ptrace.Traces, cfg *orphanmetrics.Settings) *orphanmetrics.Recorder {
-	f := orphanprocessor.NewFactory()
-	pcfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
-	pcfg.DecisionWait = time.Hour
-	pcfg.Prices = scenarioPrices
-	sink := new(consumertest.TracesSink)
-	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), pcfg, sink)
-	require.NoError(t, err)
 	one := ptrace.NewTraces()
-	td.CopyTo(one)
-	require.NoError(t, p.ConsumeTraces(context.Background(), one))
-	require.NoError(t, p.Shutdown(context.Background()))
+	td.CopyTo(one) // the processor writes on the spans
 	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
-	for _, out := range sink.AllTraces() {
+	for _, out := range judged.Traces(t, one) {
 		rec.Record(out)
 	}
 	return rec
@@ -112,7 +99,7 @@ func observedSeries(t require.TestingT, batches []ptrace.Traces, logger *zap.Log
 // observedRecorder is observedSeries' recorder, made with cfg (its prices and decision_wait
 // set as observedSeries' are).
 func observedRecorder(t require.TestingT, batches []ptrace.Traces, logger *zap.Logger, releaseEach bool, cfg *orphanmetrics.Settings) *orphanmetrics.Recorder {
-	cfg.Prices = scenarioPrices
+	cfg.Prices = prices.Scenarios()
 	cfg.DecisionWait = time.Hour // as the processor's: every span arrives within the wait
 	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
@@ -198,7 +185,7 @@ func TestObserveLogsAnnotatedSpansOnce(t *testing.T) {
 	sc := loadScenarioFiles(t)[1]
 	f := orphanprocessor.NewFactory()
 	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
-	cfg.Prices = scenarioPrices
+	cfg.Prices = prices.Scenarios()
 	sink := new(consumertest.TracesSink)
 	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
 	require.NoError(t, err)
@@ -222,7 +209,7 @@ func TestObserveEqualsAnnotateAnyOrder(t *testing.T) { checkArrivals(t, false) }
 // name (gpt-4o-mini by gpt-4o) is logged once, with both names.
 func TestObservePrefixPricedLogged(t *testing.T) {
 	cfg := orphanmetrics.NewDefaultSettings()
-	cfg.Prices = map[string]rulesconfig.PriceConfig{"gpt-4o": scenarioPrices["gpt-4o"]}
+	cfg.Prices = map[string]rulesconfig.PriceConfig{"gpt-4o": prices.Scenarios()["gpt-4o"]}
 	rec, err := orphanmetrics.NewRecorder(cfg)
 	require.NoError(t, err)
 	core, logs := observer.New(zap.InfoLevel)
@@ -247,7 +234,7 @@ func TestObserveConcurrentConsumers(t *testing.T) {
 	cases := loadScenarioFiles(t)
 	run := func(parallel bool) map[string]float64 {
 		cfg := orphanmetrics.NewDefaultSettings()
-		cfg.Prices = scenarioPrices
+		cfg.Prices = prices.Scenarios()
 		cfg.DecisionWait = time.Hour
 		cfg.DecisionWaitAfterRoot = 0
 		rec, err := orphanmetrics.NewRecorder(cfg)

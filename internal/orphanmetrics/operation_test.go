@@ -91,20 +91,22 @@ func TestCancellationReach(t *testing.T) {
 		}},
 	}}))
 	g := r.Gatherer()
-	assert.Equal(t, map[string]float64{
-		`_count{service_name="gateway"}`:         2,
-		`_sum{service_name="gateway"}`:           1,
-		`_bucket{le="0",service_name="gateway"}`: 1,
-		`_bucket{le="1",service_name="gateway"}`: 2,
-		`_bucket{le="3",service_name="gateway"}`: 2,
-	}, samples(t, g, "orphanwatch_cancel_reach_hops"))
-	assert.Equal(t, map[string]float64{
-		`_count{service_name="gateway"}`:         2,
-		`_sum{service_name="gateway"}`:           2,
-		`_bucket{le="0",service_name="gateway"}`: 1,
-		`_bucket{le="1",service_name="gateway"}`: 1,
-		`_bucket{le="3",service_name="gateway"}`: 2,
-	}, samples(t, g, "orphanwatch_orphaned_depth_hops"))
+	for _, h := range []struct {
+		metric        string
+		sum           float64
+		le0, le1, le3 float64 // the cumulative buckets
+	}{
+		{"orphanwatch_cancel_reach_hops", 1, 1, 2, 2},   // reach 0 and 1
+		{"orphanwatch_orphaned_depth_hops", 2, 1, 1, 2}, // depth 2 and 0
+	} {
+		assert.Equal(t, map[string]float64{
+			`_count{service_name="gateway"}`:         2,
+			`_sum{service_name="gateway"}`:           h.sum,
+			`_bucket{le="0",service_name="gateway"}`: h.le0,
+			`_bucket{le="1",service_name="gateway"}`: h.le1,
+			`_bucket{le="3",service_name="gateway"}`: h.le3,
+		}, samples(t, g, h.metric), h.metric)
+	}
 	ex := exemplars(t, g, "orphanwatch_orphaned_depth_hops")[`{service_name="gateway"}`]
 	assert.Contains(t, []string{traceA.String(), traceB.String()}, ex[exemplarTraceID])
 }

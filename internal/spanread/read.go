@@ -551,27 +551,44 @@ func number(v pcommon.Value) (float64, bool) {
 // string, as some exporters write every value as a string); -1 when absent. A value of another
 // type is counted as BadAttributeType.
 func intAttr(a *view, st *Stats, slots ...int) int64 {
+	if n, ok := firstOf(a, st, slots, intValue); ok {
+		return n
+	}
+	return -1
+}
+
+// intValue reads an int, an integral double below 2^53 or a decimal string as an integer.
+func intValue(v pcommon.Value) (int64, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return v.Int(), true
+	case pcommon.ValueTypeDouble:
+		if f := v.Double(); f == math.Trunc(f) && f >= 0 && f < 1<<53 {
+			return int64(f), true
+		}
+	case pcommon.ValueTypeStr:
+		if n, err := strconv.ParseInt(strings.TrimSpace(v.Str()), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// firstOf returns what read makes of the first of slots present whose value (its first element
+// when an array) read accepts; each present value it refuses is counted as BadAttributeType.
+// ok is false when none is accepted.
+func firstOf[T any](a *view, st *Stats, slots []int, read func(pcommon.Value) (T, bool)) (t T, ok bool) {
 	for _, slot := range slots {
-		v, ok := a.get(slot)
-		if !ok {
+		v, present := a.get(slot)
+		if !present {
 			continue
 		}
-		v = one(v)
-		switch v.Type() {
-		case pcommon.ValueTypeInt:
-			return v.Int()
-		case pcommon.ValueTypeDouble:
-			if f := v.Double(); f == math.Trunc(f) && f >= 0 && f < 1<<53 {
-				return int64(f)
-			}
-		case pcommon.ValueTypeStr:
-			if n, err := strconv.ParseInt(strings.TrimSpace(v.Str()), 10, 64); err == nil {
-				return n
-			}
+		if t, ok = read(one(v)); ok {
+			return t, true
 		}
 		st[BadAttributeType]++
 	}
-	return -1
+	return t, false
 }
 
 // tokens reads the first present token count of names; negative or non-integral counts are
@@ -623,27 +640,8 @@ func llmOperation(a *view) string {
 // grpcStatus reads rpc.grpc.status_code (int) or rpc.status_code (int, numeric string or the
 // canonical code name, as newer RPC conventions write it); -1 when absent.
 func grpcStatus(a *view, st *Stats) int {
-	for _, slot := range [...]int{a.r.grpcStatus, a.r.rpcStatus} {
-		v, ok := a.get(slot)
-		if !ok {
-			continue
-		}
-		v = one(v)
-		switch v.Type() {
-		case pcommon.ValueTypeInt:
-			if c := v.Int(); c >= 0 && c <= 16 {
-				return int(c)
-			}
-		case pcommon.ValueTypeStr:
-			s := strings.TrimSpace(v.Str())
-			if c, ok := grpcCodeNames[strings.ToUpper(s)]; ok {
-				return c
-			}
-			if c, err := strconv.Atoi(s); err == nil && c >= 0 && c <= 16 {
-				return c
-			}
-		}
-		st[BadAttributeType]++
+	if c, ok := firstOf(a, st, []int{a.r.grpcStatus, a.r.rpcStatus}, grpcCode); ok {
+		return c
 	}
 	// The current RPC conventions: rpc.response.status_code, a string; for gRPC the code's
 	// name ("UNAVAILABLE"). Values of other RPC systems are not gRPC codes: passed over.
@@ -654,6 +652,26 @@ func grpcStatus(a *view, st *Stats) int {
 		}
 	}
 	return -1
+}
+
+// grpcCode reads a gRPC status code: an int from 0 to 16, its canonical name or its number as
+// a string.
+func grpcCode(v pcommon.Value) (int, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		if c := v.Int(); c >= 0 && c <= 16 {
+			return int(c), true
+		}
+	case pcommon.ValueTypeStr:
+		s := strings.TrimSpace(v.Str())
+		if c, ok := grpcCodeNames[strings.ToUpper(s)]; ok {
+			return c, true
+		}
+		if c, err := strconv.Atoi(s); err == nil && c >= 0 && c <= 16 {
+			return c, true
+		}
+	}
+	return 0, false
 }
 
 // target names what a span calls, for grouping same-name siblings into runs (DESIGN.md "Words":

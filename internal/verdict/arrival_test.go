@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/shapegen"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -223,29 +224,16 @@ func TestArrivalEqualsOneDecisionScenarios(t *testing.T) {
 
 func TestArrivalEqualsOneDecisionShapes(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		var spans []verdict.Span
 		b := &shapes{}
-		for k := range rapid.IntRange(1, 3).Draw(rt, "shapes") {
-			switch rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("shape%d", k)) {
-			case 0:
-				b.loopOutlivingParent(rt)
-			case 1:
-				b.keyedResends(rt)
-			case 2:
-				b.overlappingTries(rt)
-			case 3:
-				b.redeliveries(rt)
-			}
-		}
-		spans = b.spans
-		checkArrival(rt, "shapes", spans)
+		shapegen.Draw(rt, b)
+		checkArrival(rt, "shapes", b.spans)
 	})
 }
 
 // shapeT0 is the generated shapes' time origin (2026-01-01T00:00:00Z).
 const shapeT0 = int64(1767225600) * int64(time.Second)
 
-// shapes builds generated traces span by span.
+// shapes builds generated traces span by span (a shapegen.Builder: a span's handle is its index).
 type shapes struct {
 	spans  []verdict.Span
 	traces byte
@@ -267,10 +255,26 @@ func (b *shapes) span(tr verdict.TraceID, parent int, service, name string, kind
 	return len(b.spans) - 1
 }
 
-// call adds an HTTP CLIENT try under parent: status 0 with a cancellation when cancelled.
-func (b *shapes) call(parent int, service, host string, start, end float64, status int, cancelled bool) int {
-	p := &b.spans[parent]
-	i := b.span(p.TraceID, parent, service, "GET", verdict.KindClient, start, end)
+// child adds a span under parent, in its trace.
+func (b *shapes) child(parent int, service, name string, kind verdict.Kind, start, end float64) int {
+	return b.span(b.spans[parent].TraceID, parent, service, name, kind, start, end)
+}
+
+// shapeHash is the hash of key or message n of shape: one a shape.
+func shapeHash(shape, n int) uint64 { return uint64(shape+1)<<32 | uint64(n)<<1 | 1 }
+
+func (b *shapes) Root(service, name string, start, end float64, status int) int {
+	i := b.span(b.trace(), -1, service, name, verdict.KindServer, start, end)
+	b.spans[i].IsHTTP, b.spans[i].HTTPStatus = true, status
+	return i
+}
+
+func (b *shapes) Internal(parent int, service, name string, start, end float64) int {
+	return b.child(parent, service, name, verdict.KindInternal, start, end)
+}
+
+func (b *shapes) Call(parent int, service, host string, start, end float64, status int, cancelled bool) int {
+	i := b.child(parent, service, "GET", verdict.KindClient, start, end)
 	s := &b.spans[i]
 	s.IsHTTP, s.HTTPStatus, s.Target = true, status, verdict.NewTargetHash().Add(host+":80/x")
 	if cancelled {
@@ -281,95 +285,19 @@ func (b *shapes) call(parent int, service, host string, start, end float64, stat
 	return i
 }
 
-// root adds a SERVER root: HTTP 499 (the caller left), 504 or 200.
-func (b *shapes) root(rt *rapid.T, service string, end float64) int {
-	i := b.span(b.trace(), -1, service, "POST /ask", verdict.KindServer, 0, end)
-	b.spans[i].IsHTTP = true
-	b.spans[i].HTTPStatus = rapid.SampledFrom([]int{499, 504, 200}).Draw(rt, "rootStatus")
-	return i
+func (b *shapes) Key(i, shape, n int) { b.spans[i].KeyHash = shapeHash(shape, n) }
+
+func (b *shapes) Producer(parent int, service, dest string, start, end float64) int {
+	return b.child(parent, service, "send "+dest, verdict.KindProducer, start, end)
 }
 
-// loopOutlivingParent: a handler (the attempts' parent) ends with its root at G, while its
-// retry loop goes on: tries 0.1 to 5 s long, backoffs of 0.5 s to two minutes, the last maybe
-// succeeding; some end before G, one may be in flight at G, the rest after it (by seconds to
-// minutes).
-func (b *shapes) loopOutlivingParent(rt *rapid.T) {
-	g := float64(rapid.IntRange(5, 50).Draw(rt, "gone")) / 10
-	r := b.root(rt, "gateway", g)
-	h := b.span(b.spans[r].TraceID, r, "worker", "handle", verdict.KindInternal, 0.01, g)
-	t := float64(rapid.IntRange(0, 30).Draw(rt, "firstTry")) / 10
-	n := rapid.IntRange(1, 5).Draw(rt, "tries")
-	for k := range n {
-		d := float64(rapid.IntRange(1, 50).Draw(rt, fmt.Sprintf("try%d", k))) / 10
-		status := 503
-		if k == n-1 && rapid.Bool().Draw(rt, "lastOK") {
-			status = 200
-		}
-		b.call(h, "worker", "search", t, t+d, status, false)
-		t += d + float64(rapid.SampledFrom([]int{5, 20, 100, 300, 1200}).Draw(rt, fmt.Sprintf("backoff%d", k)))/10
+func (b *shapes) Delivery(pub int, service, dest string, shape, n int, start, end float64, failed bool) int {
+	d := b.span(b.trace(), -1, service, "process "+dest, verdict.KindConsumer, start, end)
+	s := &b.spans[d]
+	s.MessageHash = shapeHash(shape, n)
+	s.Links = []verdict.Link{{TraceID: b.spans[pub].TraceID, SpanID: b.spans[pub].SpanID}}
+	if failed {
+		s.Status, s.ErrorType = verdict.StatusError, "CommitFailedException"
 	}
-}
-
-// keyedResends: a client sends one idempotency key in two or three traces, the first try
-// succeeding (it never got the answer) or failing, re-sent 10 s to three minutes later; a trace
-// may try twice itself.
-func (b *shapes) keyedResends(rt *rapid.T) {
-	key := uint64(b.traces+1)<<32 | uint64(rapid.IntRange(1, 1<<20).Draw(rt, "key"))<<1 | 1 // one key a shape
-	t := 0.0
-	for k := range rapid.IntRange(2, 3).Draw(rt, "sends") {
-		r := b.span(b.trace(), -1, "shop", "POST /checkout", verdict.KindServer, t, t+2)
-		b.spans[r].IsHTTP, b.spans[r].HTTPStatus = true, 200
-		status := rapid.SampledFrom([]int{200, 503, 504}).Draw(rt, fmt.Sprintf("send%d", k))
-		i := b.call(r, "shop", "payments", t+0.1, t+0.9, status, false)
-		b.spans[i].KeyHash = key
-		if rapid.Bool().Draw(rt, fmt.Sprintf("again%d", k)) { // the trace's own retry, with the key
-			status = rapid.SampledFrom([]int{200, 503}).Draw(rt, fmt.Sprintf("sendAgain%d", k))
-			i = b.call(r, "shop", "payments", t+1.0, t+1.9, status, false)
-			b.spans[i].KeyHash = key
-		}
-		t += float64(rapid.SampledFrom([]int{10, 60, 180}).Draw(rt, fmt.Sprintf("resend%d", k)))
-	}
-}
-
-// overlappingTries: under a parent that awaits them, two tries of one call overlap: one
-// succeeds and the other is cancelled by its client before it or within the grace after it
-// (a hedge), or both succeed (parallel work).
-func (b *shapes) overlappingTries(rt *rapid.T) {
-	r := b.root(rt, "gateway", 10)
-	p := b.span(b.spans[r].TraceID, r, "planner", "plan", verdict.KindInternal, 0.01, 9)
-	a0 := float64(rapid.IntRange(1, 20).Draw(rt, "aStart")) / 10
-	a1 := a0 + float64(rapid.IntRange(5, 30).Draw(rt, "aLen"))/10
-	b0 := a0 + float64(rapid.IntRange(1, 10).Draw(rt, "bAfter"))/10
-	win := b0 + float64(rapid.IntRange(1, 30).Draw(rt, "bLen"))/10
-	switch rapid.IntRange(0, 2).Draw(rt, "race") {
-	case 0: // the loser cancelled before the winner finished
-		b.call(p, "planner", "ranker", a0, min(a1, win-0.05), 0, true)
-		b.call(p, "planner", "ranker", b0, win, 200, false)
-	case 1: // the loser cancelled within the grace after the winner
-		b.call(p, "planner", "ranker", a0, win-0.1, 200, false)
-		b.call(p, "planner", "ranker", b0, win+0.5, 0, true)
-	default: // parallel work: both succeed
-		b.call(p, "planner", "ranker", a0, a1, 200, false)
-		b.call(p, "planner", "ranker", b0, win, 200, false)
-	}
-}
-
-// redeliveries: a message produced by a request is delivered in new traces (linked), its
-// commit lost: again 30 s to four minutes later.
-func (b *shapes) redeliveries(rt *rapid.T) {
-	r := b.span(b.trace(), -1, "web", "POST /orders", verdict.KindServer, 0, 0.5)
-	b.spans[r].IsHTTP, b.spans[r].HTTPStatus = true, 200
-	pub := b.span(b.spans[r].TraceID, r, "web", "send orders", verdict.KindProducer, 0.1, 0.12)
-	msg := uint64(b.traces)<<32 | uint64(rapid.IntRange(1, 1<<20).Draw(rt, "message"))<<1 | 1 // one message a shape
-	t := 1.0
-	for k := range rapid.IntRange(1, 3).Draw(rt, "deliveries") {
-		d := b.span(b.trace(), -1, "fulfilment", "process orders", verdict.KindConsumer, t, t+1)
-		s := &b.spans[d]
-		s.MessageHash = msg
-		s.Links = []verdict.Link{{TraceID: b.spans[pub].TraceID, SpanID: b.spans[pub].SpanID}}
-		if rapid.Bool().Draw(rt, fmt.Sprintf("failed%d", k)) {
-			s.Status, s.ErrorType = verdict.StatusError, "CommitFailedException"
-		}
-		t += float64(rapid.SampledFrom([]int{30, 90, 240}).Draw(rt, fmt.Sprintf("redeliver%d", k)))
-	}
+	return d
 }

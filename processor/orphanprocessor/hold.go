@@ -2,7 +2,6 @@ package orphanprocessor
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"slices"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/dueheap"
 	"github.com/orphanwatch/orphanwatch/internal/shard"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -36,27 +36,6 @@ type heldTrace struct {
 	last    bool // released at shutdown: decided with nothing left open
 }
 
-// dueEntry is a held trace in the due heap; stale when the trace was taken or its due moved.
-type dueEntry struct {
-	due time.Time
-	h   *heldTrace
-}
-
-// dueHeap orders held traces by due time (container/heap).
-type dueHeap []dueEntry
-
-func (d dueHeap) Len() int           { return len(d) }
-func (d dueHeap) Less(i, j int) bool { return d[i].due.Before(d[j].due) }
-func (d dueHeap) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
-func (d *dueHeap) Push(x any)        { *d = append(*d, x.(dueEntry)) }
-func (d *dueHeap) Pop() any {
-	old := *d
-	e := old[len(old)-1]
-	old[len(old)-1] = dueEntry{}
-	*d = old[:len(old)-1]
-	return e
-}
-
 // holdStore is where traces wait for their decision: the held traces by trace ID, in order of
 // first arrival (the oldest is evicted first at max_traces) and by due time (a heap: the release
 // loop takes what is due), with the count of spans held. Entries of traces taken, or whose due
@@ -64,8 +43,8 @@ func (d *dueHeap) Pop() any {
 // processor's shards guards its own with the shard's mutex (holdShard).
 type holdStore struct {
 	held      map[verdict.TraceID]*heldTrace
-	queue     []*heldTrace // in order of first arrival; taken entries are skipped
-	dues      dueHeap      // by due time; stale entries are skipped
+	queue     []*heldTrace             // in order of first arrival; taken entries are skipped
+	dues      dueheap.Heap[*heldTrace] // by due time; stale entries (taken, or due moved) are skipped
 	spansHeld int
 }
 
@@ -106,7 +85,7 @@ func (s *holdStore) setDue(h *heldTrace, t time.Time) bool {
 		return false
 	}
 	h.due = t
-	heap.Push(&s.dues, dueEntry{t, h})
+	s.dues.Push(t, h)
 	return true
 }
 
@@ -114,10 +93,10 @@ func (s *holdStore) setDue(h *heldTrace, t time.Time) bool {
 func (s *holdStore) nextDue() *heldTrace {
 	for len(s.dues) > 0 {
 		e := &s.dues[0]
-		if !e.h.decided && e.due.Equal(e.h.due) {
-			return e.h
+		if !e.V.decided && e.Due.Equal(e.V.due) {
+			return e.V
 		}
-		heap.Pop(&s.dues)
+		s.dues.Pop()
 	}
 	return nil
 }
@@ -137,7 +116,7 @@ func (s *holdStore) takeDue(now time.Time, ready []*heldTrace) []*heldTrace {
 		if h == nil || h.due.After(now) {
 			break
 		}
-		heap.Pop(&s.dues)
+		s.dues.Pop()
 		ready = append(ready, s.take(h))
 	}
 	for len(s.queue) > 0 && s.queue[0].decided {

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/bytrace"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -17,43 +18,26 @@ import (
 
 // intake is one ConsumeTraces call's working memory, recycled (intakePool).
 type intake struct {
-	spans    []intakeSpan
-	groups   []intakeGroup             // the batch's traces, in order of first span
-	index    map[verdict.TraceID]int32 // groups by trace ID
-	pass     []heldSpan                // spans without a trace ID: they leave now, undecided
-	observed []verdict.Span            // what the batch tells other traces (roots, keys)
-	ids      []verdict.TraceID         // the groups' trace IDs
-	known    []bool                    // by group: the trace's root was known before the batch
-	holdings []*heldTrace              // holdBatch's traces still held at the batch's end
+	traces   bytrace.Groups[intakeSpan] // the batch's spans by trace, traces in order of first span
+	pass     []heldSpan                 // spans without a trace ID: they leave now, undecided
+	observed []verdict.Span             // what the batch tells other traces (roots, keys)
+	ids      []verdict.TraceID          // the groups' trace IDs
+	known    []bool                     // by group: the trace's root was known before the batch
+	holdings []*heldTrace               // holdBatch's traces still held at the batch's end
 	rst      spanread.Stats
 }
 
 // intakeSpan is a span of the batch being taken in.
 type intakeSpan struct {
 	ref  heldSpan
-	next int32 // the next span of its trace in the batch; -1 for the last
-	root bool  // it has no parent
+	root bool // it has no parent
 }
 
-// intakeGroup is a trace's spans in the batch: spans[head], then along next.
-type intakeGroup struct {
-	id         verdict.TraceID
-	head, tail int32
-	n          int
-}
-
-var intakePool = sync.Pool{New: func() any { return &intake{index: map[verdict.TraceID]int32{}} }}
+var intakePool = sync.Pool{New: func() any { return &intake{} }}
 
 // recycle drops what in points into and returns it to the pool.
 func (in *intake) recycle() {
-	clear(in.spans)
-	in.spans = in.spans[:0]
-	in.groups = in.groups[:0]
-	if len(in.index) > 4096 {
-		in.index = map[verdict.TraceID]int32{} // do not keep a huge batch's table
-	} else {
-		clear(in.index)
-	}
+	in.traces.Reset()
 	clear(in.pass) // released by now
 	in.pass = in.pass[:0]
 	clear(in.observed)
@@ -75,7 +59,6 @@ func (in *intake) group(r *spanread.Reader, td ptrace.Traces) *heldBatch {
 	}
 	b := &heldBatch{td: td}
 	scopes := make([]heldScope, 0, nScopes)
-	last := int32(-1) // the previous span's group: a trace's spans mostly come one after another
 	for ri := range rss.Len() {
 		rs := rss.At(ri)
 		sss := rs.ScopeSpans()
@@ -111,26 +94,7 @@ func (in *intake) group(r *spanread.Reader, td ptrace.Traces) *heldBatch {
 						in.observed = append(in.observed, verdict.Span{TraceID: traceID, SpanID: verdict.SpanID(sp.SpanID()), ParentID: parentID, KeyHash: kh})
 					}
 				}
-				g := last
-				if g < 0 || in.groups[g].id != traceID {
-					var ok bool
-					if g, ok = in.index[traceID]; !ok {
-						g = int32(len(in.groups))
-						in.groups = append(in.groups, intakeGroup{id: traceID, head: -1, tail: -1})
-						in.index[traceID] = g
-					}
-					last = g
-				}
-				i := int32(len(in.spans))
-				in.spans = append(in.spans, intakeSpan{ref: heldSpan{sp: sp, src: src}, next: -1, root: parentID.IsZero()})
-				gr := &in.groups[g]
-				if gr.tail < 0 {
-					gr.head = i
-				} else {
-					in.spans[gr.tail].next = i
-				}
-				gr.tail = i
-				gr.n++
+				in.traces.Add(traceID, intakeSpan{ref: heldSpan{sp: sp, src: src}, root: parentID.IsZero()})
 			}
 		}
 	}
@@ -144,35 +108,35 @@ func (in *intake) group(r *spanread.Reader, td ptrace.Traces) *heldBatch {
 func (p *orphanProcessor) holdInShards(ctx context.Context, in *intake, now time.Time) (ready []*heldTrace, late int64) {
 	// traces_held goes up before any of the batch's traces can be taken, by the batch's traces
 	// (corrected below for those already held).
-	budget := int64(len(in.groups))
+	budget := int64(in.traces.Len())
 	p.tel.ProcessorOrphanTracesHeld.Add(ctx, budget, p.tel.ID)
 	// Each span's share of the batch's encoded size (limits.max_held_bytes), added before any
 	// of the batch's traces can be taken out (and its bytes with it).
 	var sb int64
-	if len(in.spans) > 0 {
-		if sb = in.spans[0].ref.src.b.spanBytes; sb > 0 {
-			p.heldBytes.Add(sb * int64(len(in.spans)))
+	if n := in.traces.Items(); n > 0 {
+		if sb = in.traces.At(0).ref.src.b.spanBytes; sb > 0 {
+			p.heldBytes.Add(sb * int64(n))
 		}
 	}
 	created := int64(0)
-	for gi := range in.groups {
-		g := &in.groups[gi]
-		sh := p.shardOf(g.id)
+	for gi := range in.traces.Len() {
+		g := in.traces.Group(gi)
+		sh := p.shardOf(g.ID)
 		sh.mu.Lock()
 		var h *heldTrace
-		left := g.n
-		for i := g.head; i >= 0; i = in.spans[i].next {
-			s := &in.spans[i]
+		left := g.N
+		for i := in.traces.First(gi); i >= 0; i = in.traces.Next(i) {
+			s := in.traces.At(i)
 			if h == nil || h.decided {
-				if h = sh.lookup(g.id); h == nil {
+				if h = sh.lookup(g.ID); h == nil {
 					// A new trace: its place is made with no shard locked (max_traces).
 					sh.mu.Unlock()
 					ready = p.makeRoom(ctx, ready)
 					sh.mu.Lock()
-					if h = sh.lookup(g.id); h != nil {
+					if h = sh.lookup(g.ID); h != nil {
 						p.traces.Add(-1) // another intake added it meanwhile
 					} else {
-						h = p.addHeld(sh, g.id, now, in.known[gi], s.root)
+						h = p.addHeld(sh, g.ID, now, in.known[gi], s.root)
 						if created++; created > budget {
 							p.tel.ProcessorOrphanTracesHeld.Add(ctx, 1, p.tel.ID)
 							budget++
@@ -182,7 +146,7 @@ func (p *orphanProcessor) holdInShards(ctx context.Context, in *intake, now time
 			}
 			if s.root && !h.hasRoot {
 				h.hasRoot = true
-				p.lat.RootArrived(g.id, now)
+				p.lat.RootArrived(g.ID, now)
 				p.setDueLocked(sh, h, now.Add(p.afterRoot))
 			}
 			sh.hold(h, s.ref, left)
@@ -230,27 +194,27 @@ func (p *orphanProcessor) holdBatch(ctx context.Context, in *intake, now time.Ti
 	// The batch's traces in one allocation, not one a trace (not recycled: key sharing may keep
 	// a trace after the call). Their span lists stay one a trace, each of its exact size: one
 	// list for the batch would be rounded up to whole pages.
-	traces := make([]heldTrace, len(in.groups))
-	ready = make([]*heldTrace, 0, len(in.groups))
-	for gi := range in.groups {
-		g := &in.groups[gi]
+	traces := make([]heldTrace, in.traces.Len())
+	ready = make([]*heldTrace, 0, in.traces.Len())
+	for gi := range in.traces.Len() {
+		g := in.traces.Group(gi)
 		var h *heldTrace
-		left := g.n
-		for i := g.head; i >= 0; i = in.spans[i].next {
-			s := &in.spans[i]
+		left := g.N
+		for i := in.traces.First(gi); i >= 0; i = in.traces.Next(i) {
+			s := in.traces.At(i)
 			if h == nil || h.decided {
 				if h == nil {
 					h = &traces[gi]
 				} else {
 					h = &heldTrace{} // the spans beyond max_spans_per_trace: a new holding
 				}
-				h.id, h.first, h.late = g.id, now, in.known[gi] && !s.root
+				h.id, h.first, h.late = g.ID, now, in.known[gi] && !s.root
 				in.holdings = append(in.holdings, h)
 				newTraces++
 			}
 			if s.root && !h.hasRoot {
 				h.hasRoot = true
-				p.lat.RootArrived(g.id, now)
+				p.lat.RootArrived(g.ID, now)
 			}
 			h.add(s.ref, left)
 			left--

@@ -79,9 +79,7 @@ func TestLateSpanJudgedAgainstRetainedRoot(t *testing.T) {
 // decision_wait after it arrived, and an orphan that arrives meanwhile (three service hops down,
 // its chain complete) deepens the orphaned depth written on it.
 func TestAbandonedRootHeldForItsDepth(t *testing.T) {
-	cfg := testConfig(time.Minute)
-	cfg.DecisionWaitAfterRoot = 5 * time.Second
-	p, clk, sink := newSinkProcessor(t, cfg) // due() is driven by hand
+	_, p, clk, sink := newWaitsProcessor(t, time.Minute, 5*time.Second) // due() is driven by hand
 	ctx := context.Background()
 	start := clk.Now()
 	td := ptrace.NewTraces()

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/orphanwatch/orphanwatch/internal/badinput"
+	"github.com/orphanwatch/orphanwatch/internal/heldroots"
 	"github.com/orphanwatch/orphanwatch/internal/latency"
 	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
@@ -89,9 +90,7 @@ type orphanProcessor struct {
 
 	ks keySharing // key sharing across a tier (keysharing.go); zero when off
 
-	rootsMu   sync.Mutex
-	roots     map[verdict.TraceID][]*heldRoot
-	rootQueue []*heldRoot // by due time (all wait the same)
+	roots heldroots.Held[heldRoot] // abandoned roots held after their trace's release (roots.go)
 }
 
 func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Traces) (*orphanProcessor, error) {
@@ -111,7 +110,6 @@ func newOrphanProcessor(set processor.Settings, cfg *Config, next consumer.Trace
 		afterRoot: cfg.AfterRoot(),
 		rootHold:  cfg.EffectiveAbandonedRootHold(),
 		atOnce:    cfg.DecidesEachBatch(),
-		roots:     map[verdict.TraceID][]*heldRoot{},
 		stop:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
@@ -303,20 +301,20 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	defer in.recycle()
 	now := p.clock.Now()
 	b := in.group(p.reader, td)
-	if p.cfg.Limits.MaxHeldBytes > 0 && !p.atOnce && len(in.spans) > 0 {
+	if p.cfg.Limits.MaxHeldBytes > 0 && !p.atOnce && in.traces.Items() > 0 {
 		// What the batch's spans weigh, shared evenly among them (limits.max_held_bytes): one
 		// pass of pdata's own size computation over the batch, no copy.
-		b.spanBytes = max(int64((&ptrace.ProtoMarshaler{}).TracesSize(td))/int64(len(in.spans)+len(in.pass)), 1)
+		b.spanBytes = max(int64((&ptrace.ProtoMarshaler{}).TracesSize(td))/int64(in.traces.Items()+len(in.pass)), 1)
 	}
 	// Every span of the batch that will leave counts before any release can see the batch.
-	b.left = len(in.spans) + len(in.pass)
+	b.left = in.traces.Items() + len(in.pass)
 	// Whether each trace's root was known before this batch (its spans are then late), then
 	// what the batch tells other traces (roots, keys): observed before any of its spans is held,
 	// so that no decision meets a span of the batch without what the batch tells.
-	in.known = grownBools(in.known, len(in.groups))
+	in.known = grownBools(in.known, in.traces.Len())
 	in.ids = in.ids[:0]
-	for i := range in.groups {
-		in.ids = append(in.ids, in.groups[i].id)
+	for i := range in.traces.Len() {
+		in.ids = append(in.ids, in.traces.Group(i).ID)
 	}
 	p.corr.KnowsAll(in.ids, in.known)
 	if len(in.observed) > 0 {
@@ -324,7 +322,7 @@ func (p *orphanProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	}
 	var ready []*heldTrace
 	var late int64
-	if n := len(in.spans); n > 0 {
+	if n := in.traces.Items(); n > 0 {
 		p.tel.ProcessorOrphanSpansHeld.Add(ctx, int64(n), p.tel.ID)
 	}
 	if p.atOnce {

@@ -17,9 +17,7 @@ import (
 // TestHoldsForTheWaitAfterRootThenReleasesWithVerdicts: a trace whose root came is released
 // decision_wait_after_root after the root's arrival, not decision_wait after its first span.
 func TestHoldsForTheWaitAfterRootThenReleasesWithVerdicts(t *testing.T) {
-	cfg := testConfig(time.Minute)
-	cfg.DecisionWaitAfterRoot = 5 * time.Second
-	p, clk, sink := newSinkProcessor(t, cfg) // due() is driven by hand
+	cfg, p, clk, sink := newWaitsProcessor(t, time.Minute, 5*time.Second) // due() is driven by hand
 	now := clk.Now()
 
 	td := ptrace.NewTraces()
@@ -150,9 +148,7 @@ func TestZeroTraceIDPassesThroughUnchanged(t *testing.T) {
 // earlier; one whose root has not come, decision_wait after its first span, deferred.
 func TestLoopReleasesAfterTheWait(t *testing.T) {
 	const wait, afterRoot = 30 * time.Second, 5 * time.Second
-	cfg := testConfig(wait)
-	cfg.DecisionWaitAfterRoot = afterRoot
-	p, clk, sink := newSinkProcessor(t, cfg)
+	_, p, clk, sink := newWaitsProcessor(t, wait, afterRoot)
 	startTestProcessor(t, p, clk)
 	clk.Advance(time.Hour) // idle: nothing to fire
 	arrived := clk.Now()
@@ -189,9 +185,7 @@ func TestLoopReleasesAfterTheWait(t *testing.T) {
 // was created the loop never heard of the arrival.
 func TestArrivalWakesTheLoop(t *testing.T) {
 	const wait = 10 * time.Second
-	cfg := testConfig(time.Minute)
-	cfg.DecisionWaitAfterRoot = wait
-	p, clk, sink := newSinkProcessor(t, cfg)
+	_, p, clk, sink := newWaitsProcessor(t, time.Minute, wait)
 	startTestProcessor(t, p, clk)
 	clk.Advance(3 * time.Second)
 	first := clk.Now()

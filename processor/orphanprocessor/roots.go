@@ -2,7 +2,6 @@ package orphanprocessor
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -17,9 +16,7 @@ import (
 type heldRoot struct {
 	trace verdict.TraceID
 	ref   heldSpan
-	due   time.Time
 	v     verdict.Verdict
-	gone  bool // released
 }
 
 // holdRoot keeps the abandoned root h.refs[i] after its trace's release (heldRoot), until
@@ -28,12 +25,8 @@ type heldRoot struct {
 func (p *orphanProcessor) holdRoot(ctx context.Context, h *heldTrace, i int, v *verdict.Verdict) {
 	h.refs[i].hold = true
 	due := p.clock.Now().Add(max(p.rootHold-p.afterRoot, 0))
-	hr := &heldRoot{trace: h.id, ref: heldSpan{sp: h.refs[i].sp, src: h.refs[i].src}, due: due, v: *v}
-	p.rootsMu.Lock()
-	p.roots[h.id] = append(p.roots[h.id], hr)
-	p.rootQueue = append(p.rootQueue, hr)
-	over := len(p.rootQueue) > p.cfg.Limits.MaxTraces
-	p.rootsMu.Unlock()
+	hr := &heldRoot{trace: h.id, ref: heldSpan{sp: h.refs[i].sp, src: h.refs[i].src}, v: *v}
+	over := p.roots.Add(h.id, due, hr) > p.cfg.Limits.MaxTraces
 	if sb := hr.ref.src.b.spanBytes; sb > 0 {
 		p.heldBytes.Add(sb) // its trace's bytes were taken out with the trace
 	}
@@ -50,52 +43,23 @@ func (p *orphanProcessor) updateHeldRoots(t verdict.TraceID, reach []verdict.Roo
 	if len(reach) == 0 {
 		return
 	}
-	p.rootsMu.Lock()
-	defer p.rootsMu.Unlock()
-	for _, hr := range p.roots[t] {
-		verdict.RaiseReach(&hr.v, verdict.SpanID(hr.ref.sp.SpanID()), reach)
-	}
+	p.roots.Update(t, func(hr *heldRoot) { verdict.RaiseReach(&hr.v, verdict.SpanID(hr.ref.sp.SpanID()), reach) })
 }
 
 // dueRoots takes the held roots due at now (all with a zero now and n < 0; the n oldest when
 // n > 0).
 func (p *orphanProcessor) dueRoots(now time.Time, n int) []*heldRoot {
-	p.rootsMu.Lock()
-	defer p.rootsMu.Unlock()
-	var out []*heldRoot
-	for len(p.rootQueue) > 0 {
-		hr := p.rootQueue[0]
-		if n == 0 || (n < 0 && !now.IsZero() && hr.due.After(now)) {
-			break
-		}
-		n--
-		p.rootQueue[0] = nil
-		p.rootQueue = p.rootQueue[1:]
-		hr.gone = true
-		out = append(out, hr)
+	out := p.roots.Take(now, n)
+	for _, hr := range out {
 		if sb := hr.ref.src.b.spanBytes; sb > 0 {
 			p.heldBytes.Add(-sb)
-		}
-		rs := p.roots[hr.trace]
-		rs = slices.DeleteFunc(rs, func(x *heldRoot) bool { return x == hr })
-		if len(rs) == 0 {
-			delete(p.roots, hr.trace)
-		} else {
-			p.roots[hr.trace] = rs
 		}
 	}
 	return out
 }
 
 // nextRootDue is when the first held root is due; zero when none is held.
-func (p *orphanProcessor) nextRootDue() time.Time {
-	p.rootsMu.Lock()
-	defer p.rootsMu.Unlock()
-	if len(p.rootQueue) == 0 {
-		return time.Time{}
-	}
-	return p.rootQueue[0].due
-}
+func (p *orphanProcessor) nextRootDue() time.Time { return p.roots.NextDue() }
 
 // releaseRoots writes the held roots' verdicts and passes them on, in calls of at most
 // send_batch_max_size spans.

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/spanbuild"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor/internal/metadata"
 )
@@ -28,25 +29,11 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // at returns t0 + s seconds as a pdata timestamp.
-func at(s float64) pcommon.Timestamp {
-	return pcommon.NewTimestampFromTime(t0.Add(time.Duration(s * float64(time.Second))))
-}
+func at(s float64) pcommon.Timestamp { return spanbuild.At(t0, s) }
 
-// addSpan appends a span to td in its own resource.
+// addSpan appends a span to td in its own resource, named after its service.
 func addSpan(td ptrace.Traces, service string, trace byte, id, parent byte, kind ptrace.SpanKind, start, end float64) ptrace.Span {
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", service)
-	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-	sp.SetTraceID(pcommon.TraceID{trace, 1})
-	sp.SetSpanID(pcommon.SpanID{id, 1})
-	if parent != 0 {
-		sp.SetParentSpanID(pcommon.SpanID{parent, 1})
-	}
-	sp.SetName(service + "-op")
-	sp.SetKind(kind)
-	sp.SetStartTimestamp(at(start))
-	sp.SetEndTimestamp(at(end))
-	return sp
+	return spanbuild.Add(td, t0, service, service+"-op", trace, id, parent, kind, start, end)
 }
 
 // spanAttrs maps every span ID of td to the span's attributes.
@@ -97,6 +84,16 @@ func newSinkProcessor(t *testing.T, cfg *Config) (*orphanProcessor, *fakeClock, 
 	t.Helper()
 	p, clk := newTestProcessor(t, cfg, nil)
 	return p, clk, sinkOf(p)
+}
+
+// newWaitsProcessor is newSinkProcessor with decision_wait wait and decision_wait_after_root
+// afterRoot (the rest as created), its settings returned too.
+func newWaitsProcessor(t *testing.T, wait, afterRoot time.Duration) (*Config, *orphanProcessor, *fakeClock, *consumertest.TracesSink) {
+	t.Helper()
+	cfg := testConfig(wait)
+	cfg.DecisionWaitAfterRoot = afterRoot
+	p, clk, sink := newSinkProcessor(t, cfg)
+	return cfg, p, clk, sink
 }
 
 // newTestReplay creates a Replay with nop settings passing on to a new TracesSink, returned too.

@@ -72,9 +72,7 @@ func str(m pcommon.Map, k string) string {
 // it), so it is over only when run_timeout passed with no re-send (DESIGN.md "Run outcomes");
 // then its outcome, success, is carried once for the third, the first that succeeded.
 func TestKeyJoinsRunAcrossTraces(t *testing.T) {
-	cfg := testConfig(time.Minute)
-	cfg.DecisionWaitAfterRoot = time.Second
-	p, clk, sink := newSinkProcessor(t, cfg)
+	cfg, p, clk, sink := newWaitsProcessor(t, time.Minute, time.Second)
 	ctx := context.Background()
 	clk.Advance(t0.Sub(clk.Now()))
 	for i, status := range []int64{504, 503, 200} {
@@ -191,9 +189,7 @@ func TestRootThatNeverComes(t *testing.T) {
 // TestRootArrivesAfterItsSpansLeft: the spans that left deferred get their verdicts when the
 // root arrives, as events on the root: counted once, with the run never split.
 func TestRootArrivesAfterItsSpansLeft(t *testing.T) {
-	cfg := testConfig(30 * time.Second)
-	cfg.DecisionWaitAfterRoot = 5 * time.Second
-	p, clk, sink := newSinkProcessor(t, cfg)
+	_, p, clk, sink := newWaitsProcessor(t, 30*time.Second, 5*time.Second)
 	ctx := context.Background()
 	clk.Advance(at(40).AsTime().Sub(clk.Now()))
 	// A request of 100 s: a loop's first two attempts fail, arrive, and leave deferred.

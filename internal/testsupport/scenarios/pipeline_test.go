@@ -1,7 +1,6 @@
 package scenarios_test
 
 import (
-	"context"
 	"maps"
 	"math"
 	"slices"
@@ -10,45 +9,24 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/judged"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
-// runPipeline passes the batches through the orphan processor (decision_wait 0 is not used:
-// all batches arrive within the wait and Shutdown releases them) and records the result with
-// the orphanmetrics exporter's recorder.
+// runPipeline passes the batches through the orphan processor (judged.Traces) and records the
+// result with the orphanmetrics exporter's recorder.
 func runPipeline(t *testing.T, batches ...ptrace.Traces) *orphanmetrics.Recorder {
 	t.Helper()
-	f := orphanprocessor.NewFactory()
-	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
-	cfg.DecisionWait = 3600e9
-	cfg.Prices = prices.Scenarios()
-	sink := new(consumertest.TracesSink)
-	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
-	require.NoError(t, err)
-	require.NoError(t, p.Start(context.Background(), nopHost{}))
-	for _, b := range batches {
-		require.NoError(t, p.ConsumeTraces(context.Background(), b))
-	}
-	require.NoError(t, p.Shutdown(context.Background()))
 	rec, err := orphanmetrics.NewRecorder(orphanmetrics.NewDefaultSettings())
 	require.NoError(t, err)
-	for _, td := range sink.AllTraces() {
+	for _, td := range judged.Traces(t, batches...) {
 		rec.Record(td)
 	}
 	return rec
 }
-
-type nopHost struct{}
-
-func (nopHost) GetExtensions() map[component.ID]component.Component { return nil }
 
 // series flattens the gathered metrics, leaving out the exporter's health counters and zeroes.
 func series(t *testing.T, rec *orphanmetrics.Recorder) map[string]float64 {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/spanbuild"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -17,24 +18,9 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func ts(s float64) pcommon.Timestamp {
-	return pcommon.NewTimestampFromTime(t0.Add(time.Duration(s * float64(time.Second))))
-}
-
+// addSpan appends a span of the shop named POST in its own resource.
 func addSpan(td ptrace.Traces, trace, id, parent byte, kind ptrace.SpanKind, start, end float64) ptrace.Span {
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "shop")
-	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-	sp.SetTraceID(pcommon.TraceID{trace, 1})
-	sp.SetSpanID(pcommon.SpanID{id, 1})
-	if parent != 0 {
-		sp.SetParentSpanID(pcommon.SpanID{parent, 1})
-	}
-	sp.SetName("POST")
-	sp.SetKind(kind)
-	sp.SetStartTimestamp(ts(start))
-	sp.SetEndTimestamp(ts(end))
-	return sp
+	return spanbuild.Add(td, t0, "shop", "POST", trace, id, parent, kind, start, end)
 }
 
 // longRequest is trace 1: the shop's root (0-40 s) and its call (0.1-1 s, status 200), which
