@@ -25,7 +25,10 @@ type Gate[T comparable] struct {
 	mu      sync.Mutex
 	waiting []waiter[T] // in order of their deadline (the wait is the same for every trace)
 	passing map[T]struct{}
-	closed  bool
+	// releasing counts the traces taken off waiting and not yet handed over by release: owed
+	// (Owed) while they are decided.
+	releasing int
+	closed    bool
 
 	kick chan struct{} // buffered 1: a trace began to wait with none waiting before
 	stop chan struct{}
@@ -93,8 +96,28 @@ func (g *Gate[T]) Waiting() int {
 	return len(g.waiting)
 }
 
+// Owed is the number of traces the gate still owes its release function: those waiting and
+// those taken off the wait whose release has not returned yet.
+func (g *Gate[T]) Owed() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiting) + g.releasing
+}
+
+// releaseTaken hands the traces check took over to release; until it returns they are owed.
+func (g *Gate[T]) releaseTaken(out []T) {
+	if len(out) == 0 {
+		return
+	}
+	g.release(out)
+	g.mu.Lock()
+	g.releasing -= len(out)
+	g.mu.Unlock()
+}
+
 // check takes the waiting traces whose keys bind now or whose wait is over (all when flush),
-// counts their look-ups, and marks them to pass Hold.
+// counts their look-ups, and marks them to pass Hold; they stay owed until releaseTaken has
+// handed them over.
 func (g *Gate[T]) check(flush bool) []T {
 	now := g.now()
 	g.mu.Lock()
@@ -113,6 +136,7 @@ func (g *Gate[T]) check(flush bool) []T {
 	}
 	clear(g.waiting[len(kept):])
 	g.waiting = kept
+	g.releasing += len(out)
 	return out
 }
 
@@ -142,9 +166,7 @@ func (g *Gate[T]) loop() {
 		case <-g.kick:
 		case <-t.C:
 		}
-		if out := g.check(false); len(out) > 0 {
-			g.release(out)
-		}
+		g.releaseTaken(g.check(false))
 		d := g.next()
 		if d == 0 {
 			d = idle
@@ -164,7 +186,5 @@ func (g *Gate[T]) Close() {
 	g.mu.Unlock()
 	close(g.stop)
 	<-g.done
-	if out := g.check(true); len(out) > 0 {
-		g.release(out)
-	}
+	g.releaseTaken(g.check(true))
 }

@@ -38,10 +38,10 @@ func (o *Observer) keyClose() {
 	}
 }
 
-// keyWaiting is the number of traces the gate holds.
-func (o *Observer) keyWaiting() int {
+// keyOwed is the number of traces the gate holds or is releasing (keyshare.Gate.Owed).
+func (o *Observer) keyOwed() int {
 	if o.gate == nil {
 		return 0
 	}
-	return o.gate.Waiting()
+	return o.gate.Owed()
 }

@@ -383,14 +383,15 @@ func (o *Observer) later(now time.Time, carried []verdict.Carried, st *verdict.S
 }
 
 // Owed reports whether anything is still owed: held roots, records waiting for a root or a
-// chain, open runs. A test or a replay waits until it is false.
+// chain, open runs, traces the key gate holds or is still handing over. A test or a replay
+// waits until it is false.
 func (o *Observer) Owed() bool {
 	_, pending, open := o.corr.Kept()
 	held := o.roots.Len()
 	o.room.mu.Lock()
 	waiting := o.room.records
 	o.room.mu.Unlock()
-	return pending > 0 || open > 0 || held > 0 || waiting > 0 || o.keyWaiting() > 0
+	return pending > 0 || open > 0 || held > 0 || waiting > 0 || o.keyOwed() > 0
 }
 
 // NextDue is when the first waiting trace or held root is due; zero when none waits.
