@@ -4,6 +4,10 @@
 // documentation tests use (telemetrydoc), the orphan_keys extension made through its factory
 // for the tests of the components that name it (keystest), the checks mdatagen generates for
 // every component (componentcheck), the walk over a Traces' spans (tdwalk), the scenarios'
-// price table (prices) and a certificate authority for TLS on loopback (testpki). No component
-// imports it.
+// price table (prices), a certificate authority for TLS on loopback (testpki), batches through
+// the orphan processor (judged), hand-made spans (spanbuild), the generated shapes of the
+// arrival properties (shapegen), the key look-up counter (lookupcount), promtool and amtool
+// (tooltest), the listeners of a config (listenhost), a GET's body (httpbody), and what the
+// recorder's and the key-sharing tests share (recordertest, keytier, owntelemetry). No
+// component imports it.
 package testsupport
