@@ -380,12 +380,10 @@ func (l *lockedLog) Reset() {
 // unavailableTwice starts a server that answers 503 to the first two requests and 200 to the
 // others; it is closed when the test ends.
 func unavailableTwice(t *testing.T) *httptest.Server {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hits.Add(1) < 3 {
+	srv, _ := hitServer(t, func(w http.ResponseWriter, _ *http.Request, hit int32) {
+		if hit < 3 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-	}))
-	t.Cleanup(srv.Close)
+	})
 	return srv
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,9 +138,8 @@ func (c *closeCount) Close() error { c.closed++; return nil }
 // The loop honours the server's Retry-After (in seconds here; over a constant 10 s backoff it
 // would take 20 s), and the cap the user set bounds it.
 func TestRetryHonoursRetryAfterOnLoopback(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch hits.Add(1) {
+	srv, _ := hitServer(t, func(w http.ResponseWriter, _ *http.Request, hit int32) {
+		switch hit {
 		case 1:
 			w.Header().Set("Retry-After", "0")
 			w.WriteHeader(http.StatusTooManyRequests)
@@ -152,8 +149,7 @@ func TestRetryHonoursRetryAfterOnLoopback(t *testing.T) {
 		default:
 			_, _ = io.WriteString(w, "ok")
 		}
-	}))
-	defer srv.Close()
+	})
 	policy := HTTPPolicy{MaxRetryAfter: 50 * time.Millisecond}
 	var waits []time.Duration
 	start := time.Now()
@@ -172,12 +168,9 @@ func TestRetryHonoursRetryAfterOnLoopback(t *testing.T) {
 
 // The default cap of 5 attempts, then an ExhaustedError wrapping the last status.
 func TestRetryDefaultCapIsFive(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
+	srv, hits := hitServer(t, func(w http.ResponseWriter, _ *http.Request, _ int32) {
 		w.WriteHeader(http.StatusBadGateway)
-	}))
-	defer srv.Close()
+	})
 	_, err := Retry(context.Background(), func(ctx context.Context) (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		return CheckResponse(http.DefaultClient.Do(req))

@@ -33,6 +33,16 @@ func recorder(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvider) 
 	return sr, tp
 }
 
+// hitServer starts a server whose handler h is also told which request this is (1, 2, ...),
+// and returns it with the count of requests; it is closed when the test ends.
+func hitServer(t *testing.T, h func(w http.ResponseWriter, r *http.Request, hit int32)) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	hits := new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, hits.Add(1)) }))
+	t.Cleanup(srv.Close)
+	return srv, hits
+}
+
 func attr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
@@ -267,18 +277,16 @@ func TestIdempotencyKeyDefaults(t *testing.T) {
 // CLIENT span, annotated by the Transport inside otelhttp's, with the key on the wire.
 func TestRetryWithOtelhttpAnnotatesExistingSpans(t *testing.T) {
 	sr, tp := recorder(t)
-	var hits atomic.Int32
 	var keys, deadlines []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, _ := hitServer(t, func(w http.ResponseWriter, r *http.Request, hit int32) {
 		keys = append(keys, r.Header.Get(HeaderIdempotencyKey))
 		deadlines = append(deadlines, r.Header.Get(HeaderDeadline))
-		if hits.Add(1) < 3 {
+		if hit < 3 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
+	})
 	client := &http.Client{Transport: otelhttp.NewTransport(NewTransport(nil), otelhttp.WithTracerProvider(tp))}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

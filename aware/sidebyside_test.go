@@ -166,6 +166,21 @@ func leaveOnce(ready <-chan struct{}, pause time.Duration, cancel context.Cancel
 	}
 }
 
+// runLeaving runs lib (waiting 10 s between attempts) against handler, with a caller that leaves
+// pause after handler first signals ready, and asserts that the loop gave up with
+// context.Canceled as checkErr says lib reports a leaving at stage.
+func runLeaving(t *testing.T, lib library, stage aware.Stage, pause time.Duration, handler func(w http.ResponseWriter, r *http.Request, ready chan<- struct{})) outcome {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{}, 8)
+	o := run(t, lib, 10*time.Second, func(w http.ResponseWriter, r *http.Request, _ int32) {
+		handler(w, r, ready)
+	}, ctx, cancel, leaveOnce(ready, pause, cancel))
+	require.ErrorIs(t, o.err, context.Canceled)
+	checkErr(t, lib.name, o.err, stage)
+	return o
+}
+
 // checkErr asserts the error each library returns, as the page quotes it.
 func checkErr(t *testing.T, lib string, err error, stage aware.Stage) {
 	t.Helper()
@@ -217,17 +232,13 @@ func TestSideBySideBeforeDispatch(t *testing.T) {
 func TestSideBySideMidAttempt(t *testing.T) {
 	for _, lib := range libraries {
 		t.Run(lib.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			got := make(chan struct{}, 8)
-			o := run(t, lib, 10*time.Second, func(w http.ResponseWriter, r *http.Request, _ int32) {
-				got <- struct{}{}
+			o := runLeaving(t, lib, aware.DuringAttempt, 0, func(_ http.ResponseWriter, r *http.Request, ready chan<- struct{}) {
+				ready <- struct{}{}
 				select { // the long work
 				case <-r.Context().Done():
 				case <-time.After(10 * time.Second):
 				}
-			}, ctx, cancel, leaveOnce(got, 0, cancel))
-			require.ErrorIs(t, o.err, context.Canceled)
-			checkErr(t, lib.name, o.err, aware.DuringAttempt)
+			})
 			assert.Less(t, o.took, time.Second, "the attempt in flight is abandoned at once")
 			assert.Equal(t, int32(1), o.hits, "no further attempt")
 			assert.Equal(t, int32(1), o.calls)
@@ -249,14 +260,11 @@ func TestSideBySideMidAttempt(t *testing.T) {
 func TestSideBySideMidBackoff(t *testing.T) {
 	for _, lib := range libraries {
 		t.Run(lib.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			answered := make(chan struct{}, 8)
-			o := run(t, lib, 10*time.Second, func(w http.ResponseWriter, r *http.Request, _ int32) {
+			// 100 ms after the 503 the loop is in its 10 s wait
+			o := runLeaving(t, lib, aware.DuringBackoff, 100*time.Millisecond, func(w http.ResponseWriter, _ *http.Request, answered chan<- struct{}) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				answered <- struct{}{}
-			}, ctx, cancel, leaveOnce(answered, 100*time.Millisecond, cancel)) // the loop is in its 10 s wait
-			require.ErrorIs(t, o.err, context.Canceled)
-			checkErr(t, lib.name, o.err, aware.DuringBackoff)
+			})
 			assert.Less(t, o.took, time.Second, "the wait is cut short")
 			assert.Equal(t, int32(1), o.hits)
 			assert.Equal(t, int32(1), o.calls)

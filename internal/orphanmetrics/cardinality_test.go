@@ -25,28 +25,23 @@ func TestCardinalityFlood(t *testing.T) {
 	cfg.LabelLimits.Default = limit
 	rec, err := NewRecorder(cfg)
 	require.NoError(t, err)
-	td := ptrace.NewTraces()
+	resources := make([]recordertest.Resource, n)
 	for i := range n {
-		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr("service.name", "svc-"+strconv.Itoa(i))
-		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-		sp.SetTraceID(pcommon.TraceID{byte(i), byte(i >> 8), byte(i >> 16), 1})
-		sp.SetSpanID(pcommon.SpanID{1})
-		sp.SetName("op-" + strconv.Itoa(i))
-		sp.SetStartTimestamp(1e18)
-		sp.SetEndTimestamp(1e18 + 1e9)
-		a := sp.Attributes()
-		a.PutStr("orphanwatch.liveness", "orphaned")
-		a.PutBool("orphanwatch.started_after_gone", true)
-		a.PutDouble("orphanwatch.after_gone", 1)
-		a.PutInt("orphanwatch.attempt", 1)
-		a.PutStr("orphanwatch.run.outcome", "delivered_to_nobody")
-		a.PutStr("orphanwatch.spend.model", "model-"+strconv.Itoa(i))
-		a.PutInt("orphanwatch.spend.input_tokens", 10)
-		a.PutStr("orphanwatch.caller.service", "caller-"+strconv.Itoa(i))
-		a.PutEmptySlice("http.request.header.idempotency-key").AppendEmpty().SetStr("key-" + strconv.Itoa(i))
+		resources[i] = recordertest.Resource{Service: "svc-" + strconv.Itoa(i), Spans: []recordertest.Span{{
+			Name:    "op-" + strconv.Itoa(i),
+			TraceID: pcommon.TraceID{byte(i), byte(i >> 8), byte(i >> 16), 1},
+			End:     time.Second,
+			Attrs: map[string]any{
+				"orphanwatch.liveness": "orphaned", "orphanwatch.started_after_gone": true,
+				"orphanwatch.after_gone": 1.0, "orphanwatch.attempt": 1,
+				"orphanwatch.run.outcome": "delivered_to_nobody",
+				"orphanwatch.spend.model": "model-" + strconv.Itoa(i), "orphanwatch.spend.input_tokens": 10,
+				"orphanwatch.caller.service":          "caller-" + strconv.Itoa(i),
+				"http.request.header.idempotency-key": []any{"key-" + strconv.Itoa(i)},
+			},
+		}}}
 	}
-	rec.Record(td)
+	rec.Record(recordertest.Build(t, resources...))
 	fams, err := rec.Gatherer().Gather()
 	require.NoError(t, err)
 	series := 0

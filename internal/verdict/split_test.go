@@ -17,6 +17,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -40,20 +41,13 @@ func scenarioSpans(t testing.TB, path string) []verdict.Span {
 	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
 	require.NoError(t, err, path)
 	var out []verdict.Span
-	rss := td.ResourceSpans()
-	for i := range rss.Len() {
-		rs := rss.At(i)
+	tdwalk.SpansWithResource(td, func(res pcommon.Resource, sp ptrace.Span) {
 		service := ""
-		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
+		if v, ok := res.Attributes().Get("service.name"); ok {
 			service = v.AsString()
 		}
-		for j := range rs.ScopeSpans().Len() {
-			spans := rs.ScopeSpans().At(j).Spans()
-			for k := range spans.Len() {
-				out = append(out, readSpan(service, spans.At(k)))
-			}
-		}
-	}
+		out = append(out, readSpan(service, sp))
+	})
 	return out
 }
 

@@ -282,26 +282,36 @@ func Scrape(t testing.TB, url string) []Series {
 		t.Fatalf("scraping %s: %v", url, err)
 	}
 	var out []Series
-	for name, f := range fams {
+	for _, f := range fams {
 		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			switch f.GetType() {
-			case dto.MetricType_COUNTER:
-				out = append(out, Series{name, l, m.GetCounter().GetValue()})
-			case dto.MetricType_GAUGE:
-				out = append(out, Series{name, l, m.GetGauge().GetValue()})
-			case dto.MetricType_HISTOGRAM:
-				out = append(out, Series{name + "_count", l, float64(m.GetHistogram().GetSampleCount())})
-				out = append(out, Series{name + "_sum", l, m.GetHistogram().GetSampleSum()})
-			case dto.MetricType_UNTYPED:
-				out = append(out, Series{name, l, m.GetUntyped().GetValue()})
-			}
+			out = append(out, Samples(f, m)...)
 		}
 	}
 	return out
+}
+
+// Samples flattens one metric of family f into its samples: a counter, gauge or untyped
+// metric gives one, a histogram its _count and then its _sum; other types give none.
+func Samples(f *dto.MetricFamily, m *dto.Metric) []Series {
+	name := f.GetName()
+	l := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		l[lp.GetName()] = lp.GetValue()
+	}
+	switch f.GetType() {
+	case dto.MetricType_COUNTER:
+		return []Series{{name, l, m.GetCounter().GetValue()}}
+	case dto.MetricType_GAUGE:
+		return []Series{{name, l, m.GetGauge().GetValue()}}
+	case dto.MetricType_HISTOGRAM:
+		return []Series{
+			{name + "_count", l, float64(m.GetHistogram().GetSampleCount())},
+			{name + "_sum", l, m.GetHistogram().GetSampleSum()},
+		}
+	case dto.MetricType_UNTYPED:
+		return []Series{{name, l, m.GetUntyped().GetValue()}}
+	}
+	return nil
 }
 
 // Families reads the Prometheus text exposition at url into its metric families, waiting at

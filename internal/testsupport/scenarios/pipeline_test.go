@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/judged"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
@@ -38,21 +39,16 @@ func series(t *testing.T, rec *orphanmetrics.Recorder) map[string]float64 {
 		if name == "orphanwatch_label_overflow_total" || name == "orphanwatch_spans_skipped_total" {
 			continue
 		}
+		if f.GetType() != dto.MetricType_COUNTER && f.GetType() != dto.MetricType_HISTOGRAM {
+			continue
+		}
 		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
+			ss := e2e.Samples(f, m)
+			if ss[0].Value == 0 { // a counter's value, a histogram's count
+				continue
 			}
-			switch f.GetType() {
-			case dto.MetricType_COUNTER:
-				if v := m.GetCounter().GetValue(); v != 0 {
-					out[name+scenarios.LabelKey(l)] = v
-				}
-			case dto.MetricType_HISTOGRAM:
-				if c := m.GetHistogram().GetSampleCount(); c != 0 {
-					out[name+"_count"+scenarios.LabelKey(l)] = float64(c)
-					out[name+"_sum"+scenarios.LabelKey(l)] = m.GetHistogram().GetSampleSum()
-				}
+			for _, s := range ss {
+				out[s.Name+scenarios.LabelKey(s.Labels)] = s.Value
 			}
 		}
 	}
