@@ -249,79 +249,29 @@ func runDecisions(t interface{ Fatal(...any) }, batches []ptrace.Traces) []ptrac
 // marks and the carrier spans removed. A verdict carried twice, or for a span that is not in
 // the output, fails the test.
 func effective(t require.TestingT, out []ptrace.Traces) []ptrace.Traces {
-	type carried struct {
-		attrs   pcommon.Map
-		runOnly bool
-	}
-	byID := map[string][]carried{}
-	for _, td := range out {
-		for _, f := range tdwalk.Flatten(td) {
-			evs := f.Span.Events()
-			for i := 0; i < evs.Len(); i++ {
-				ev := evs.At(i)
-				if ev.Name() != verdict.EventVerdict {
-					continue
-				}
-				a := ev.Attributes()
-				tid, _ := a.Get(verdict.AttrEventTraceID)
-				sid, _ := a.Get(verdict.AttrEventSpanID)
-				// A whole verdict has a liveness or is detached; a part (a run's outcome, an
-				// edge) has neither.
-				_, hasLiveness := a.Get(verdict.AttrLiveness)
-				_, hasDetached := a.Get(verdict.AttrDetached)
-				kind, _ := a.Get(verdict.AttrEventSpanKind)
-				key := tid.Str() + "/" + sid.Str() + "/" + kind.Str()
-				byID[key] = append(byID[key], carried{a, !hasLiveness && !hasDetached})
-			}
-		}
-	}
+	carried := verdictattrs.CollectCarried(out)
 	var res []ptrace.Traces
 	for _, td := range out {
 		td2 := ptrace.NewTraces()
 		td.CopyTo(td2)
 		tdwalk.RemoveSpans(td2, func(sp ptrace.Span) bool {
-			if v, ok := sp.Attributes().Get(verdict.AttrCarrier); ok && v.Bool() {
+			if verdictattrs.IsCarrier(sp) {
 				return true
 			}
 			sp.Events().RemoveIf(func(ev ptrace.SpanEvent) bool { return ev.Name() == verdict.EventVerdict })
-			a := sp.Attributes()
-			deferred := false
-			if v, ok := a.Get(verdict.AttrDeferred); ok && v.Bool() {
-				deferred = true
-				a.Remove(verdict.AttrDeferred)
-			}
-			tid, sid := sp.TraceID(), sp.SpanID()
-			key := hex.EncodeToString(tid[:]) + "/" + hex.EncodeToString(sid[:]) + "/" + verdictattrs.KindNames[sp.Kind()]
-			// A deferred span takes one whole verdict; parts go to the span they name
-			// (the first of exact duplicates).
-			var rest []carried
-			took := false
-			for _, c := range byID[key] {
-				if !c.runOnly && (!deferred || took) {
-					rest = append(rest, c)
-					continue
-				}
-				if !c.runOnly {
-					took = true
-				}
-				c.attrs.Range(func(k string, v pcommon.Value) bool {
-					if strings.HasPrefix(k, "orphanwatch.") && !strings.HasPrefix(k, "orphanwatch.span.") {
-						v.CopyTo(a.PutEmpty(k))
-					}
-					return true
-				})
-			}
-			assert.Equal(t, deferred, took, "span %s: deferred %v, took a whole verdict %v", key, deferred, took)
-			if len(rest) > 0 {
-				byID[key] = rest
-			} else {
-				delete(byID, key)
+			// A deferred span takes one whole verdict; parts go to the span they name (the
+			// first of exact duplicates).
+			f := carried.Final(sp)
+			assert.Equal(t, f.Deferred, f.Whole, "span %s/%s %s: deferred %v, took a whole verdict %v",
+				sp.TraceID(), sp.SpanID(), sp.Kind(), f.Deferred, f.Whole)
+			if f.Carried {
+				f.Attrs.CopyTo(sp.Attributes())
 			}
 			return false
 		})
 		res = append(res, td2)
 	}
-	for key := range byID {
+	for _, key := range carried.Left() {
 		assert.Fail(t, "a verdict was carried for a span that is not in the output", key)
 	}
 	return res

@@ -9,6 +9,7 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/internal/verdictattrs"
 )
 
 // Report is the result of an analysis: the files read, one entry per trace, and a summary
@@ -328,10 +329,10 @@ func buildReport(out []ptrace.Traces, files []FileReport, traceFiles map[pcommon
 	byTrace := map[pcommon.TraceID][]*span{}
 	var order []pcommon.TraceID
 	zeroTrace := 0
-	carried := carriedVerdicts(out)
+	carried := verdictattrs.CollectCarried(out)
 	for _, td := range out {
 		forEachSpan(td, func(res pcommon.Resource, sp ptrace.Span) {
-			if isCarrier(sp) {
+			if verdictattrs.IsCarrier(sp) {
 				return // made by the processor to carry verdicts: not a span of the input
 			}
 			s := &span{
@@ -340,7 +341,8 @@ func buildReport(out []ptrace.Traces, files []FileReport, traceFiles map[pcommon
 				start: int64(sp.StartTimestamp()), end: int64(sp.EndTimestamp()),
 				attrs: sp.Attributes(),
 			}
-			s.attrs, s.carried = carried.final(sp)
+			f := carried.Final(sp)
+			s.attrs, s.carried = f.Attrs, f.Carried
 			if v, ok := res.Attributes().Get("service.name"); ok {
 				s.service = v.AsString()
 			}
