@@ -188,19 +188,14 @@ func TestScenariosAsData(t *testing.T) {
 			md := sink.AllMetrics()[0]
 			got := map[string]sample{}
 			gotEx := map[string]string{}
-			rms := md.ResourceMetrics()
-			for i := range rms.Len() {
-				rm := rms.At(i)
+			for _, rm := range md.ResourceMetrics().All() {
 				svcVal, hasSvc := rm.Resource().Attributes().Get("service.name")
 				svc := ""
 				if hasSvc {
 					svc = svcVal.Str()
 				}
-				sms := rm.ScopeMetrics()
-				for j := range sms.Len() {
-					ms := sms.At(j).Metrics()
-					for k := range ms.Len() {
-						m := ms.At(k)
+				for _, sm := range rm.ScopeMetrics().All() {
+					for _, m := range sm.Metrics().All() {
 						var typ otlptranslator.MetricType = otlptranslator.MetricTypeGauge
 						switch m.Type() {
 						case pmetric.MetricTypeSum:
