@@ -34,6 +34,7 @@ import (
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/carried"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
@@ -339,35 +340,14 @@ func runCollector(data []byte) (res collectorRun, err error) {
 // an edge) is added to the span it names; carrier spans and spans without a trace ID are left
 // out.
 func finalVerdicts(out []ptrace.Traces) map[string][]string {
-	type ev struct {
-		attrs pcommon.Map
-		whole bool
-	}
-	events := map[string][]ev{}
-	for _, td := range out {
-		for _, s := range tdwalk.Flatten(td) {
-			for i := 0; i < s.Span.Events().Len(); i++ {
-				e := s.Span.Events().At(i)
-				if e.Name() != verdict.EventVerdict {
-					continue
-				}
-				a := e.Attributes()
-				get := func(k string) string { v, _ := a.Get(k); return v.AsString() }
-				_, live := a.Get(verdict.AttrLiveness)
-				_, det := a.Get(verdict.AttrDetached)
-				k := get(verdict.AttrEventTraceID) + "/" + get(verdict.AttrEventSpanID) + "/" + get(verdict.AttrEventSpanKind)
-				events[k] = append(events[k], ev{a, live || det})
-			}
-		}
-	}
-	kinds := []string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+	events := carried.Collect(out)
 	res := map[string][]string{}
 	for _, td := range out {
 		for _, s := range tdwalk.Flatten(td) {
 			if isCarrierSpan(s.Span) || s.Span.TraceID().IsEmpty() {
 				continue
 			}
-			k := s.Span.TraceID().String() + "/" + s.Span.SpanID().String() + "/" + kinds[s.Span.Kind()]
+			k := carried.SpanKey(s.Span)
 			v := map[string]any{}
 			s.Span.Attributes().Range(func(name string, val pcommon.Value) bool {
 				if strings.HasPrefix(name, "orphanwatch.") {
@@ -377,22 +357,7 @@ func finalVerdicts(out []ptrace.Traces) map[string][]string {
 			})
 			deferred := v[verdict.AttrDeferred] == true
 			delete(v, verdict.AttrDeferred)
-			var rest []ev
-			took := false
-			for _, e := range events[k] {
-				if e.whole && (!deferred || took) {
-					rest = append(rest, e)
-					continue
-				}
-				took = took || e.whole
-				e.attrs.Range(func(name string, val pcommon.Value) bool {
-					if strings.HasPrefix(name, "orphanwatch.") && !strings.HasPrefix(name, "orphanwatch.span.") {
-						v[name] = val.AsRaw()
-					}
-					return true
-				})
-			}
-			events[k] = rest
+			events.Take(k, deferred, func(name string, val pcommon.Value) { v[name] = val.AsRaw() })
 			res[k] = append(res[k], encodeAttrs(v))
 			sort.Strings(res[k])
 		}

@@ -1,7 +1,6 @@
 package orphanmetricsconnector
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,22 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector/internal/metadata"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
 )
 
 func TestLoadConfig(t *testing.T) {
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
 	load := func(name string) (*Config, error) {
-		cfg := NewFactory().CreateDefaultConfig()
-		sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-		require.NoError(t, err)
-		require.NoError(t, sub.Unmarshal(&cfg))
+		cfg := componentcheck.Config(t, NewFactory(), component.NewIDWithName(metadata.Type, name).String())
 		return cfg.(*Config), confmap.Validate(cfg)
 	}
 

@@ -2,7 +2,6 @@ package orphanmetricsconnector_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,43 +14,12 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/httpbody"
-	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
-
-// judge passes batches through the orphan processor, as internal/testsupport/scenarios' pipeline test
-// does (every batch within decision_wait, Shutdown releases them), and returns what it sends on.
-func judge(t testing.TB, batches ...ptrace.Traces) []ptrace.Traces {
-	t.Helper()
-	f := orphanprocessor.NewFactory()
-	cfg := f.CreateDefaultConfig().(*orphanprocessor.Config)
-	cfg.DecisionWait = 3600e9
-	cfg.Prices = map[string]orphanprocessor.PriceConfig{
-		"gpt-4o":      {InputPerMillion: 2.50, OutputPerMillion: 10.00},
-		"gpt-4o-mini": {InputPerMillion: 0.15, OutputPerMillion: 0.60},
-	}
-	sink := new(consumertest.TracesSink)
-	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
-	require.NoError(t, err)
-	require.NoError(t, p.Start(context.Background(), nopHost{}))
-	for _, b := range batches {
-		require.NoError(t, p.ConsumeTraces(context.Background(), b))
-	}
-	require.NoError(t, p.Shutdown(context.Background()))
-	return sink.AllTraces()
-}
-
-type nopHost struct{}
-
-func (nopHost) GetExtensions() map[component.ID]component.Component { return nil }
 
 // freeAddr returns a 127.0.0.1 address with a port free a moment ago and not handed out before
 // in this process (e2e.FreePort).

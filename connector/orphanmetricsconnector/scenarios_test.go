@@ -25,6 +25,8 @@ import (
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/judged"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 )
 
@@ -55,10 +57,10 @@ func judgeScenario(t testing.TB, sc scenarios.Scenario) []ptrace.Traces {
 	t.Helper()
 	if sc.ID == "S8" {
 		batches, _ := scenarios.S8Batches()
-		return judge(t, batches...)
+		return judged.Traces(t, batches...)
 	}
 	td, _ := sc.Build()
-	return judge(t, td)
+	return judged.Traces(t, td)
 }
 
 // runConnector sends the batches through an orphanmetrics connector made by the factory and
@@ -69,11 +71,7 @@ func runConnector(t testing.TB, cfg *orphanmetricsconnector.Config, next consume
 	f := orphanmetricsconnector.NewFactory()
 	c, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(f.Type()), cfg, next)
 	require.NoError(t, err)
-	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
-	for _, td := range batches {
-		require.NoError(t, c.ConsumeTraces(context.Background(), td))
-	}
-	require.NoError(t, c.Shutdown(context.Background()))
+	componentcheck.Feed(t, c, batches...)
 }
 
 // prometheusLabel reports the labels contrib's prometheus exporter adds from the resource and
@@ -190,19 +188,14 @@ func TestScenariosAsData(t *testing.T) {
 			md := sink.AllMetrics()[0]
 			got := map[string]sample{}
 			gotEx := map[string]string{}
-			rms := md.ResourceMetrics()
-			for i := range rms.Len() {
-				rm := rms.At(i)
+			for _, rm := range md.ResourceMetrics().All() {
 				svcVal, hasSvc := rm.Resource().Attributes().Get("service.name")
 				svc := ""
 				if hasSvc {
 					svc = svcVal.Str()
 				}
-				sms := rm.ScopeMetrics()
-				for j := range sms.Len() {
-					ms := sms.At(j).Metrics()
-					for k := range ms.Len() {
-						m := ms.At(k)
+				for _, sm := range rm.ScopeMetrics().All() {
+					for _, m := range sm.Metrics().All() {
 						var typ otlptranslator.MetricType = otlptranslator.MetricTypeGauge
 						switch m.Type() {
 						case pmetric.MetricTypeSum:

@@ -1,7 +1,6 @@
 package orphankeysextension
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,20 +10,15 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/orphanwatch/orphanwatch/extension/orphankeysextension/internal/metadata"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
 )
 
+// loadConfig is the config of the extension id in testdata/config.yaml.
 func loadConfig(t *testing.T, id component.ID) *Config {
 	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-	sub, err := cm.Sub(id.String())
-	require.NoError(t, err)
-	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	require.NoError(t, sub.Unmarshal(cfg))
-	return cfg
+	return componentcheck.Config(t, NewFactory(), id.String()).(*Config)
 }
 
 func TestLoadConfig(t *testing.T) {

@@ -4,7 +4,7 @@
 // a component's lifecycle (created and shut down; started, used and shut down, then a second
 // instance after it, as on a collector reload), run together by Check; and the telemetry a
 // test's components report to, with the reading of their int64 instruments (Telemetry,
-// Int64Points).
+// Int64Points); and the feeding of batches through a started component (Feed).
 package componentcheck
 
 import (
@@ -64,6 +64,21 @@ func Create(factory component.Factory, cfg component.Config, next consumer.Metri
 		return f.Create(ctx, extensiontest.NewNopSettings(f.Type()), cfg)
 	}
 	return nil, fmt.Errorf("componentcheck: %T is not a processor, exporter, connector or extension factory", factory)
+}
+
+// Feed starts c, a traces consumer, on a no-op host, passes it every batch in order and shuts
+// it down (a processor or connector then has sent on all it holds); every step must succeed.
+// t is a test's, or a property's (*rapid.T).
+func Feed(t require.TestingT, c component.Component, batches ...ptrace.Traces) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	ctx := context.Background()
+	require.NoError(t, c.Start(ctx, componenttest.NewNopHost()))
+	for _, td := range batches {
+		require.NoError(t, c.(consumer.Traces).ConsumeTraces(ctx, td))
+	}
+	require.NoError(t, c.Shutdown(ctx))
 }
 
 // Factory requires factory to be of type typ and its default config to pass

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/componentcheck"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/prices"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -31,10 +31,6 @@ func Traces(t require.TestingT, batches ...ptrace.Traces) []ptrace.Traces {
 	sink := new(consumertest.TracesSink)
 	p, err := f.CreateTraces(context.Background(), processortest.NewNopSettings(f.Type()), cfg, sink)
 	require.NoError(t, err)
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
-	for _, b := range batches {
-		require.NoError(t, p.ConsumeTraces(context.Background(), b))
-	}
-	require.NoError(t, p.Shutdown(context.Background()))
+	componentcheck.Feed(t, p, batches...)
 	return sink.AllTraces()
 }
