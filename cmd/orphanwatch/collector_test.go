@@ -34,10 +34,10 @@ import (
 	"github.com/orphanwatch/orphanwatch/cmd/orphanwatch/internal/input"
 	"github.com/orphanwatch/orphanwatch/exporter/orphanmetricsexporter"
 	"github.com/orphanwatch/orphanwatch/internal/orphanmetrics"
-	"github.com/orphanwatch/orphanwatch/internal/testsupport/carried"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
+	"github.com/orphanwatch/orphanwatch/internal/verdictattrs"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
 
@@ -319,7 +319,7 @@ func runCollector(data []byte) (res collectorRun, err error) {
 	res.verdicts = finalVerdicts(out)
 	for _, td := range out {
 		for _, s := range tdwalk.Flatten(td) {
-			if !isCarrierSpan(s.Span) && !s.Span.TraceID().IsEmpty() {
+			if !verdictattrs.IsCarrier(s.Span) && !s.Span.TraceID().IsEmpty() {
 				res.spans++
 			}
 		}
@@ -340,24 +340,21 @@ func runCollector(data []byte) (res collectorRun, err error) {
 // an edge) is added to the span it names; carrier spans and spans without a trace ID are left
 // out.
 func finalVerdicts(out []ptrace.Traces) map[string][]string {
-	events := carried.Collect(out)
+	carried := verdictattrs.CollectCarried(out)
 	res := map[string][]string{}
 	for _, td := range out {
 		for _, s := range tdwalk.Flatten(td) {
-			if isCarrierSpan(s.Span) || s.Span.TraceID().IsEmpty() {
+			if verdictattrs.IsCarrier(s.Span) || s.Span.TraceID().IsEmpty() {
 				continue
 			}
-			k := carried.SpanKey(s.Span)
+			k := s.Span.TraceID().String() + "/" + s.Span.SpanID().String() + "/" + verdictattrs.KindNames[s.Span.Kind()]
 			v := map[string]any{}
-			s.Span.Attributes().Range(func(name string, val pcommon.Value) bool {
-				if strings.HasPrefix(name, "orphanwatch.") {
+			carried.Final(s.Span).Attrs.Range(func(name string, val pcommon.Value) bool {
+				if strings.HasPrefix(name, "orphanwatch.") && name != verdict.AttrDeferred {
 					v[name] = val.AsRaw()
 				}
 				return true
 			})
-			deferred := v[verdict.AttrDeferred] == true
-			delete(v, verdict.AttrDeferred)
-			events.Take(k, deferred, func(name string, val pcommon.Value) { v[name] = val.AsRaw() })
 			res[k] = append(res[k], encodeAttrs(v))
 			sort.Strings(res[k])
 		}
@@ -370,11 +367,6 @@ func finalVerdicts(out []ptrace.Traces) map[string][]string {
 func encodeAttrs(m map[string]any) string {
 	b, _ := json.Marshal(m)
 	return string(b)
-}
-
-func isCarrierSpan(sp ptrace.Span) bool {
-	v, ok := sp.Attributes().Get(verdict.AttrCarrier)
-	return ok && v.Bool()
 }
 
 // seriesOf flattens Prometheus text into one value per series: counters, and histograms by
