@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.uber.org/zap"
 
+	"github.com/orphanwatch/orphanwatch/internal/deadlinefmt"
 	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -175,7 +176,7 @@ type DeadlineConfig struct {
 	Attribute string `mapstructure:"attribute"`
 	// Format: unix_seconds, unix_milliseconds, rfc3339 (absolute); grpc_timeout, milliseconds,
 	// seconds (relative to the span's start).
-	Format spanread.DeadlineFormat `mapstructure:"format"`
+	Format deadlinefmt.Format `mapstructure:"format"`
 }
 
 // CancellationConfig lists the error.type and exception.type values that mean cancellation.
@@ -310,11 +311,11 @@ var (
 	// of one upstream request, 1-based), as the HTTP conventions capture it.
 	defaultAttempts  = []string{"http.request.header.x-envoy-attempt-count"}
 	defaultDeadlines = []DeadlineConfig{
-		{Attribute: "http.request.header.x-deadline", Format: spanread.FormatUnixSeconds},
-		{Attribute: "http.request.header.x-deadline-ms", Format: spanread.FormatUnixMilliseconds},
-		{Attribute: "http.request.header.grpc-timeout", Format: spanread.FormatGRPCTimeout},
-		{Attribute: "rpc.grpc.request.metadata.grpc-timeout", Format: spanread.FormatGRPCTimeout},
-		{Attribute: "http.request.header.x-envoy-expected-rq-timeout-ms", Format: spanread.FormatMilliseconds},
+		{Attribute: "http.request.header.x-deadline", Format: deadlinefmt.FormatUnixSeconds},
+		{Attribute: "http.request.header.x-deadline-ms", Format: deadlinefmt.FormatUnixMilliseconds},
+		{Attribute: "http.request.header.grpc-timeout", Format: deadlinefmt.FormatGRPCTimeout},
+		{Attribute: "rpc.grpc.request.metadata.grpc-timeout", Format: deadlinefmt.FormatGRPCTimeout},
+		{Attribute: "http.request.header.x-envoy-expected-rq-timeout-ms", Format: deadlinefmt.FormatMilliseconds},
 	}
 	defaultInputTokens = []string{
 		"gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",

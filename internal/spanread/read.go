@@ -12,13 +12,14 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/orphanwatch/orphanwatch/internal/deadlinefmt"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
 // DeadlineAttribute is one attribute that may carry a deadline, and its format.
 type DeadlineAttribute struct {
 	Attribute string
-	Format    DeadlineFormat
+	Format    deadlinefmt.Format
 }
 
 // Options names the attributes read. Each list is tried in order; the first present and
@@ -396,7 +397,7 @@ func (r *Reader) ReadFor(res *Resource, sp ptrace.Span, s *verdict.Span, st *Sta
 		if v == "" {
 			continue
 		}
-		dl, err := ParseDeadline(d.Format, v, s.Start)
+		dl, err := deadlinefmt.Parse(d.Format, v, s.Start)
 		if err != nil {
 			st[BadDeadline]++
 			continue

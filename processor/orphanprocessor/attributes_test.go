@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/orphanwatch/orphanwatch/internal/deadlinefmt"
 	"github.com/orphanwatch/orphanwatch/internal/rulesconfig"
-	"github.com/orphanwatch/orphanwatch/internal/spanread"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
 
@@ -31,7 +31,7 @@ func TestExtraAttributesKeepDefaults(t *testing.T) {
 	defaultIdempotencyKeys, defaultAttempts, defaultDeadlines, defaultInputTokens := def.IdempotencyKey, def.Attempt, def.Deadlines, def.InputTokens
 	assert.Equal(t, append(append([]string{}, defaultIdempotencyKeys...), "messaging.kafka.message.key"), eff.IdempotencyKey)
 	assert.Equal(t, append(append([]string{}, defaultAttempts...), "retry.attempt"), eff.Attempt)
-	assert.Equal(t, append(append([]DeadlineConfig{}, defaultDeadlines...), DeadlineConfig{Attribute: "app.deadline", Format: spanread.FormatRFC3339}), eff.Deadlines)
+	assert.Equal(t, append(append([]DeadlineConfig{}, defaultDeadlines...), DeadlineConfig{Attribute: "app.deadline", Format: deadlinefmt.FormatRFC3339}), eff.Deadlines)
 	assert.Equal(t, defaultInputTokens, eff.InputTokens)
 	// The defaults themselves are untouched (Effective copies).
 	assert.Len(t, defaultIdempotencyKeys, 3)
