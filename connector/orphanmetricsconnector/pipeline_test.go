@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/connector"
@@ -28,10 +27,10 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
-	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
 	"github.com/orphanwatch/orphanwatch/connector/orphanmetricsconnector"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/otlprecv"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/scenarios"
 	"github.com/orphanwatch/orphanwatch/processor/orphanprocessor"
 )
@@ -46,12 +45,7 @@ func TestCollectorPipelinePushesOTLP(t *testing.T) {
 	// The OTLP receiver standing for a metrics backend.
 	sink := new(consumertest.MetricsSink)
 	backend := freeAddr(t)
-	rf := otlpreceiver.NewFactory()
-	rcfg := rf.CreateDefaultConfig().(*otlpreceiver.Config)
-	rcfg.Protocols.HTTP.GetOrInsertDefault().ServerConfig.NetAddr.Endpoint = backend
-	recv, err := rf.CreateMetrics(context.Background(), receivertest.NewNopSettings(rf.Type()), rcfg, sink)
-	require.NoError(t, err)
-	require.NoError(t, recv.Start(context.Background(), componenttest.NewNopHost()))
+	recv := otlprecv.StartHTTP(t, backend, sink)
 	t.Cleanup(func() { require.NoError(t, recv.Shutdown(context.Background())) })
 
 	in := freeAddr(t)

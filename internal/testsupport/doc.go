@@ -7,7 +7,7 @@
 // price table (prices), a certificate authority for TLS on loopback (testpki), batches through
 // the orphan processor (judged), hand-made spans (spanbuild), the generated shapes of the
 // arrival properties (shapegen), the key look-up counter (lookupcount), promtool and amtool
-// (tooltest), the listeners of a config (listenhost), a GET's body (httpbody), and what the
+// (tooltest), the listeners of a config (listenhost), a GET's body (httpbody), an OTLP receiver on loopback (otlprecv), and what the
 // recorder's and the key-sharing tests share (recordertest, keytier, owntelemetry). No
 // component imports it.
 package testsupport

@@ -37,6 +37,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/e2e"
+	"github.com/orphanwatch/orphanwatch/internal/testsupport/otlprecv"
 	"github.com/orphanwatch/orphanwatch/internal/testsupport/tdwalk"
 	"github.com/orphanwatch/orphanwatch/internal/verdict"
 )
@@ -462,12 +463,7 @@ func overloadRun(t *testing.T, batches int, maxHeld int64) overload {
 	require.NoError(t, ml.Start(context.Background(), componenttest.NewNopHost()))
 
 	addr := fmt.Sprintf("127.0.0.1:%d", e2e.FreePort(t))
-	rf := otlpreceiver.NewFactory()
-	rcfg := rf.CreateDefaultConfig().(*otlpreceiver.Config)
-	rcfg.Protocols.HTTP.GetOrInsertDefault().ServerConfig.NetAddr.Endpoint = addr
-	recv, err := rf.CreateTraces(context.Background(), receivertest.NewNopSettings(rf.Type()), rcfg, ml)
-	require.NoError(t, err)
-	require.NoError(t, recv.Start(context.Background(), componenttest.NewNopHost()))
+	recv := otlprecv.StartHTTP(t, addr, ml)
 
 	var (
 		mu  sync.Mutex
